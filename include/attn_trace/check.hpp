@@ -1,0 +1,48 @@
+#pragma once
+// Regression checks (SPEC §9): the computed trace against a file's `expect`
+// entries, or against a golden trace written by `run --format json`.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "attn_trace/compare.hpp"
+#include "attn_trace/pipeline.hpp"
+#include "attn_trace/problem.hpp"
+#include "attn_trace/trace.hpp"
+
+namespace attn_trace {
+
+struct CheckOptions {
+    RunOptions run;
+    std::optional<double> atol, rtol;  // override every entry's tolerance
+};
+
+// One expected step and how it compared.
+struct StepCheck {
+    std::string label;  // "weights (head 0)"
+    bool found = true;
+    std::size_t expected_rows = 0, expected_cols = 0, got_rows = 0, got_cols = 0;
+    Tolerance tolerance;
+    Comparison comparison;
+    bool passed() const { return found && comparison.passed(); }
+};
+
+struct CheckResult {
+    std::string command;  // the pipeline the expectations belong to: run, decode, tiled
+    std::vector<StepCheck> steps;
+    bool passed() const;
+};
+
+// The pipeline an expectation list asks for: `t` → decode, `tile` → tiled, else run.
+std::string pipeline_for(const std::vector<Expectation>& expect);
+
+// Runs the named pipeline (run, decode, tiled) on the problem.
+Trace compute_trace(const std::string& command, const Problem& problem, const RunOptions& options);
+
+CheckResult check_expectations(const Problem& problem, const CheckOptions& options);
+
+// A golden trace (run --format json) read back; throws InputError on a malformed one.
+Trace load_golden_trace(const std::string& path);
+CheckResult check_golden(const Problem& problem, const Trace& golden, const CheckOptions& options);
+
+}  // namespace attn_trace

@@ -1,0 +1,35 @@
+#pragma once
+// The one comparison function: used by `check`, the tests and every backend
+// self-check. An element passes when |got − want| <= atol + rtol·|want|;
+// −∞ matches only −∞ (and +∞ only +∞); NaN passes only where NaN was expected.
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "attn_trace/matrix.hpp"
+
+namespace attn_trace {
+
+struct Tolerance {
+    double atol = 1e-4;
+    double rtol = 0.0;
+};
+
+struct Mismatch {
+    std::size_t row = 0, col = 0;
+    double want = 0, got = 0;
+};
+
+struct Comparison {
+    bool shape_matches = true;
+    std::size_t compared = 0, failed = 0;
+    double max_error = 0;  // largest |got − want| over finite pairs
+    std::size_t worst_row = 0, worst_col = 0;
+    std::vector<Mismatch> first_mismatches;  // at most 10, in row-major order
+    bool passed() const { return shape_matches && failed == 0; }
+};
+
+bool values_match(double got, double want, Tolerance tolerance);
+Comparison compare_matrices(const Matrix& got, const Matrix& want, Tolerance tolerance);
+
+}  // namespace attn_trace

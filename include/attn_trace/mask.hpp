@@ -1,0 +1,47 @@
+#pragma once
+// Mask specs (SPEC §3) and the additive matrix M they make: 0 where query i may
+// read key j, -inf where it may not, finite values acting as biases.
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "attn_trace/matrix.hpp"
+
+namespace attn_trace {
+
+struct MaskSpec {
+    enum class Kind {
+        none,
+        causal_upper_left,    // j <= i
+        causal_bottom_right,  // j <= i + (m - n)
+        window,               // i + (m-n) - left <= j <= i + (m-n) + right
+        key_valid,            // key j visible iff valid[j]
+        additive,             // explicit (n, m) matrix added to the scores
+        allowed,              // (n, m) booleans, true = may read
+        blocked,              // (n, m) booleans, true = may not read
+    };
+    Kind kind = Kind::none;
+    long window_left = 0, window_right = 0;
+    std::vector<bool> key_valid;
+    Matrix matrix;       // additive values, or 1/0 for allowed/blocked
+    std::string label;   // how the user wrote it, e.g. "causal" or "window:3"
+
+    bool needs_shape() const { return kind == Kind::additive || kind == Kind::allowed || kind == Kind::blocked; }
+    bool is_causal() const { return kind == Kind::causal_upper_left || kind == Kind::causal_bottom_right; }
+};
+
+// Parses the string forms: none, causal, causal-upper-left, causal-bottom-right,
+// causal-lower-right, window:W, padding:1,1,0. `where` prefixes error messages.
+MaskSpec parse_mask_string(const std::string& text, const std::string& where);
+
+// The combined additive mask for n queries and m keys: masks add, so a key is
+// visible only if every mask allows it. key_length hides keys j >= key_length
+// (a batch element's `lengths`); alibi_slope adds -slope * |i + (m - n) - j|.
+// (n, m) -> M (n, m)
+Matrix build_mask(const std::vector<MaskSpec>& masks, std::size_t n, std::size_t m,
+                  std::size_t key_length, double alibi_slope);
+
+// "causal + padding:1,1,0", or "none".
+std::string describe_masks(const std::vector<MaskSpec>& masks);
+
+}  // namespace attn_trace

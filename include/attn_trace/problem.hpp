@@ -1,0 +1,89 @@
+#pragma once
+// A validated attention problem (SPEC §3): what the JSON file says, checked and
+// converted to one orientation (math: Q = X W + b), ready for the pipelines.
+#include <array>
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "attn_trace/mask.hpp"
+#include "attn_trace/matrix.hpp"
+
+namespace attn_trace {
+
+enum class Dtype { f64, f32 };
+enum class EmptyRows { error, zero, nan };
+
+struct Scale {
+    enum class Kind { automatic, none, value } kind = Kind::automatic;
+    double value = 1.0;  // used when kind == value
+};
+
+// Rotary position embedding on q and k of every head.
+struct Rope {
+    enum class Style { interleaved, half } style = Style::interleaved;
+    double base = 10000.0;
+    std::vector<double> angles_deg;  // one per pair; when given, base is not used
+};
+
+// One `expect` entry (SPEC §9).
+struct Expectation {
+    std::string name;
+    std::optional<int> head, batch, t;
+    std::optional<std::array<int, 2>> tile;
+    Matrix data;
+    double atol = 1e-4;
+    double rtol = 0.0;
+    std::string json_path;  // "$.expect[3]", for messages
+};
+
+struct Problem {
+    std::string file;  // where it came from, for messages ("<stdin>" for -)
+    std::string title;
+    std::vector<std::string> tokens, source_tokens;
+
+    // Either token vectors with projections ...
+    std::vector<Matrix> X;         // one (n, d_model) matrix per batch element
+    std::vector<Matrix> X_source;  // (m, d_src) per batch element, cross-attention only
+    std::optional<Matrix> W_Q, W_K, W_V, W_O;  // math orientation (d_in, d_out)
+    std::optional<std::vector<double>> b_Q, b_K, b_V, b_O;
+    // ... or the projections themselves, all heads side by side.
+    std::optional<Matrix> Q, K, V;
+
+    int heads = 1;
+    int kv_heads = 1;
+    Scale scale;
+    std::vector<MaskSpec> masks;
+    EmptyRows empty_rows = EmptyRows::error;
+    std::vector<std::size_t> lengths;  // per batch element; empty = all valid
+    std::optional<Rope> rope;
+    std::vector<double> positions, source_positions;  // empty = default
+    std::optional<double> softcap;
+    std::optional<std::vector<double>> alibi_slopes;  // set when alibi is on
+    std::vector<Expectation> expect;
+
+    // Sizes, derived when the problem is validated.
+    bool batched = false;  // X was given as (B, n, d): steps carry their batch index
+    std::size_t batch = 1, n = 0, m = 0, d_model = 0, d_src = 0, d_k = 0, d_v = 0;
+
+    bool from_tokens() const { return !X.empty(); }
+    bool cross_attention() const { return !X_source.empty(); }
+    double scale_factor() const;  // s of Z = s·S + M
+};
+
+// Reads and validates a problem file; "-" reads standard input.
+// Throws JsonPathError / InputError (exit code 2) naming the file and the JSON path.
+Problem load_problem(const std::string& path);
+Problem parse_problem(const std::string& text, const std::string& file_label);
+
+// Re-checks what depends on several keys (mask shapes against n and m, lengths
+// against the batch): called again after command-line options replace file values.
+void validate_masks(const Problem& problem);
+
+std::string dtype_name(Dtype dtype);
+std::string empty_rows_name(EmptyRows policy);
+EmptyRows parse_empty_rows(const std::string& text, const std::string& where);
+Scale parse_scale(const std::string& text, const std::string& where);
+
+}  // namespace attn_trace

@@ -1,0 +1,49 @@
+#pragma once
+// The trace (SPEC §4): an ordered list of named steps, each a matrix with its
+// shape, formula and labels. Every pipeline produces one; every renderer reads one.
+#include <array>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "attn_trace/matrix.hpp"
+
+namespace attn_trace {
+
+struct Step {
+    std::string name;     // a SPEC §4 step name: scores, weights, out, ...
+    std::optional<int> head, batch, t;
+    std::optional<std::array<int, 2>> tile;  // [query block, key tile]
+    std::string formula;  // "Q Kᵀ", "softmax(masked)", ...
+    Matrix values;
+    std::vector<std::string> row_labels, column_labels;  // token names; empty = indices
+};
+
+// What the trace was computed from, as written in the JSON "problem" object.
+struct TraceSummary {
+    std::string title;
+    std::size_t batch = 1, n = 0, m = 0, d_model = 0;
+    int heads = 1, kv_heads = 1;
+    std::size_t d_k = 0, d_v = 0;
+    double scale = 1.0;
+    std::string mask = "none";
+    std::string dtype = "f64";
+    std::string backend = "cpu";
+    std::string empty_rows = "error";
+};
+
+struct Trace {
+    std::string command = "run";  // run, decode, tiled
+    TraceSummary problem;
+    std::vector<Step> steps;
+    std::vector<std::string> notes;  // alignment of causal masks, empty rows, head sharing
+    std::vector<std::pair<std::string, double>> numbers;  // max_abs_diff_vs_full, ...
+
+    // The first step matching name/head/batch/t/tile, or nullptr. A step without a
+    // head (or batch) matches a request for head 0 only when it has no head at all.
+    const Step* find(const std::string& name, std::optional<int> head, std::optional<int> batch, std::optional<int> t,
+                     std::optional<std::array<int, 2>> tile) const;
+};
+
+}  // namespace attn_trace

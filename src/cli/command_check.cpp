@@ -1,0 +1,102 @@
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "attn_trace/check.hpp"
+#include "attn_trace/errors.hpp"
+#include "commands.hpp"
+
+namespace attn_trace::cli {
+
+namespace {
+
+struct CheckCommandOptions {
+    std::vector<std::string> files;
+    std::string golden;
+    std::string dtype = "f64";
+    std::string backend = "cpu";
+    std::optional<double> atol, rtol;
+};
+
+void report_failure(const std::string& file, const StepCheck& step) {
+    if (!step.found) {
+        std::cout << fmt::format("  {}: no such step in the computed trace\n", step.label);
+        return;
+    }
+    const auto& c = step.comparison;
+    if (!c.shape_matches) {
+        std::cout << fmt::format("  {}: expected shape {}, got {}\n", step.label, shape_string(step.expected_rows, step.expected_cols),
+                                 shape_string(step.got_rows, step.got_cols));
+        return;
+    }
+    std::cout << fmt::format("  {}: {} of {} values differ (max error {:.3g} at [{}, {}]; tolerance atol {:g} + rtol {:g}·|expected|)\n",
+                             step.label, c.failed, c.compared, c.max_error, c.worst_row, c.worst_col, step.tolerance.atol,
+                             step.tolerance.rtol);
+    for (const auto& m : c.first_mismatches)
+        std::cout << fmt::format("    [{}, {}] expected {:.10g}, got {:.10g}, difference {:.3g}\n", m.row, m.col, m.want, m.got,
+                                 m.got - m.want);
+    (void)file;
+}
+
+}  // namespace
+
+void add_check_command(CLI::App& app, int& exit_code) {
+    static CheckCommandOptions o;
+    auto* check = app.add_subcommand("check", "compare computed steps with a file's expected values; exit 1 on any failure");
+    check->footer(R"(Each file is one test. An expect entry {"name": "weights", "head": 0, "data": [[...]], "atol": 1e-4}
+passes when |got - want| <= atol + rtol*|want| for every value ("-inf" and "nan" match only
+themselves). Entries with "t" run decode, with "tile" run tiled, otherwise run.
+The last line is "N passed, N failed". Exit 0 all passed, 1 a check failed, 2 a file is bad input.
+
+Examples:
+  attn-trace check examples/*.json
+  attn-trace check tests/golden/*.json --dtype f32 --atol 1e-5
+  attn-trace run problem.json --format json > golden.json
+  attn-trace check problem.json --golden golden.json)");
+    check->add_option("FILE", o.files, "problem files with expect entries")->required();
+    check->add_option("--golden", o.golden, "compare with a trace written by `run --format json` (one FILE)");
+    check->add_option("--dtype", o.dtype, "f64 or f32")->check(CLI::IsMember({"f64", "f32"}))->capture_default_str();
+    check->add_option("--backend", o.backend, "cpu or cuda")->capture_default_str();
+    check->add_option("--atol", o.atol, "absolute tolerance for every entry, overriding the files")->check(CLI::NonNegativeNumber);
+    check->add_option("--rtol", o.rtol, "relative tolerance for every entry, overriding the files")->check(CLI::NonNegativeNumber);
+    check->callback([&exit_code] {
+        if (!o.golden.empty() && o.files.size() != 1) throw InputError("--golden compares one problem file with one trace");
+        CheckOptions options{{o.dtype == "f32" ? Dtype::f32 : Dtype::f64, o.backend}, o.atol, o.rtol};
+        int passed = 0, failed = 0;
+        bool bad_input = false;
+        for (const auto& file : o.files) {
+            try {
+                const Problem problem = load_problem(file);
+                const CheckResult result = o.golden.empty() ? check_expectations(problem, options)
+                                                            : check_golden(problem, load_golden_trace(o.golden), options);
+                std::size_t values = 0;
+                double max_error = 0;
+                for (const auto& s : result.steps) {
+                    values += s.comparison.compared;
+                    max_error = std::max(max_error, s.comparison.max_error);
+                }
+                if (result.passed()) {
+                    ++passed;
+                    std::cout << fmt::format("PASS {} ({} {} step{}, {} values, max error {:.2g})\n", file, result.command, result.steps.size(),
+                                             result.steps.size() == 1 ? "" : "s", values, max_error);
+                } else {
+                    ++failed;
+                    std::cout << fmt::format("FAIL {} ({})\n", file, result.command);
+                    for (const auto& s : result.steps)
+                        if (!s.passed()) report_failure(file, s);
+                }
+            } catch (const BackendUnavailable&) {
+                throw;  // the same for every file: stop with exit 3
+            } catch (const Error& error) {
+                ++failed;
+                bad_input = true;
+                std::cout << fmt::format("ERROR {}\n", file);
+                std::cerr << "attn-trace: error: " << error.what() << "\n";
+            }
+        }
+        std::cout << fmt::format("{} passed, {} failed\n", passed, failed);
+        exit_code = bad_input ? 2 : failed > 0 ? 1 : 0;
+    });
+}
+
+}  // namespace attn_trace::cli

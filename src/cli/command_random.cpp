@@ -1,0 +1,110 @@
+// `random`: writes a problem file whose matrices are the project's portable
+// random generators (compact at any n), or their numbers with --literal.
+#include <fstream>
+#include <iostream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "attn_trace/errors.hpp"
+#include "attn_trace/mask.hpp"
+#include "attn_trace/random.hpp"
+#include "commands.hpp"
+
+namespace attn_trace::cli {
+
+namespace {
+
+struct RandomOptions {
+    std::size_t n = 4, m = 0, d_model = 0, d_k = 2, d_v = 0;
+    int heads = 1, kv_heads = 0;
+    std::uint64_t seed = 0;
+    std::string dist = "normal";
+    std::string mask;
+    bool literal = false;
+    std::string output = "-";
+};
+
+// A generator spec; each matrix gets its own seed so changing one shape keeps the others.
+nlohmann::json random_matrix(std::size_t rows, std::size_t cols, std::uint64_t seed, const std::string& dist) {
+    return {{"random", {{"shape", {rows, cols}}, {"seed", seed}, {"dist", dist}}}};
+}
+
+// The same numbers the loader would generate from random_matrix(...).
+nlohmann::json literal_matrix(std::size_t rows, std::size_t cols, std::uint64_t seed, const std::string& dist) {
+    PortableRandom generator(seed);
+    nlohmann::json out = nlohmann::json::array();
+    for (std::size_t i = 0; i < rows; ++i) {
+        nlohmann::json row = nlohmann::json::array();
+        for (std::size_t j = 0; j < cols; ++j)
+            row.push_back(dist == "normal" ? generator.normal() : dist == "uniform" ? generator.uniform() : static_cast<double>(generator.integer(-4, 4)));
+        out.push_back(std::move(row));
+    }
+    return out;
+}
+
+}  // namespace
+
+void add_random_command(CLI::App& app, int& exit_code) {
+    static RandomOptions o;
+    auto* random = app.add_subcommand("random", "write a random problem file (seeded, identical on every platform)");
+    random->footer(R"(Without --d-model the file gives Q, K, V directly; with it, X and W_Q, W_K, W_V.
+Matrices are written as {"random": {"shape": [r, c], "seed": S, "dist": D}} (a few lines even
+for n = 65536); --literal writes the numbers instead.
+
+Examples:
+  attn-trace random --n 4 --dk 2 --seed 7 -o problem.json
+  attn-trace random --n 8 --d-model 16 --heads 4 --kv-heads 2 --mask causal --literal
+  attn-trace random --n 65536 --dk 64 --dist normal -o big.json)");
+    random->add_option("--n", o.n, "queries")->check(CLI::PositiveNumber)->capture_default_str();
+    random->add_option("--m", o.m, "keys (default n; with --d-model, a source sequence for cross-attention)");
+    random->add_option("--d-model", o.d_model, "token width: write X and projections instead of Q, K, V");
+    random->add_option("--dk", o.d_k, "query/key width per head")->check(CLI::PositiveNumber)->capture_default_str();
+    random->add_option("--dv", o.d_v, "value width per head (default d_k)");
+    random->add_option("--heads", o.heads, "query heads")->check(CLI::Range(1, 4096))->capture_default_str();
+    random->add_option("--kv-heads", o.kv_heads, "key/value heads (default heads; must divide heads)");
+    random->add_option("--seed", o.seed, "seed of the first matrix; the others use seed+1, seed+2, ...")->capture_default_str();
+    random->add_option("--dist", o.dist, "normal, uniform or integers")->check(CLI::IsMember({"normal", "uniform", "integers"}))->capture_default_str();
+    random->add_option("--mask", o.mask, "a mask spec to include (causal, window:W, ...)");
+    random->add_flag("--literal", o.literal, "write the numbers, not generator specs");
+    random->add_option("-o,--output", o.output, "output file, - for standard output")->capture_default_str();
+    random->callback([&exit_code] {
+        const std::size_t m = o.m ? o.m : o.n, d_v = o.d_v ? o.d_v : o.d_k;
+        const int kv_heads = o.kv_heads ? o.kv_heads : o.heads;
+        if (o.heads % kv_heads != 0) throw InputError(fmt::format("--kv-heads {} must divide --heads {}", kv_heads, o.heads));
+        if (o.literal && static_cast<double>(std::max(o.n, m)) * static_cast<double>(std::max(o.d_model, o.heads * std::max(o.d_k, d_v))) > 1e7)
+            throw InputError("--literal writes every number: keep it under 10 million values (leave it out for generator specs)");
+        if (!o.mask.empty()) (void)parse_mask_string(o.mask, "--mask");  // refuse a bad spec now, not when the file is read
+        auto matrix = [&](std::size_t rows, std::size_t cols, std::uint64_t seed) {
+            return o.literal ? literal_matrix(rows, cols, seed, o.dist) : random_matrix(rows, cols, seed, o.dist);
+        };
+        const std::size_t q_width = static_cast<std::size_t>(o.heads) * o.d_k, k_width = static_cast<std::size_t>(kv_heads) * o.d_k,
+                          v_width = static_cast<std::size_t>(kv_heads) * d_v;
+        nlohmann::ordered_json problem;
+        problem["title"] = fmt::format("random problem, seed {}", o.seed);
+        if (o.d_model) {
+            problem["X"] = matrix(o.n, o.d_model, o.seed);
+            if (m != o.n) problem["X_source"] = matrix(m, o.d_model, o.seed + 4);
+            problem["W_Q"] = matrix(o.d_model, q_width, o.seed + 1);
+            problem["W_K"] = matrix(o.d_model, k_width, o.seed + 2);
+            problem["W_V"] = matrix(o.d_model, v_width, o.seed + 3);
+        } else {
+            problem["Q"] = matrix(o.n, q_width, o.seed);
+            problem["K"] = matrix(m, k_width, o.seed + 1);
+            problem["V"] = matrix(m, v_width, o.seed + 2);
+        }
+        if (o.heads > 1) problem["heads"] = o.heads;
+        if (kv_heads != o.heads) problem["kv_heads"] = kv_heads;
+        if (!o.mask.empty()) problem["mask"] = o.mask;
+        const std::string text = problem.dump(1) + "\n";
+        if (o.output == "-") {
+            std::cout << text;
+        } else {
+            std::ofstream out(o.output);
+            if (!out || !(out << text)) throw InputError(fmt::format("{}: cannot write the problem file", o.output));
+        }
+        exit_code = 0;
+    });
+}
+
+}  // namespace attn_trace::cli

@@ -1,0 +1,40 @@
+// attn-trace: one try, one catch. Every error is typed and carries its exit code.
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "attn_trace/errors.hpp"
+#include "attn_trace/version.hpp"
+#include "commands.hpp"
+
+int main(int argc, char** argv) {
+    CLI::App app{"attn-trace: see transformer attention computed, step by step, every matrix and shape exact."};
+    app.set_version_flag("--version", std::string("attn-trace ") + attn_trace::version);
+    app.require_subcommand(1);
+    app.footer(R"(Examples:
+  attn-trace run examples/damaged_on_arrival.json --mask causal
+  attn-trace check examples/*.json
+  attn-trace random --n 4 --dk 2 --seed 7 -o problem.json
+
+Exit codes: 0 success, 1 a check failed, 2 bad input or usage, 3 backend unavailable.
+Run `attn-trace COMMAND --help` for each command's options and examples.)");
+    int exit_code = 0;
+    attn_trace::cli::add_run_command(app, exit_code);
+    attn_trace::cli::add_check_command(app, exit_code);
+    attn_trace::cli::add_random_command(app, exit_code);
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::Success& success) {
+        return app.exit(success);  // --help, --version
+    } catch (const CLI::ParseError& error) {
+        app.exit(error);
+        return 2;  // usage errors share the bad-input exit code (SPEC §2)
+    } catch (const attn_trace::Error& error) {
+        std::cerr << "attn-trace: error: " << error.what() << "\n";
+        return error.exit_code();
+    } catch (const std::bad_alloc&) {
+        std::cerr << "attn-trace: error: out of memory (the problem is too large for this machine)\n";
+        return 2;
+    }
+    return exit_code;
+}

@@ -1,0 +1,92 @@
+#include "trace_options.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "attn_trace/errors.hpp"
+
+namespace attn_trace::cli {
+
+namespace {
+
+const std::vector<std::string> known_steps = {"x", "x_source", "q", "k", "v", "q_rot", "k_rot", "scores", "scaled", "capped",
+                                               "mask", "masked", "row_max", "exp", "row_sum", "weights", "out", "concat", "final",
+                                               "k_cache", "v_cache", "m", "l", "u", "rescale"};
+
+bool use_color(const std::string& setting) {
+    if (setting == "always") return true;
+    if (setting == "never") return false;
+    // auto: a terminal, and NO_COLOR (https://no-color.org) unset or empty.
+    const char* no_color = std::getenv("NO_COLOR");
+    return isatty(fileno(stdout)) && (no_color == nullptr || *no_color == '\0');
+}
+
+}  // namespace
+
+void add_trace_options(CLI::App& command, TraceOptions& o) {
+    command.add_option("PROBLEM", o.problem_path, "problem file (JSON, SPEC §3), or - for standard input")->required();
+    command.add_option("--mask", o.mask, "mask, overriding the file: none, causal, causal-bottom-right, window:W, padding:1,1,0");
+    command.add_option("--scale", o.scale, "auto (1/sqrt(d_k)), none (1) or a number, overriding the file");
+    command.add_option("--dtype", o.dtype, "f64 or f32")->check(CLI::IsMember({"f64", "f32"}))->capture_default_str();
+    command.add_option("--backend", o.backend, "cpu or cuda")->capture_default_str();
+    command.add_option("--format", o.format, "text or json")->check(CLI::IsMember({"text", "json"}))->capture_default_str();
+    command.add_option("--steps", o.steps, "only these steps, comma-separated (e.g. scores,weights,out)");
+    command.add_option("--head", o.head, "only this head's per-head steps (0-based)");
+    command.add_option("--precision", o.precision, "decimals in text tables")->check(CLI::Range(0, 17))->capture_default_str();
+    command.add_option("--empty-rows", o.empty_rows, "a query row that can read no key: error, zero or nan");
+    command.add_option("--color", o.color, "auto (a terminal without NO_COLOR), always or never")
+        ->check(CLI::IsMember({"auto", "always", "never"}))
+        ->capture_default_str();
+    command.add_flag("--full", o.full, "print every row and column of large matrices");
+}
+
+Problem load_with_overrides(const TraceOptions& o) {
+    Problem problem = load_problem(o.problem_path);
+    if (!o.mask.empty()) {
+        problem.masks.clear();
+        if (o.mask != "none") problem.masks.push_back(parse_mask_string(o.mask, "--mask"));
+    }
+    if (!o.scale.empty()) problem.scale = parse_scale(o.scale, "--scale");
+    if (!o.empty_rows.empty()) problem.empty_rows = parse_empty_rows(o.empty_rows, "--empty-rows");
+    // A --mask from the command line must fit the problem like one from the file.
+    try {
+        validate_masks(problem);
+    } catch (const InputError& error) {
+        throw InputError(fmt::format("--mask {}: {}", o.mask, error.what()));
+    }
+    if (o.head && (*o.head < 0 || *o.head >= problem.heads))
+        throw InputError(fmt::format("--head {}: the problem has {} head{} (0 to {})", *o.head, problem.heads, problem.heads == 1 ? "" : "s", problem.heads - 1));
+    return problem;
+}
+
+RunOptions run_options(const TraceOptions& o) { return {o.dtype == "f32" ? Dtype::f32 : Dtype::f64, o.backend}; }
+
+RenderOptions render_options(const TraceOptions& o, const Problem&) {
+    RenderOptions r;
+    r.precision = o.precision;
+    r.full = o.full;
+    r.color = o.format == "text" && use_color(o.color);
+    r.head = o.head;
+    std::size_t start = 0;
+    while (!o.steps.empty() && start <= o.steps.size()) {
+        const auto comma = o.steps.find(',', start);
+        const std::string name = o.steps.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+        if (std::find(known_steps.begin(), known_steps.end(), name) == known_steps.end())
+            throw InputError(fmt::format("--steps: unknown step '{}': expected some of {}", name, fmt::join(known_steps, ", ")));
+        r.steps.push_back(name);
+        if (comma == std::string::npos) break;
+        start = comma + 1;
+    }
+    return r;
+}
+
+void print_trace(const Trace& trace, const TraceOptions& o, const Problem& problem) {
+    const RenderOptions r = render_options(o, problem);
+    std::cout << (o.format == "json" ? render_json(trace, r) : render_text(trace, r));
+}
+
+}  // namespace attn_trace::cli

@@ -1,0 +1,121 @@
+#include "attn_trace/check.hpp"
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "attn_trace/errors.hpp"
+#include "attn_trace/tolerances.hpp"
+#include "../problem/json_reader.hpp"
+
+namespace attn_trace {
+
+namespace {
+
+std::string step_label(const std::string& name, std::optional<int> head, std::optional<int> batch, std::optional<int> t,
+                       std::optional<std::array<int, 2>> tile) {
+    std::vector<std::string> where;
+    if (batch) where.push_back(fmt::format("batch {}", *batch));
+    if (head) where.push_back(fmt::format("head {}", *head));
+    if (t) where.push_back(fmt::format("t {}", *t));
+    if (tile) where.push_back(fmt::format("tile [{}, {}]", (*tile)[0], (*tile)[1]));
+    return where.empty() ? name : fmt::format("{} ({})", name, fmt::join(where, ", "));
+}
+
+StepCheck compare_step(const Trace& trace, const std::string& name, std::optional<int> head, std::optional<int> batch,
+                       std::optional<int> t, std::optional<std::array<int, 2>> tile, const Matrix& want, Tolerance tolerance) {
+    StepCheck check;
+    check.label = step_label(name, head, batch, t, tile);
+    check.tolerance = tolerance;
+    check.expected_rows = want.rows();
+    check.expected_cols = want.cols();
+    const Step* step = trace.find(name, head, batch, t, tile);
+    if (!step) {
+        check.found = false;
+        return check;
+    }
+    check.got_rows = step->values.rows();
+    check.got_cols = step->values.cols();
+    check.comparison = compare_matrices(step->values, want, tolerance);
+    return check;
+}
+
+}  // namespace
+
+bool CheckResult::passed() const {
+    return !steps.empty() && std::all_of(steps.begin(), steps.end(), [](const StepCheck& s) { return s.passed(); });
+}
+
+std::string pipeline_for(const std::vector<Expectation>& expect) {
+    const bool decode = std::any_of(expect.begin(), expect.end(), [](const Expectation& e) { return e.t.has_value(); });
+    const bool tiled = std::any_of(expect.begin(), expect.end(), [](const Expectation& e) { return e.tile.has_value(); });
+    if (decode && tiled) throw InputError("expect mixes decode steps (with \"t\") and tiled steps (with \"tile\"): put them in two files");
+    return decode ? "decode" : tiled ? "tiled" : "run";
+}
+
+CheckResult check_expectations(const Problem& problem, const CheckOptions& options) {
+    if (problem.expect.empty())
+        throw JsonPathError(problem.file, "$.expect", "nothing to check: the file has no expect entries (or use --golden TRACE)");
+    CheckResult result;
+    result.command = pipeline_for(problem.expect);
+    const Trace trace = compute_trace(result.command, problem, options.run);
+    for (const auto& e : problem.expect) {
+        const Tolerance tolerance{options.atol.value_or(e.atol), options.rtol.value_or(e.rtol)};
+        result.steps.push_back(compare_step(trace, e.name, e.head, e.batch, e.t, e.tile, e.data, tolerance));
+    }
+    return result;
+}
+
+Trace load_golden_trace(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw InputError(fmt::format("{}: cannot open the golden trace", path));
+    std::stringstream text;
+    text << in.rdbuf();
+    nlohmann::json root;
+    try {
+        root = nlohmann::json::parse(text.str());
+    } catch (const nlohmann::json::parse_error& error) {
+        throw InputError(fmt::format("{}: malformed JSON in the golden trace: {}", path, error.what()));
+    }
+    const JsonReader reader(path);
+    if (!root.is_object() || !root.contains("attn_trace") || !root.contains("steps"))
+        reader.fail("$", "expected a trace written by `attn-trace run --format json` ({\"attn_trace\": 1, \"steps\": [...]})");
+    Trace trace;
+    trace.command = root.value("command", "run");
+    if (root.contains("problem") && root["problem"].is_object()) trace.problem.dtype = root["problem"].value("dtype", "f64");
+    const auto& steps = root["steps"];
+    if (!steps.is_array()) reader.fail("$.steps", "expected a list of steps, found " + describe_json(steps));
+    for (std::size_t i = 0; i < steps.size(); ++i) {
+        const std::string at = fmt::format("$.steps[{}]", i);
+        const auto& s = steps[i];
+        if (!s.is_object() || !s.contains("name") || !s.contains("data")) reader.fail(at, "expected a step with \"name\" and \"data\"");
+        Step step;
+        step.name = reader.string(s["name"], at + ".name");
+        if (s.contains("head")) step.head = static_cast<int>(reader.whole_number(s["head"], at + ".head", 0, 1 << 20));
+        if (s.contains("batch")) step.batch = static_cast<int>(reader.whole_number(s["batch"], at + ".batch", 0, 1 << 30));
+        if (s.contains("t")) step.t = static_cast<int>(reader.whole_number(s["t"], at + ".t", 0, 1 << 30));
+        if (s.contains("tile"))
+            step.tile = std::array<int, 2>{static_cast<int>(reader.whole_number(s["tile"][0], at + ".tile[0]", 0, 1 << 30)),
+                                           static_cast<int>(reader.whole_number(s["tile"][1], at + ".tile[1]", 0, 1 << 30))};
+        step.values = reader.matrix(s["data"], at + ".data");
+        trace.steps.push_back(std::move(step));
+    }
+    return trace;
+}
+
+CheckResult check_golden(const Problem& problem, const Trace& golden, const CheckOptions& options) {
+    CheckResult result;
+    result.command = golden.command;
+    RunOptions run = options.run;
+    run.dtype = golden.problem.dtype == "f32" ? Dtype::f32 : Dtype::f64;  // recompute as the golden was computed
+    const Trace trace = compute_trace(golden.command, problem, run);
+    const Tolerance tolerance{options.atol.value_or(tolerances::golden_f64.atol), options.rtol.value_or(tolerances::golden_f64.rtol)};
+    for (const auto& step : golden.steps)
+        result.steps.push_back(compare_step(trace, step.name, step.head, step.batch, step.t, step.tile, step.values, tolerance));
+    return result;
+}
+
+}  // namespace attn_trace

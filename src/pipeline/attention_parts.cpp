@@ -1,0 +1,170 @@
+#include "attention_parts.hpp"
+
+#include <cmath>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "attn_trace/errors.hpp"
+
+namespace attn_trace {
+
+namespace {
+
+constexpr double pi = 3.14159265358979323846;
+
+// x (rows, d_in) · w (d_in, d_out) + b -> (rows, d_out)
+Matrix affine(const Matrix& x, const Matrix& w, const std::optional<std::vector<double>>& bias, const Backend& backend,
+              Dtype dtype) {
+    Matrix out = backend.multiply(x, w, dtype);
+    if (bias)
+        for (std::size_t i = 0; i < out.rows(); ++i)
+            for (std::size_t j = 0; j < out.cols(); ++j) {
+                out(i, j) = dtype == Dtype::f32 ? static_cast<double>(static_cast<float>(out(i, j)) + static_cast<float>((*bias)[j]))
+                                                : out(i, j) + (*bias)[j];
+            }
+    return out;
+}
+
+Matrix rounded(Matrix m, Dtype dtype) {
+    if (dtype == Dtype::f32)
+        for (auto& x : m.data()) x = round_to(dtype, x);
+    return m;
+}
+
+template <typename T, typename F>
+Matrix map_elements(const Matrix& a, F f) {
+    Matrix out(a.rows(), a.cols());
+    for (std::size_t i = 0; i < a.data().size(); ++i) out.data()[i] = static_cast<double>(f(static_cast<T>(a.data()[i])));
+    return out;
+}
+
+template <typename T>
+SoftmaxSteps softmax_in(const Matrix& z, EmptyRows policy) {
+    const std::size_t rows = z.rows(), cols = z.cols();
+    SoftmaxSteps s{Matrix(rows, 1), Matrix(rows, cols), Matrix(rows, 1), Matrix(rows, cols), {}};
+    for (std::size_t i = 0; i < rows; ++i) {
+        // max subtraction: e^(z − max) never overflows and gives the same quotients.
+        T max = -std::numeric_limits<T>::infinity();
+        for (std::size_t j = 0; j < cols; ++j) max = std::max(max, static_cast<T>(z(i, j)));
+        s.row_max(i, 0) = static_cast<double>(max);
+        if (max == -std::numeric_limits<T>::infinity()) {
+            // No visible key: 0/0. The policy says what the row becomes.
+            s.empty_rows.push_back(i);
+            const double fill = policy == EmptyRows::nan ? std::numeric_limits<double>::quiet_NaN() : 0.0;
+            for (std::size_t j = 0; j < cols; ++j) s.weights(i, j) = fill;
+            continue;
+        }
+        T sum = 0;
+        for (std::size_t j = 0; j < cols; ++j) {
+            const T zij = static_cast<T>(z(i, j));
+            // A blocked key (−∞) contributes exactly 0.
+            const T e = zij == -std::numeric_limits<T>::infinity() ? T(0) : std::exp(zij - max);
+            s.exp(i, j) = static_cast<double>(e);
+            sum += e;
+        }
+        s.row_sum(i, 0) = static_cast<double>(sum);
+        for (std::size_t j = 0; j < cols; ++j) s.weights(i, j) = static_cast<double>(static_cast<T>(s.exp(i, j)) / sum);
+    }
+    return s;
+}
+
+}  // namespace
+
+Projections project(const Problem& p, std::size_t batch, const Backend& backend, Dtype dtype) {
+    if (!p.from_tokens()) return {rounded(*p.Q, dtype), rounded(*p.K, dtype), rounded(*p.V, dtype)};
+    const Matrix& x = p.X[batch];
+    const Matrix& source = p.cross_attention() ? p.X_source[batch] : x;
+    return {affine(x, *p.W_Q, p.b_Q, backend, dtype), affine(source, *p.W_K, p.b_K, backend, dtype),
+            affine(source, *p.W_V, p.b_V, backend, dtype)};
+}
+
+int kv_head_of(const Problem& p, int head) { return head / (p.heads / p.kv_heads); }
+
+std::vector<double> query_positions(const Problem& p) {
+    if (!p.positions.empty()) return p.positions;
+    std::vector<double> out(p.n);
+    const double offset = p.m > p.n ? static_cast<double>(p.m - p.n) : 0.0;
+    for (std::size_t i = 0; i < p.n; ++i) out[i] = offset + static_cast<double>(i);
+    return out;
+}
+
+std::vector<double> key_positions(const Problem& p) {
+    if (!p.source_positions.empty()) return p.source_positions;
+    std::vector<double> out(p.m);
+    for (std::size_t j = 0; j < p.m; ++j) out[j] = static_cast<double>(j);
+    return out;
+}
+
+Matrix apply_rope(const Matrix& x, const Rope& rope, const std::vector<double>& positions, Dtype dtype) {
+    const std::size_t d = x.cols(), pairs = d / 2;
+    Matrix out(x.rows(), d);
+    for (std::size_t r = 0; r < x.rows(); ++r) {
+        for (std::size_t p = 0; p < pairs; ++p) {
+            // θ_p = base^(−2p/d), or the given angle in degrees per position.
+            const double theta = rope.angles_deg.empty() ? std::pow(rope.base, -2.0 * static_cast<double>(p) / static_cast<double>(d))
+                                                         : rope.angles_deg[p] * pi / 180.0;
+            const double angle = positions[r] * theta;
+            // interleaved pairs (2p, 2p+1); half pairs (p, p + d/2)
+            const std::size_t a = rope.style == Rope::Style::interleaved ? 2 * p : p;
+            const std::size_t b = rope.style == Rope::Style::interleaved ? 2 * p + 1 : p + pairs;
+            const double c = round_to(dtype, std::cos(angle)), s = round_to(dtype, std::sin(angle));
+            // (x_a, x_b) -> (x_a cos − x_b sin, x_a sin + x_b cos)
+            out(r, a) = round_to(dtype, x(r, a) * c - x(r, b) * s);
+            out(r, b) = round_to(dtype, x(r, a) * s + x(r, b) * c);
+        }
+    }
+    return out;
+}
+
+Matrix head_mask(const Problem& p, std::size_t batch, int head) {
+    const std::size_t key_length = p.lengths.empty() ? p.m : p.lengths[batch];
+    const double slope = p.alibi_slopes ? (*p.alibi_slopes)[static_cast<std::size_t>(head)] : 0.0;
+    return build_mask(p.masks, p.n, p.m, key_length, slope);
+}
+
+SoftmaxSteps softmax_rows(const Matrix& masked, EmptyRows policy, Dtype dtype) {
+    return dtype == Dtype::f32 ? softmax_in<float>(masked, policy) : softmax_in<double>(masked, policy);
+}
+
+Matrix add_elementwise(const Matrix& a, const Matrix& b, Dtype dtype) {
+    Matrix out(a.rows(), a.cols());
+    for (std::size_t i = 0; i < a.data().size(); ++i) out.data()[i] = round_to(dtype, a.data()[i] + b.data()[i]);
+    return out;
+}
+
+Matrix scale(const Matrix& a, double s, Dtype dtype) {
+    if (dtype == Dtype::f32) {
+        const float sf = static_cast<float>(s);
+        return map_elements<float>(a, [sf](float x) { return sf * x; });
+    }
+    return map_elements<double>(a, [s](double x) { return s * x; });
+}
+
+Matrix soft_cap(const Matrix& a, double cap, Dtype dtype) {
+    if (dtype == Dtype::f32) {
+        const float c = static_cast<float>(cap);
+        return map_elements<float>(a, [c](float x) { return c * std::tanh(x / c); });
+    }
+    return map_elements<double>(a, [cap](double x) { return cap * std::tanh(x / cap); });
+}
+
+const std::vector<std::string>& query_labels(const Problem& p) { return p.tokens; }
+
+const std::vector<std::string>& key_labels(const Problem& p) {
+    if (!p.source_tokens.empty()) return p.source_tokens;
+    static const std::vector<std::string> none;
+    return p.cross_attention() || p.n != p.m ? none : p.tokens;
+}
+
+void fail_empty_row(const Problem& p, std::size_t row, int head, std::size_t batch) {
+    const std::string who = p.tokens.empty() ? fmt::format("query {}", row) : fmt::format("query {} (\"{}\")", row, p.tokens[row]);
+    const std::string where = (p.heads > 1 ? fmt::format(" in head {}", head) : "") + (p.batched ? fmt::format(" of batch {}", batch) : "");
+    throw InputError(fmt::format(
+        "{}: {}{} can read no key: every key is masked, so its softmax is 0/0. Choose a policy: "
+        "\"empty_rows\": \"zero\" (PyTorch >= 2.5 and FlashAttention return zeros) or \"nan\" (older PyTorch), "
+        "or --empty-rows zero|nan",
+        p.file, who, where));
+}
+
+}  // namespace attn_trace

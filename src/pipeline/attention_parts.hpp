@@ -1,0 +1,60 @@
+#pragma once
+// The pieces of attention that every pipeline (full, decode, tiled) shares, so
+// each is written once: projections, head slices, RoPE, masks, the softmax steps.
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "attn_trace/backend.hpp"
+#include "attn_trace/problem.hpp"
+#include "attn_trace/trace.hpp"
+
+namespace attn_trace {
+
+inline double round_to(Dtype dtype, double x) { return dtype == Dtype::f32 ? static_cast<double>(static_cast<float>(x)) : x; }
+
+// q (n, H·d_k), k (m, H_kv·d_k), v (m, H_kv·d_v) for one batch element.
+struct Projections {
+    Matrix q, k, v;
+};
+// Q = X W_Q + b_Q, K = X_src W_K + b_K, V = X_src W_V + b_V (or Q, K, V as given).
+Projections project(const Problem& problem, std::size_t batch, const Backend& backend, Dtype dtype);
+
+// The KV head that query head h reads: ⌊h / (H / H_kv)⌋, as repeat_interleave.
+int kv_head_of(const Problem& problem, int head);
+
+// Positions of the query rows and key rows for RoPE: given, or 0 … n−1 aligned
+// to the end of the keys when m > n (the queries are the last n tokens).
+std::vector<double> query_positions(const Problem& problem);
+std::vector<double> key_positions(const Problem& problem);
+
+// x (rows, d_k) -> x rotated: pair p of row r turned by positions[r] · θ_p.
+Matrix apply_rope(const Matrix& x, const Rope& rope, const std::vector<double>& positions, Dtype dtype);
+
+// M (n, m) for one batch element and head: the masks, `lengths`, ALiBi.
+Matrix head_mask(const Problem& problem, std::size_t batch, int head);
+
+// The steps of a row softmax over masked scores z (rows, cols):
+// row_max (rows, 1), exp = e^(z − row_max) (rows, cols), row_sum (rows, 1), weights.
+// Rows with no visible key follow the problem's empty-row policy; `empty_rows`
+// receives their indices.
+struct SoftmaxSteps {
+    Matrix row_max, exp, row_sum, weights;
+    std::vector<std::size_t> empty_rows;
+};
+SoftmaxSteps softmax_rows(const Matrix& masked, EmptyRows policy, Dtype dtype);
+
+// Element-wise a + b and s·a in the dtype.
+Matrix add_elementwise(const Matrix& a, const Matrix& b, Dtype dtype);
+Matrix scale(const Matrix& a, double s, Dtype dtype);
+// c·tanh(a / c)
+Matrix soft_cap(const Matrix& a, double cap, Dtype dtype);
+
+// The labels of query rows and key rows ("damaged", "on", ... or empty).
+const std::vector<std::string>& query_labels(const Problem& problem);
+const std::vector<std::string>& key_labels(const Problem& problem);
+
+// An error for a row that can read no key under the "error" policy.
+[[noreturn]] void fail_empty_row(const Problem& problem, std::size_t row, int head, std::size_t batch);
+
+}  // namespace attn_trace

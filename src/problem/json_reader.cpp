@@ -1,0 +1,238 @@
+#include "json_reader.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "attn_trace/errors.hpp"
+#include "attn_trace/random.hpp"
+
+namespace attn_trace {
+
+using nlohmann::json;
+
+namespace {
+
+// Random matrices larger than this are refused before allocation: 2^28 values are
+// 2 GiB of doubles, more than any trace can show and more than a file should ask.
+constexpr std::size_t max_random_values = std::size_t{1} << 28;
+
+std::string join_shape(const std::vector<std::size_t>& shape) {
+    std::string text = "(";
+    for (std::size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
+    return text + ")";
+}
+
+}  // namespace
+
+std::string describe_json(const json& value) {
+    switch (value.type()) {
+        case json::value_t::null: return "null";
+        case json::value_t::boolean: return value.get<bool>() ? "true" : "false";
+        case json::value_t::string: return fmt::format("the string \"{}\"", value.get<std::string>());
+        case json::value_t::array: return fmt::format("an array of {} item{}", value.size(), value.size() == 1 ? "" : "s");
+        case json::value_t::object: return "an object";
+        default: return fmt::format("the number {}", value.dump());
+    }
+}
+
+std::string nearest_word(const std::string& word, const std::vector<std::string>& known) {
+    std::string best;
+    std::size_t best_distance = std::numeric_limits<std::size_t>::max();
+    for (const auto& candidate : known) {
+        // Levenshtein distance, one row at a time.
+        std::vector<std::size_t> row(candidate.size() + 1);
+        for (std::size_t j = 0; j <= candidate.size(); ++j) row[j] = j;
+        for (std::size_t i = 1; i <= word.size(); ++i) {
+            std::size_t diagonal = row[0];
+            row[0] = i;
+            for (std::size_t j = 1; j <= candidate.size(); ++j) {
+                const std::size_t above = row[j];
+                const bool same = std::tolower(word[i - 1]) == std::tolower(candidate[j - 1]);
+                row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (same ? 0 : 1)});
+                diagonal = above;
+            }
+        }
+        if (row.back() < best_distance) {
+            best_distance = row.back();
+            best = candidate;
+        }
+    }
+    // Suggest only what is plausibly a misspelling.
+    return best_distance <= std::max<std::size_t>(2, word.size() / 3) ? best : "";
+}
+
+void JsonReader::fail(const std::string& path, const std::string& what) const {
+    throw JsonPathError(file_, path, what);
+}
+
+double JsonReader::number(const json& value, const std::string& path) const {
+    if (value.is_number()) return value.get<double>();
+    if (value.is_string()) {
+        const auto text = value.get<std::string>();
+        if (text == "inf" || text == "+inf") return std::numeric_limits<double>::infinity();
+        if (text == "-inf") return -std::numeric_limits<double>::infinity();
+        if (text == "nan") return std::numeric_limits<double>::quiet_NaN();
+    }
+    fail(path, "expected a number (or \"inf\", \"-inf\", \"nan\"), found " + describe_json(value));
+}
+
+long JsonReader::whole_number(const json& value, const std::string& path, long min, long max) const {
+    if (!value.is_number() || (value.is_number_float() && std::floor(value.get<double>()) != value.get<double>()))
+        fail(path, "expected a whole number, found " + describe_json(value));
+    const double number = value.get<double>();
+    if (number < static_cast<double>(min) || number > static_cast<double>(max))
+        fail(path, fmt::format("expected a whole number from {} to {}, found {}", min, max, value.dump()));
+    return static_cast<long>(number);
+}
+
+std::string JsonReader::string(const json& value, const std::string& path) const {
+    if (!value.is_string()) fail(path, "expected a string, found " + describe_json(value));
+    return value.get<std::string>();
+}
+
+bool JsonReader::boolean(const json& value, const std::string& path) const {
+    if (value.is_boolean()) return value.get<bool>();
+    if (value.is_number_integer() && (value.get<long>() == 0 || value.get<long>() == 1)) return value.get<long>() == 1;
+    fail(path, "expected true or false (or 1 / 0), found " + describe_json(value));
+}
+
+std::vector<std::string> JsonReader::strings(const json& value, const std::string& path) const {
+    if (!value.is_array()) fail(path, "expected an array of strings, found " + describe_json(value));
+    std::vector<std::string> out;
+    for (std::size_t i = 0; i < value.size(); ++i) {
+        const auto& item = value[i];
+        if (item.is_string()) out.push_back(item.get<std::string>());
+        else if (item.is_number()) out.push_back(item.dump());  // token ids are fine as labels
+        else fail(fmt::format("{}[{}]", path, i), "expected a string, found " + describe_json(item));
+    }
+    return out;
+}
+
+NumericArray JsonReader::array(const json& value, const std::string& path) const {
+    if (value.is_array()) return nested(value, path);
+    if (value.is_object() && value.contains("random")) return random(value, path);
+    if (value.is_object() && value.contains("shape")) return shaped(value, path);
+    fail(path, "expected a matrix (nested arrays, {\"shape\": [...], \"data\": [...]} or {\"random\": {...}}), found " +
+                   describe_json(value));
+}
+
+NumericArray JsonReader::nested(const json& value, const std::string& path) const {
+    NumericArray out;
+    // The shape is read along the first item at every depth; every other item must match it.
+    const json* probe = &value;
+    while (probe->is_array()) {
+        if (probe->empty()) fail(path, "expected a non-empty array, found an empty one");
+        out.shape.push_back(probe->size());
+        probe = &(*probe)[0];
+    }
+    if (out.shape.size() > 3) fail(path, fmt::format("expected at most 3 dimensions, found {}", out.shape.size()));
+    std::size_t total = 1;
+    for (auto extent : out.shape) total *= extent;
+    out.data.reserve(total);
+    // Walk every item, checking that each sub-array has the expected length.
+    auto walk = [&](auto&& self, const json& node, const std::string& at, std::size_t depth) -> void {
+        if (depth == out.shape.size()) {
+            out.data.push_back(number(node, at));
+            return;
+        }
+        if (!node.is_array())
+            fail(at, fmt::format("expected an array of {} items (row {} of a {} array), found {}", out.shape[depth],
+                                 depth, join_shape(out.shape), describe_json(node)));
+        if (node.size() != out.shape[depth])
+            fail(at, fmt::format("ragged array: expected {} items like the first, found {}", out.shape[depth], node.size()));
+        for (std::size_t i = 0; i < node.size(); ++i) self(self, node[i], fmt::format("{}[{}]", at, i), depth + 1);
+    };
+    walk(walk, value, path, 0);
+    return out;
+}
+
+NumericArray JsonReader::shaped(const json& value, const std::string& path) const {
+    NumericArray out;
+    const auto& shape = value["shape"];
+    if (!shape.is_array() || shape.empty() || shape.size() > 3)
+        fail(path + ".shape", "expected 1 to 3 whole numbers, found " + describe_json(shape));
+    std::size_t total = 1;
+    for (std::size_t i = 0; i < shape.size(); ++i) {
+        out.shape.push_back(static_cast<std::size_t>(whole_number(shape[i], fmt::format("{}.shape[{}]", path, i), 1, 1L << 40)));
+        total *= out.shape.back();
+    }
+    for (const auto& [key, item] : value.items())
+        if (key != "shape" && key != "data") fail(path + "." + key, "unknown key: a shaped matrix has only \"shape\" and \"data\"");
+    if (!value.contains("data")) fail(path, "a matrix with \"shape\" needs \"data\" (the values, row-major)");
+    const auto& data = value["data"];
+    if (!data.is_array()) fail(path + ".data", "expected a flat array of numbers, found " + describe_json(data));
+    if (data.size() != total)
+        fail(path + ".data", fmt::format("shape {} needs {} values, found {}", join_shape(out.shape), total, data.size()));
+    out.data.reserve(total);
+    for (std::size_t i = 0; i < data.size(); ++i) out.data.push_back(number(data[i], fmt::format("{}.data[{}]", path, i)));
+    return out;
+}
+
+NumericArray JsonReader::random(const json& value, const std::string& path) const {
+    const std::string at = path + ".random";
+    const auto& spec = value["random"];
+    if (value.size() != 1) fail(path, "a random matrix is {\"random\": {...}} with nothing beside it");
+    if (!spec.is_object()) fail(at, "expected an object {\"shape\": [r, c], \"seed\": 1, \"dist\": \"normal\"}, found " + describe_json(spec));
+    static const std::vector<std::string> known = {"shape", "seed", "dist", "mean", "std", "low", "high"};
+    for (const auto& [key, item] : spec.items())
+        if (std::find(known.begin(), known.end(), key) == known.end()) {
+            const auto near = nearest_word(key, known);
+            fail(at + "." + key, "unknown key" + (near.empty() ? "" : " (did you mean \"" + near + "\"?)"));
+        }
+    if (!spec.contains("shape")) fail(at, "needs \"shape\", e.g. [8192, 64]");
+    NumericArray out;
+    const auto& shape = spec["shape"];
+    if (!shape.is_array() || shape.empty() || shape.size() > 3)
+        fail(at + ".shape", "expected 1 to 3 whole numbers, found " + describe_json(shape));
+    std::size_t total = 1;
+    for (std::size_t i = 0; i < shape.size(); ++i) {
+        out.shape.push_back(static_cast<std::size_t>(whole_number(shape[i], fmt::format("{}.shape[{}]", at, i), 1, 1L << 32)));
+        total *= out.shape.back();
+        if (total > max_random_values)
+            fail(at + ".shape", fmt::format("{} values would need more than {} GiB; the limit is {} values",
+                                            join_shape(out.shape), (max_random_values * 8) >> 30, max_random_values));
+    }
+    const std::uint64_t seed = spec.contains("seed") ? static_cast<std::uint64_t>(whole_number(spec["seed"], at + ".seed", 0, std::numeric_limits<long>::max())) : 0;
+    const std::string dist = spec.contains("dist") ? string(spec["dist"], at + ".dist") : "normal";
+    auto option = [&](const char* key, double fallback) { return spec.contains(key) ? number(spec[key], at + "." + key) : fallback; };
+    PortableRandom generator(seed);
+    out.data.resize(total);
+    if (dist == "normal") {
+        const double mean = option("mean", 0.0), std = option("std", 1.0);
+        for (auto& x : out.data) x = mean + std * generator.normal();
+    } else if (dist == "uniform") {
+        const double low = option("low", 0.0), high = option("high", 1.0);
+        if (!(low < high)) fail(at, fmt::format("uniform needs low < high, found low {} and high {}", low, high));
+        for (auto& x : out.data) x = low + (high - low) * generator.uniform();
+    } else if (dist == "integers") {
+        const long low = spec.contains("low") ? whole_number(spec["low"], at + ".low", -1000000, 1000000) : -4;
+        const long high = spec.contains("high") ? whole_number(spec["high"], at + ".high", -1000000, 1000000) : 4;
+        if (low > high) fail(at, fmt::format("integers needs low <= high, found low {} and high {}", low, high));
+        for (auto& x : out.data) x = static_cast<double>(generator.integer(low, high));
+    } else {
+        fail(at + ".dist", "expected \"normal\", \"uniform\" or \"integers\", found " + describe_json(spec["dist"]));
+    }
+    return out;
+}
+
+Matrix JsonReader::matrix(const json& value, const std::string& path) const {
+    auto array_value = array(value, path);
+    if (array_value.shape.size() != 2)
+        fail(path, fmt::format("expected a matrix (2 dimensions), found {} dimension{} {}", array_value.shape.size(),
+                               array_value.shape.size() == 1 ? "" : "s", join_shape(array_value.shape)));
+    Matrix out(array_value.shape[0], array_value.shape[1]);
+    out.data() = std::move(array_value.data);
+    return out;
+}
+
+std::vector<double> JsonReader::vector(const json& value, const std::string& path) const {
+    auto array_value = array(value, path);
+    if (array_value.shape.size() != 1)
+        fail(path, fmt::format("expected a vector (1 dimension), found {} dimensions {}", array_value.shape.size(), join_shape(array_value.shape)));
+    return std::move(array_value.data);
+}
+
+}  // namespace attn_trace

@@ -1,0 +1,52 @@
+#pragma once
+// Reading typed values out of a parsed JSON document, with errors that name the
+// file, the JSON path, what was expected and what was found.
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "attn_trace/matrix.hpp"
+
+namespace attn_trace {
+
+// A numeric array of 1 to 3 dimensions, row-major.
+struct NumericArray {
+    std::vector<std::size_t> shape;
+    std::vector<double> data;
+};
+
+class JsonReader {
+public:
+    explicit JsonReader(std::string file) : file_(std::move(file)) {}
+    const std::string& file() const { return file_; }
+
+    [[noreturn]] void fail(const std::string& path, const std::string& what) const;
+
+    // A number, or one of the strings "inf", "-inf", "nan".
+    double number(const nlohmann::json& value, const std::string& path) const;
+    long whole_number(const nlohmann::json& value, const std::string& path, long min, long max) const;
+    std::string string(const nlohmann::json& value, const std::string& path) const;
+    bool boolean(const nlohmann::json& value, const std::string& path) const;
+
+    // Nested arrays, {"shape": [...], "data": [...]} or {"random": {...}}.
+    NumericArray array(const nlohmann::json& value, const std::string& path) const;
+    Matrix matrix(const nlohmann::json& value, const std::string& path) const;  // exactly 2-D
+    std::vector<double> vector(const nlohmann::json& value, const std::string& path) const;  // 1-D
+    std::vector<std::string> strings(const nlohmann::json& value, const std::string& path) const;
+
+private:
+    NumericArray nested(const nlohmann::json& value, const std::string& path) const;
+    NumericArray shaped(const nlohmann::json& value, const std::string& path) const;
+    NumericArray random(const nlohmann::json& value, const std::string& path) const;
+    std::string file_;
+};
+
+// "a string \"abc\"", "an array of 3 items", "an object", "null", ...
+std::string describe_json(const nlohmann::json& value);
+
+// The nearest of `known` to `word` by edit distance, or "" when nothing is close.
+std::string nearest_word(const std::string& word, const std::vector<std::string>& known);
+
+}  // namespace attn_trace

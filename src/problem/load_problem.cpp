@@ -1,0 +1,608 @@
+// JSON → Problem (SPEC §3): every key read with its JSON path, converted to math
+// orientation, and checked against the others so the pipelines can trust it.
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "attn_trace/errors.hpp"
+#include "attn_trace/problem.hpp"
+#include "json_reader.hpp"
+
+namespace attn_trace {
+
+using nlohmann::json;
+
+namespace {
+
+const std::vector<std::string> known_keys = {
+    "title", "tokens", "source_tokens", "X", "X_source", "W_Q", "W_K", "W_V", "b_Q", "b_K", "b_V", "W_O", "b_O",
+    "weights_layout", "in_proj_weight", "in_proj_bias", "out_proj.weight", "out_proj.bias", "Q", "K", "V",
+    "heads", "kv_heads", "scale", "mask", "empty_rows", "lengths", "rope", "positions", "source_positions",
+    "softcap", "alibi", "expect"};
+
+const std::vector<std::string> step_names = {
+    "x", "x_source", "q", "k", "v", "q_rot", "k_rot", "scores", "scaled", "capped", "mask", "masked", "row_max",
+    "exp", "row_sum", "weights", "out", "concat", "final",
+    // decode (§6) and tiled (§7) steps
+    "k_cache", "v_cache", "m", "l", "u", "rescale"};
+
+std::string line_and_column(const std::string& text, std::size_t byte) {
+    std::size_t line = 1, column = 1;
+    for (std::size_t i = 0; i + 1 < byte && i < text.size(); ++i) {
+        if (text[i] == '\n') {
+            ++line;
+            column = 1;
+        } else {
+            ++column;
+        }
+    }
+    return fmt::format("line {}, column {}", line, column);
+}
+
+// Splits a 3-D (H, rows, width) per-head array into one (rows, H·width) matrix,
+// heads side by side: the layout every pipeline uses.
+Matrix heads_side_by_side(const NumericArray& array) {
+    const std::size_t heads = array.shape[0], rows = array.shape[1], width = array.shape[2];
+    Matrix out(rows, heads * width);
+    for (std::size_t h = 0; h < heads; ++h)
+        for (std::size_t i = 0; i < rows; ++i)
+            for (std::size_t j = 0; j < width; ++j) out(i, h * width + j) = array.data[(h * rows + i) * width + j];
+    return out;
+}
+
+std::vector<Matrix> batch_of_matrices(const NumericArray& array, const JsonReader& reader, const std::string& path,
+                                      const char* what) {
+    if (array.shape.size() == 2) {
+        Matrix single(array.shape[0], array.shape[1]);
+        single.data() = array.data;
+        return {single};
+    }
+    if (array.shape.size() == 3) {
+        std::vector<Matrix> out;
+        const std::size_t stride = array.shape[1] * array.shape[2];
+        for (std::size_t b = 0; b < array.shape[0]; ++b) {
+            Matrix item(array.shape[1], array.shape[2]);
+            std::copy_n(array.data.begin() + static_cast<long>(b * stride), stride, item.data().begin());
+            out.push_back(std::move(item));
+        }
+        return out;
+    }
+    reader.fail(path, fmt::format("expected {} as (n, d) or a batch (B, n, d), found a 1-dimensional array", what));
+}
+
+class ProblemLoader {
+public:
+    ProblemLoader(const json& root, const std::string& file) : root_(root), reader_(file) { problem_.file = file; }
+
+    Problem load() {
+        if (!root_.is_object()) reader_.fail("$", "expected a JSON object with the problem's keys, found " + describe_json(root_));
+        check_known_keys();
+        if (has("title")) problem_.title = reader_.string(root_["title"], "$.title");
+        read_heads();
+        read_projections();
+        read_direct_qkv();
+        derive_sizes();
+        read_labels();
+        read_options();
+        read_masks();
+        read_position_features();
+        read_expectations();
+        validate_masks(problem_);
+        return std::move(problem_);
+    }
+
+private:
+    bool has(const char* key) const { return root_.contains(key); }
+    const json& at(const char* key) const { return root_[key]; }
+    static std::string path_of(const std::string& key) { return "$." + key; }
+
+    void check_known_keys() {
+        for (const auto& [key, value] : root_.items()) {
+            if (std::find(known_keys.begin(), known_keys.end(), key) != known_keys.end()) continue;
+            const auto near = nearest_word(key, known_keys);
+            reader_.fail(path_of(key), "unknown key \"" + key + "\"" + (near.empty() ? "" : " (did you mean \"" + near + "\"?)"));
+        }
+    }
+
+    void read_heads() {
+        if (has("heads")) problem_.heads = static_cast<int>(reader_.whole_number(at("heads"), "$.heads", 1, 4096));
+        problem_.kv_heads = has("kv_heads") ? static_cast<int>(reader_.whole_number(at("kv_heads"), "$.kv_heads", 1, 4096))
+                                            : problem_.heads;
+        if (problem_.heads % problem_.kv_heads != 0)
+            reader_.fail("$.kv_heads", fmt::format("kv_heads must divide heads ({}), found {}", problem_.heads, problem_.kv_heads));
+    }
+
+    // A weight in the file's layout, returned in math orientation (d_in, d_out).
+    Matrix weight(const json& value, const std::string& path) const {
+        Matrix w = reader_.matrix(value, path);
+        return torch_layout_ ? w.transposed() : w;
+    }
+
+    void read_projections() {
+        if (has("weights_layout")) {
+            const auto layout = reader_.string(at("weights_layout"), "$.weights_layout");
+            if (layout != "math" && layout != "torch")
+                reader_.fail("$.weights_layout", "expected \"math\" or \"torch\", found \"" + layout + "\"");
+            torch_layout_ = layout == "torch";
+        }
+        for (const char* key : {"in_proj_weight", "in_proj_bias", "out_proj.weight", "out_proj.bias"})
+            if (has(key) && !torch_layout_)
+                reader_.fail(path_of(key), "this nn.MultiheadAttention key needs \"weights_layout\": \"torch\"");
+        if (has("X")) {
+            const auto x = reader_.array(at("X"), "$.X");
+            problem_.X = batch_of_matrices(x, reader_, "$.X", "X");
+            problem_.batched = x.shape.size() == 3;
+        }
+        if (has("X_source")) {
+            if (!has("X")) reader_.fail("$.X_source", "X_source (cross-attention) needs X for the queries");
+            const auto xs = reader_.array(at("X_source"), "$.X_source");
+            problem_.X_source = batch_of_matrices(xs, reader_, "$.X_source", "X_source");
+            if (problem_.X_source.size() != problem_.X.size())
+                reader_.fail("$.X_source", fmt::format("X is a batch of {} so X_source needs {} sequences, found {}",
+                                                       problem_.X.size(), problem_.X.size(), problem_.X_source.size()));
+        }
+        auto read_weight = [&](const char* key, std::optional<Matrix>& into) {
+            if (has(key)) into = weight(at(key), path_of(key));
+        };
+        auto read_bias = [&](const char* key, std::optional<std::vector<double>>& into) {
+            if (has(key)) into = reader_.vector(at(key), path_of(key));
+        };
+        read_weight("W_Q", problem_.W_Q);
+        read_weight("W_K", problem_.W_K);
+        read_weight("W_V", problem_.W_V);
+        read_weight("W_O", problem_.W_O);
+        read_bias("b_Q", problem_.b_Q);
+        read_bias("b_K", problem_.b_K);
+        read_bias("b_V", problem_.b_V);
+        read_bias("b_O", problem_.b_O);
+        read_in_proj();
+    }
+
+    // nn.MultiheadAttention's stacked (3d, d) in_proj_weight is W_Q, W_K, W_V in
+    // torch layout one above the other; in_proj_bias likewise.
+    void read_in_proj() {
+        auto clash = [&](const char* stacked, std::initializer_list<const char*> singles) {
+            for (const char* single : singles)
+                if (has(stacked) && has(single))
+                    reader_.fail(path_of(single), fmt::format("given twice: both \"{}\" and \"{}\"", single, stacked));
+        };
+        clash("in_proj_weight", {"W_Q", "W_K", "W_V"});
+        clash("in_proj_bias", {"b_Q", "b_K", "b_V"});
+        clash("out_proj.weight", {"W_O"});
+        clash("out_proj.bias", {"b_O"});
+        if (has("in_proj_weight")) {
+            const Matrix stacked = reader_.matrix(at("in_proj_weight"), "$.in_proj_weight");
+            if (stacked.rows() % 3 != 0)
+                reader_.fail("$.in_proj_weight", fmt::format("expected (3·d, d) rows for W_Q, W_K, W_V stacked, found {}", shape_string(stacked)));
+            const std::size_t d = stacked.rows() / 3;
+            std::optional<Matrix>* parts[] = {&problem_.W_Q, &problem_.W_K, &problem_.W_V};
+            for (std::size_t p = 0; p < 3; ++p) {
+                Matrix part(d, stacked.cols());
+                std::copy_n(stacked.row(p * d), d * stacked.cols(), part.data().begin());
+                *parts[p] = part.transposed();
+            }
+        }
+        if (has("in_proj_bias")) {
+            const auto stacked = reader_.vector(at("in_proj_bias"), "$.in_proj_bias");
+            if (stacked.size() % 3 != 0)
+                reader_.fail("$.in_proj_bias", fmt::format("expected 3·d values (b_Q, b_K, b_V), found {}", stacked.size()));
+            const std::size_t d = stacked.size() / 3;
+            std::optional<std::vector<double>>* parts[] = {&problem_.b_Q, &problem_.b_K, &problem_.b_V};
+            for (std::size_t p = 0; p < 3; ++p)
+                *parts[p] = std::vector<double>(stacked.begin() + static_cast<long>(p * d), stacked.begin() + static_cast<long>((p + 1) * d));
+        }
+        if (has("out_proj.weight")) problem_.W_O = weight(at("out_proj.weight"), "$.out_proj.weight");
+        if (has("out_proj.bias")) problem_.b_O = reader_.vector(at("out_proj.bias"), "$.out_proj.bias");
+    }
+
+    // Q, K, V given directly: (rows, heads·width) or per head (heads, rows, width).
+    void read_direct_qkv() {
+        struct Direct { const char* key; std::optional<Matrix>& into; int heads; };
+        const bool any = has("Q") || has("K") || has("V");
+        if (!any) return;
+        if (has("X")) reader_.fail("$.Q", "give either X (with W_Q, W_K, W_V) or Q, K, V directly, not both");
+        for (const char* key : {"Q", "K", "V"})
+            if (!has(key)) reader_.fail(path_of(key), fmt::format("Q, K and V go together: {} is missing", key));
+        for (const char* key : {"W_Q", "W_K", "W_V", "b_Q", "b_K", "b_V"})
+            if (has(key)) reader_.fail(path_of(key), "projections apply to X; with Q, K, V given directly leave them out");
+        Direct items[] = {{"Q", problem_.Q, problem_.heads}, {"K", problem_.K, problem_.kv_heads}, {"V", problem_.V, problem_.kv_heads}};
+        for (auto& item : items) {
+            const auto array = reader_.array(at(item.key), path_of(item.key));
+            if (array.shape.size() == 2) {
+                Matrix m(array.shape[0], array.shape[1]);
+                m.data() = array.data;
+                item.into = std::move(m);
+            } else if (array.shape.size() == 3) {
+                if (static_cast<int>(array.shape[0]) != item.heads)
+                    reader_.fail(path_of(item.key), fmt::format("a per-head {} is ({}, rows, width) with {} = {}, found {} heads",
+                                                                item.key, item.heads, item.key[0] == 'Q' ? "heads" : "kv_heads",
+                                                                item.heads, array.shape[0]));
+                item.into = heads_side_by_side(array);
+            } else {
+                reader_.fail(path_of(item.key), fmt::format("expected {} as (rows, width) or per head (heads, rows, width), found 1 dimension", item.key));
+            }
+        }
+    }
+
+    void need(bool condition, const std::string& path, const std::string& what) const {
+        if (!condition) reader_.fail(path, what);
+    }
+
+    void derive_sizes() {
+        auto& p = problem_;
+        const std::string heads_text = p.heads == 1 ? "" : fmt::format(" = {} heads ×", p.heads);
+        if (p.from_tokens()) {
+            for (const char* key : {"W_Q", "W_K", "W_V"})
+                need(has(key) || has("in_proj_weight"), path_of(key), fmt::format("X is given, so {} is needed", key));
+            const Matrix& x = p.X.front();
+            const Matrix& source = p.cross_attention() ? p.X_source.front() : x;
+            const char* source_name = p.cross_attention() ? "X_source" : "X";
+            p.batch = p.X.size();
+            p.n = x.rows();
+            p.m = source.rows();
+            p.d_model = x.cols();
+            p.d_src = source.cols();
+            const char* layout_hint = torch_layout_ ? " (torch layout: (out, in), so columns)" : "";
+            auto rows_needed = [&](const std::optional<Matrix>& w, const char* key, const char* input, std::size_t width) {
+                need(w->rows() == width, weight_path(key),
+                     fmt::format("{} is {} so {} needs {} {}{}, found {}", input, shape_string(input == std::string("X") ? x : source),
+                                 key, width, torch_layout_ ? "columns" : "rows", layout_hint, torch_layout_ ? w->rows() : w->rows()));
+            };
+            rows_needed(p.W_Q, "W_Q", "X", p.d_model);
+            rows_needed(p.W_K, "W_K", source_name, p.d_src);
+            rows_needed(p.W_V, "W_V", source_name, p.d_src);
+            split_widths(p.W_Q->cols(), p.W_K->cols(), p.W_V->cols(), weight_path("W_Q"), weight_path("W_K"), weight_path("W_V"));
+            check_bias(p.b_Q, "b_Q", p.W_Q->cols(), "W_Q");
+            check_bias(p.b_K, "b_K", p.W_K->cols(), "W_K");
+            check_bias(p.b_V, "b_V", p.W_V->cols(), "W_V");
+        } else if (p.Q) {
+            p.n = p.Q->rows();
+            p.m = p.K->rows();
+            need(p.V->rows() == p.m, "$.V", fmt::format("K has {} rows (keys) so V needs {} rows, found {}", p.m, p.m, p.V->rows()));
+            split_widths(p.Q->cols(), p.K->cols(), p.V->cols(), "$.Q", "$.K", "$.V");
+        } else {
+            reader_.fail("$", "nothing to compute: give X with W_Q, W_K, W_V, or Q, K, V");
+        }
+        for (const char* key : {"b_Q", "b_K", "b_V"})
+            if (has(key) && !p.from_tokens()) reader_.fail(path_of(key), "biases apply to projections of X");
+        if (p.W_O) {
+            const std::size_t concat_width = static_cast<std::size_t>(p.heads) * p.d_v;
+            need(p.W_O->rows() == concat_width, weight_path("W_O"),
+                 fmt::format("the heads concatenate to {} columns ({} heads × d_v {}) so W_O needs {} {}, found {}", concat_width,
+                             p.heads, p.d_v, concat_width, torch_layout_ ? "columns" : "rows", p.W_O->rows()));
+            check_bias(p.b_O, "b_O", p.W_O->cols(), "W_O");
+        } else if (p.b_O) {
+            reader_.fail(bias_path("b_O"), "b_O needs W_O");
+        }
+    }
+
+    std::string weight_path(const char* key) const {
+        if (!has(key) && has("in_proj_weight") && std::string(key) != "W_O") return "$.in_proj_weight";
+        if (!has(key) && std::string(key) == "W_O" && has("out_proj.weight")) return "$.out_proj.weight";
+        return path_of(key);
+    }
+    std::string bias_path(const char* key) const {
+        if (!has(key) && has("in_proj_bias") && std::string(key) != "b_O") return "$.in_proj_bias";
+        if (!has(key) && std::string(key) == "b_O" && has("out_proj.bias")) return "$.out_proj.bias";
+        return path_of(key);
+    }
+
+    void check_bias(const std::optional<std::vector<double>>& bias, const char* key, std::size_t width, const char* weight_name) {
+        if (!bias) return;
+        need(bias->size() == width, bias_path(key),
+             fmt::format("{} has {} output columns so {} needs {} values, found {}", weight_name, width, key, width, bias->size()));
+    }
+
+    // Query width = heads·d_k, key width = kv_heads·d_k, value width = kv_heads·d_v.
+    void split_widths(std::size_t q_width, std::size_t k_width, std::size_t v_width, const std::string& q_path,
+                      const std::string& k_path, const std::string& v_path) {
+        auto& p = problem_;
+        const auto heads = static_cast<std::size_t>(p.heads), kv_heads = static_cast<std::size_t>(p.kv_heads);
+        need(q_width % heads == 0, q_path, fmt::format("{} query columns do not split into {} heads", q_width, heads));
+        p.d_k = q_width / heads;
+        need(k_width == kv_heads * p.d_k, k_path,
+             kv_heads == 1 && heads == 1
+                 ? fmt::format("queries have d_k = {} so keys need {} columns, found {}", p.d_k, p.d_k, k_width)
+                 : fmt::format("d_k = {} ({} query columns / {} heads) so keys need kv_heads {} × {} = {} columns, found {}",
+                               p.d_k, q_width, heads, kv_heads, p.d_k, kv_heads * p.d_k, k_width));
+        need(v_width % kv_heads == 0, v_path, fmt::format("{} value columns do not split into {} kv_heads", v_width, kv_heads));
+        p.d_v = v_width / kv_heads;
+    }
+
+    void read_labels() {
+        auto& p = problem_;
+        if (has("tokens")) {
+            p.tokens = reader_.strings(at("tokens"), "$.tokens");
+            need(p.tokens.size() == p.n, "$.tokens", fmt::format("there are {} queries so tokens needs {} labels, found {}", p.n, p.n, p.tokens.size()));
+        }
+        if (has("source_tokens")) {
+            p.source_tokens = reader_.strings(at("source_tokens"), "$.source_tokens");
+            need(p.source_tokens.size() == p.m, "$.source_tokens",
+                 fmt::format("there are {} keys so source_tokens needs {} labels, found {}", p.m, p.m, p.source_tokens.size()));
+        }
+    }
+
+    void read_options() {
+        auto& p = problem_;
+        if (has("scale")) {
+            const auto& s = at("scale");
+            if (s.is_string()) p.scale = parse_scale(s.get<std::string>(), reader_.file() + ": $.scale");
+            else {
+                const double value = reader_.number(s, "$.scale");
+                need(std::isfinite(value), "$.scale", fmt::format("expected a finite number, \"auto\" or \"none\", found {}", s.dump()));
+                p.scale = {Scale::Kind::value, value};
+            }
+        }
+        if (has("empty_rows")) p.empty_rows = parse_empty_rows(reader_.string(at("empty_rows"), "$.empty_rows"), reader_.file() + ": $.empty_rows");
+        if (has("lengths")) {
+            const auto& value = at("lengths");
+            need(value.is_array(), "$.lengths", "expected one length per sequence, found " + describe_json(value));
+            need(value.size() == p.batch, "$.lengths", fmt::format("the batch has {} sequence{} so lengths needs {} values, found {}", p.batch, p.batch == 1 ? "" : "s", p.batch, value.size()));
+            for (std::size_t b = 0; b < value.size(); ++b)
+                p.lengths.push_back(static_cast<std::size_t>(reader_.whole_number(value[b], fmt::format("$.lengths[{}]", b), 0, static_cast<long>(p.m))));
+        }
+        if (has("softcap")) {
+            const double cap = reader_.number(at("softcap"), "$.softcap");
+            need(std::isfinite(cap) && cap > 0, "$.softcap", fmt::format("expected a number > 0, found {}", at("softcap").dump()));
+            p.softcap = cap;
+        }
+        if (has("alibi")) {
+            const auto& value = at("alibi");
+            if (value.is_boolean()) {
+                if (value.get<bool>()) {
+                    // The standard slopes of Press et al.: 2^(-8(h+1)/H).
+                    std::vector<double> slopes;
+                    for (int h = 0; h < p.heads; ++h) slopes.push_back(std::exp2(-8.0 * (h + 1) / p.heads));
+                    p.alibi_slopes = slopes;
+                }
+            } else {
+                auto slopes = reader_.vector(value, "$.alibi");
+                need(slopes.size() == static_cast<std::size_t>(p.heads), "$.alibi",
+                     fmt::format("expected true, false or one slope per head ({}), found {} slopes", p.heads, slopes.size()));
+                p.alibi_slopes = slopes;
+            }
+        }
+    }
+
+    void read_masks() {
+        if (!has("mask")) return;
+        const auto& value = at("mask");
+        if (value.is_array() && !value.empty() && (value[0].is_string() || value[0].is_object())) {
+            for (std::size_t i = 0; i < value.size(); ++i) problem_.masks.push_back(read_mask(value[i], fmt::format("$.mask[{}]", i)));
+        } else {
+            problem_.masks.push_back(read_mask(value, "$.mask"));
+        }
+    }
+
+    MaskSpec read_mask(const json& value, const std::string& path) const {
+        if (value.is_string()) return parse_mask_string(value.get<std::string>(), reader_.file() + ": " + path);
+        if (!value.is_object() || value.size() != 1)
+            reader_.fail(path, "expected a mask name such as \"causal\" or an object with one key (window, key_valid, additive, allowed, blocked), found " +
+                                   describe_json(value));
+        const auto& [kind, body] = *value.items().begin();
+        const std::string at = path + "." + kind;
+        MaskSpec spec;
+        if (kind == "window") {
+            spec.kind = MaskSpec::Kind::window;
+            if (body.is_object()) {
+                for (const auto& [key, item] : body.items())
+                    if (key != "left" && key != "right") reader_.fail(at + "." + key, "unknown key: a window has \"left\" and \"right\"");
+                spec.window_left = body.contains("left") ? reader_.whole_number(body["left"], at + ".left", 0, 1L << 40) : 0;
+                spec.window_right = body.contains("right") ? reader_.whole_number(body["right"], at + ".right", 0, 1L << 40) : 0;
+                spec.label = fmt::format("window(left {}, right {})", spec.window_left, spec.window_right);
+            } else {
+                const long width = reader_.whole_number(body, at, 1, 1L << 40);
+                spec.window_left = width - 1;  // W keys, the query's own included
+                spec.label = fmt::format("window:{}", width);
+            }
+        } else if (kind == "key_valid") {
+            spec.kind = MaskSpec::Kind::key_valid;
+            if (!body.is_array()) reader_.fail(at, "expected one 1/0 (or true/false) per key, found " + describe_json(body));
+            for (std::size_t j = 0; j < body.size(); ++j) spec.key_valid.push_back(reader_.boolean(body[j], fmt::format("{}[{}]", at, j)));
+            spec.label = "key_valid";
+        } else if (kind == "additive") {
+            spec.kind = MaskSpec::Kind::additive;
+            spec.matrix = reader_.matrix(body, at);
+            for (std::size_t i = 0; i < spec.matrix.rows(); ++i)
+                for (std::size_t j = 0; j < spec.matrix.cols(); ++j) {
+                    const double x = spec.matrix(i, j);
+                    if (std::isnan(x) || x == std::numeric_limits<double>::infinity())
+                        reader_.fail(fmt::format("{}[{}][{}]", at, i, j), fmt::format("expected a finite bias or \"-inf\", found {}", x));
+                }
+            spec.label = "additive";
+        } else if (kind == "allowed" || kind == "blocked") {
+            spec.kind = kind == "allowed" ? MaskSpec::Kind::allowed : MaskSpec::Kind::blocked;
+            if (!body.is_array() || body.empty() || !body[0].is_array())
+                reader_.fail(at, "expected an (n, m) matrix of true/false, found " + describe_json(body));
+            spec.matrix = Matrix(body.size(), body[0].size());
+            for (std::size_t i = 0; i < body.size(); ++i) {
+                const std::string row_path = fmt::format("{}[{}]", at, i);
+                if (!body[i].is_array() || body[i].size() != spec.matrix.cols())
+                    reader_.fail(row_path, fmt::format("ragged mask: expected {} values like the first row, found {}", spec.matrix.cols(), describe_json(body[i])));
+                for (std::size_t j = 0; j < body[i].size(); ++j)
+                    spec.matrix(i, j) = reader_.boolean(body[i][j], fmt::format("{}[{}]", row_path, j)) ? 1.0 : 0.0;
+            }
+            spec.label = kind;
+        } else {
+            const auto near = nearest_word(kind, {"window", "key_valid", "additive", "allowed", "blocked"});
+            reader_.fail(at, "unknown mask kind \"" + kind + "\"" + (near.empty() ? "" : " (did you mean \"" + near + "\"?)") +
+                                 ": expected window, key_valid, additive, allowed or blocked");
+        }
+        return spec;
+    }
+
+    void read_position_features() {
+        auto& p = problem_;
+        if (has("rope")) {
+            const auto& value = at("rope");
+            need(value.is_object(), "$.rope", "expected {\"base\": 10000} or {\"angles_deg\": [...]}, found " + describe_json(value));
+            Rope rope;
+            for (const auto& [key, item] : value.items())
+                if (key != "base" && key != "angles_deg" && key != "style")
+                    reader_.fail("$.rope." + key, "unknown key: rope has \"base\", \"angles_deg\" and \"style\"");
+            need(p.d_k % 2 == 0, "$.rope", fmt::format("RoPE rotates pairs, so d_k must be even, found {}", p.d_k));
+            if (value.contains("base")) {
+                rope.base = reader_.number(value["base"], "$.rope.base");
+                need(rope.base > 0 && std::isfinite(rope.base), "$.rope.base", "expected a number > 0");
+            }
+            if (value.contains("angles_deg")) {
+                need(!value.contains("base"), "$.rope", "give either base or angles_deg, not both");
+                rope.angles_deg = reader_.vector(value["angles_deg"], "$.rope.angles_deg");
+                need(rope.angles_deg.size() == p.d_k / 2, "$.rope.angles_deg",
+                     fmt::format("d_k = {} has {} pairs so angles_deg needs {} angles, found {}", p.d_k, p.d_k / 2, p.d_k / 2, rope.angles_deg.size()));
+            }
+            if (value.contains("style")) {
+                const auto style = reader_.string(value["style"], "$.rope.style");
+                need(style == "interleaved" || style == "half", "$.rope.style", "expected \"interleaved\" or \"half\", found \"" + style + "\"");
+                rope.style = style == "half" ? Rope::Style::half : Rope::Style::interleaved;
+            }
+            p.rope = rope;
+        }
+        auto read_positions = [&](const char* key, std::vector<double>& into, std::size_t count, const char* what) {
+            if (!has(key)) return;
+            need(p.rope.has_value(), path_of(key), "positions are used by RoPE only: add \"rope\"");
+            into = reader_.vector(at(key), path_of(key));
+            need(into.size() == count, path_of(key), fmt::format("there are {} {} so {} needs {} values, found {}", count, what, key, count, into.size()));
+        };
+        read_positions("positions", p.positions, p.n, "queries");
+        read_positions("source_positions", p.source_positions, p.m, "keys");
+    }
+
+    void read_expectations() {
+        if (!has("expect")) return;
+        const auto& list = at("expect");
+        need(list.is_array(), "$.expect", "expected a list of {\"name\": STEP, \"data\": [[...]]}, found " + describe_json(list));
+        for (std::size_t e = 0; e < list.size(); ++e) {
+            const std::string path = fmt::format("$.expect[{}]", e);
+            const auto& item = list[e];
+            need(item.is_object(), path, "expected an object {\"name\": STEP, \"data\": [[...]]}, found " + describe_json(item));
+            Expectation x;
+            x.json_path = path;
+            for (const auto& [key, value] : item.items()) {
+                static const std::vector<std::string> keys = {"name", "head", "batch", "t", "tile", "data", "atol", "rtol"};
+                if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
+                    const auto near = nearest_word(key, keys);
+                    reader_.fail(path + "." + key, "unknown key \"" + key + "\"" + (near.empty() ? "" : " (did you mean \"" + near + "\"?)"));
+                }
+            }
+            need(item.contains("name"), path, "needs \"name\" (a step such as \"weights\")");
+            x.name = reader_.string(item["name"], path + ".name");
+            if (std::find(step_names.begin(), step_names.end(), x.name) == step_names.end()) {
+                const auto near = nearest_word(x.name, step_names);
+                reader_.fail(path + ".name", "unknown step \"" + x.name + "\"" + (near.empty() ? "" : " (did you mean \"" + near + "\"?)"));
+            }
+            if (item.contains("head")) x.head = static_cast<int>(reader_.whole_number(item["head"], path + ".head", 0, problem_.heads - 1));
+            if (item.contains("batch")) x.batch = static_cast<int>(reader_.whole_number(item["batch"], path + ".batch", 0, static_cast<long>(problem_.batch) - 1));
+            if (item.contains("t")) x.t = static_cast<int>(reader_.whole_number(item["t"], path + ".t", 0, static_cast<long>(problem_.n) - 1));
+            if (item.contains("tile")) {
+                const auto& tile = item["tile"];
+                need(tile.is_array() && tile.size() == 2, path + ".tile", "expected [query block, key tile], found " + describe_json(tile));
+                x.tile = std::array<int, 2>{static_cast<int>(reader_.whole_number(tile[0], path + ".tile[0]", 0, 1L << 30)),
+                                            static_cast<int>(reader_.whole_number(tile[1], path + ".tile[1]", 0, 1L << 30))};
+            }
+            need(item.contains("data"), path, "needs \"data\": the expected values");
+            const auto array = reader_.array(item["data"], path + ".data");
+            need(array.shape.size() <= 2, path + ".data", "expected a matrix (or a vector for a single row)");
+            x.data = Matrix(array.shape.size() == 2 ? array.shape[0] : 1, array.shape.back());
+            x.data.data() = array.data;
+            if (item.contains("atol")) x.atol = reader_.number(item["atol"], path + ".atol");
+            if (item.contains("rtol")) x.rtol = reader_.number(item["rtol"], path + ".rtol");
+            need(x.atol >= 0 && x.rtol >= 0, path, "atol and rtol must be >= 0");
+            problem_.expect.push_back(std::move(x));
+        }
+    }
+
+    const json& root_;
+    JsonReader reader_;
+    Problem problem_;
+    bool torch_layout_ = false;
+};
+
+}  // namespace
+
+double Problem::scale_factor() const {
+    switch (scale.kind) {
+        case Scale::Kind::automatic: return 1.0 / std::sqrt(static_cast<double>(d_k));
+        case Scale::Kind::none: return 1.0;
+        case Scale::Kind::value: return scale.value;
+    }
+    return 1.0;
+}
+
+Problem parse_problem(const std::string& text, const std::string& file_label) {
+    json root;
+    try {
+        root = json::parse(text);
+    } catch (const json::parse_error& error) {
+        std::string reason = error.what();
+        // nlohmann's text starts "[json.exception.parse_error.101] parse error at line 1, column 5: ..."
+        const auto colon = reason.find(": ", reason.find("parse error"));
+        if (colon != std::string::npos) reason = reason.substr(colon + 2);
+        throw InputError(fmt::format("{}: malformed JSON at {}: {}", file_label, line_and_column(text, error.byte), reason));
+    }
+    return ProblemLoader(root, file_label).load();
+}
+
+Problem load_problem(const std::string& path) {
+    if (path == "-") {
+        const std::string text((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
+        return parse_problem(text, "<stdin>");
+    }
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw InputError(fmt::format("{}: cannot open the problem file (does it exist and is it readable?)", path));
+    std::ostringstream text;
+    text << in.rdbuf();
+    return parse_problem(text.str(), path);
+}
+
+void validate_masks(const Problem& problem) {
+    for (std::size_t i = 0; i < problem.masks.size(); ++i) {
+        const auto& spec = problem.masks[i];
+        const std::string path = problem.masks.size() == 1 ? "$.mask" : fmt::format("$.mask[{}]", i);
+        if (spec.needs_shape() && (spec.matrix.rows() != problem.n || spec.matrix.cols() != problem.m))
+            throw JsonPathError(problem.file, path,
+                                fmt::format("the scores are ({}, {}) (queries × keys) so the {} mask must be ({}, {}), found {}", problem.n,
+                                            problem.m, spec.label, problem.n, problem.m, shape_string(spec.matrix)));
+        if (spec.kind == MaskSpec::Kind::key_valid && spec.key_valid.size() != problem.m)
+            throw JsonPathError(problem.file, path,
+                                fmt::format("there are {} keys so the padding mask needs {} values, found {}", problem.m, problem.m, spec.key_valid.size()));
+    }
+}
+
+std::string dtype_name(Dtype dtype) { return dtype == Dtype::f32 ? "f32" : "f64"; }
+
+std::string empty_rows_name(EmptyRows policy) {
+    switch (policy) {
+        case EmptyRows::error: return "error";
+        case EmptyRows::zero: return "zero";
+        case EmptyRows::nan: return "nan";
+    }
+    return "error";
+}
+
+EmptyRows parse_empty_rows(const std::string& text, const std::string& where) {
+    if (text == "error") return EmptyRows::error;
+    if (text == "zero") return EmptyRows::zero;
+    if (text == "nan") return EmptyRows::nan;
+    throw InputError(fmt::format("{}: expected \"error\", \"zero\" or \"nan\", found \"{}\"", where, text));
+}
+
+Scale parse_scale(const std::string& text, const std::string& where) {
+    if (text == "auto") return {};
+    if (text == "none") return {Scale::Kind::none, 1.0};
+    try {
+        std::size_t used = 0;
+        const double value = std::stod(text, &used);
+        if (used == text.size() && std::isfinite(value)) return {Scale::Kind::value, value};
+    } catch (const std::exception&) {
+    }
+    throw InputError(fmt::format("{}: expected \"auto\", \"none\" or a finite number, found \"{}\"", where, text));
+}
+
+}  // namespace attn_trace

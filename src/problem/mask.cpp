@@ -1,0 +1,124 @@
+#include "attn_trace/mask.hpp"
+
+#include <cmath>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "attn_trace/errors.hpp"
+
+namespace attn_trace {
+
+namespace {
+
+constexpr double minus_infinity = -std::numeric_limits<double>::infinity();
+
+long parse_whole_number(const std::string& text, const std::string& where, const std::string& spec) {
+    std::size_t used = 0;
+    long value = 0;
+    try {
+        value = std::stol(text, &used);
+    } catch (const std::exception&) {
+        used = 0;
+    }
+    if (used != text.size() || text.empty())
+        throw InputError(fmt::format("{}: mask '{}': expected a whole number after ':', found '{}'", where, spec, text));
+    return value;
+}
+
+// Whether query i (of n) may read key j (of m) under one spec.
+// `offset` = m - n: how far the query block sits from the start of the keys when
+// it is aligned to their end (bottom-right).
+bool visible(const MaskSpec& spec, std::size_t i, std::size_t j, long offset) {
+    const long row = static_cast<long>(i) + offset;  // query i's position among the keys
+    const long key = static_cast<long>(j);
+    switch (spec.kind) {
+        case MaskSpec::Kind::none: return true;
+        case MaskSpec::Kind::causal_upper_left: return j <= i;
+        case MaskSpec::Kind::causal_bottom_right: return key <= row;
+        case MaskSpec::Kind::window: return row - spec.window_left <= key && key <= row + spec.window_right;
+        case MaskSpec::Kind::key_valid: return spec.key_valid[j];
+        case MaskSpec::Kind::allowed: return spec.matrix(i, j) != 0.0;
+        case MaskSpec::Kind::blocked: return spec.matrix(i, j) == 0.0;
+        case MaskSpec::Kind::additive: return true;  // handled as a value, not a yes/no
+    }
+    return true;
+}
+
+}  // namespace
+
+MaskSpec parse_mask_string(const std::string& text, const std::string& where) {
+    MaskSpec spec;
+    spec.label = text;
+    if (text == "none") return spec;
+    if (text == "causal" || text == "causal-upper-left") {
+        spec.kind = MaskSpec::Kind::causal_upper_left;
+        return spec;
+    }
+    if (text == "causal-bottom-right" || text == "causal-lower-right") {
+        spec.kind = MaskSpec::Kind::causal_bottom_right;
+        return spec;
+    }
+    const auto colon = text.find(':');
+    const std::string head = text.substr(0, colon);
+    const std::string tail = colon == std::string::npos ? "" : text.substr(colon + 1);
+    if (head == "window" && colon != std::string::npos) {
+        const long width = parse_whole_number(tail, where, text);
+        if (width < 1)
+            throw InputError(fmt::format("{}: mask '{}': a window holds at least 1 key (the query's own), found {}", where, text, width));
+        spec.kind = MaskSpec::Kind::window;
+        spec.window_left = width - 1;  // W keys including the query's own
+        spec.window_right = 0;
+        return spec;
+    }
+    if (head == "padding" && colon != std::string::npos) {
+        spec.kind = MaskSpec::Kind::key_valid;
+        std::size_t start = 0;
+        while (start <= tail.size()) {
+            const auto comma = tail.find(',', start);
+            const std::string item = tail.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+            if (item != "0" && item != "1")
+                throw InputError(fmt::format("{}: mask '{}': padding takes 1 (valid key) or 0 (padding) per key, found '{}'", where, text, item));
+            spec.key_valid.push_back(item == "1");
+            if (comma == std::string::npos) break;
+            start = comma + 1;
+        }
+        return spec;
+    }
+    throw InputError(fmt::format(
+        "{}: unknown mask '{}': expected none, causal, causal-upper-left, causal-bottom-right, "
+        "causal-lower-right, window:W or padding:1,1,0 (objects: window, key_valid, additive, allowed, blocked)",
+        where, text));
+}
+
+Matrix build_mask(const std::vector<MaskSpec>& masks, std::size_t n, std::size_t m,
+                  std::size_t key_length, double alibi_slope) {
+    Matrix mask(n, m, 0.0);
+    const long offset = static_cast<long>(m) - static_cast<long>(n);
+    for (std::size_t i = 0; i < n; ++i) {
+        for (std::size_t j = 0; j < m; ++j) {
+            double value = 0.0;
+            // ALiBi: a linear penalty on the distance between query and key positions.
+            if (alibi_slope != 0.0)
+                value -= alibi_slope * std::fabs(static_cast<double>(static_cast<long>(i) + offset - static_cast<long>(j)));
+            bool hidden = j >= key_length;
+            for (const auto& spec : masks) {
+                if (spec.kind == MaskSpec::Kind::additive) value += spec.matrix(i, j);
+                else if (!visible(spec, i, j, offset)) hidden = true;
+            }
+            mask(i, j) = hidden ? minus_infinity : value;
+        }
+    }
+    return mask;
+}
+
+std::string describe_masks(const std::vector<MaskSpec>& masks) {
+    std::string text;
+    for (const auto& spec : masks) {
+        if (!text.empty()) text += " + ";
+        text += spec.label;
+    }
+    return text.empty() ? "none" : text;
+}
+
+}  // namespace attn_trace

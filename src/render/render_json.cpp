@@ -1,0 +1,55 @@
+// SPEC §4 JSON (contract): {"attn_trace": 1, "problem": {...}, "steps": [...]}.
+// nlohmann writes doubles with the shortest round-trip representation, so every
+// number reads back bit for bit; non-finite values become "-inf", "inf", "nan".
+#include <cmath>
+
+#include <nlohmann/json.hpp>
+
+#include "attn_trace/render.hpp"
+
+namespace attn_trace {
+
+namespace {
+
+nlohmann::json number_json(double x) {
+    if (std::isnan(x)) return "nan";
+    if (std::isinf(x)) return x < 0 ? "-inf" : "inf";
+    return x;
+}
+
+nlohmann::json matrix_json(const Matrix& m) {
+    nlohmann::json rows = nlohmann::json::array();
+    for (std::size_t i = 0; i < m.rows(); ++i) {
+        nlohmann::json row = nlohmann::json::array();
+        for (std::size_t j = 0; j < m.cols(); ++j) row.push_back(number_json(m(i, j)));
+        rows.push_back(std::move(row));
+    }
+    return rows;
+}
+
+}  // namespace
+
+std::string render_json(const Trace& trace, const RenderOptions& options) {
+    const auto& p = trace.problem;
+    nlohmann::json problem = {{"title", p.title}, {"n", p.n}, {"m", p.m}, {"d_model", p.d_model}, {"heads", p.heads},
+                              {"kv_heads", p.kv_heads}, {"d_k", p.d_k}, {"d_v", p.d_v}, {"scale", number_json(p.scale)},
+                              {"mask", p.mask}, {"dtype", p.dtype}, {"backend", p.backend}, {"batch", p.batch},
+                              {"empty_rows", p.empty_rows}};
+    nlohmann::json steps = nlohmann::json::array();
+    for (const Step* step : selected_steps(trace, options)) {
+        nlohmann::json s = {{"name", step->name}};
+        if (step->head) s["head"] = *step->head;
+        if (step->batch) s["batch"] = *step->batch;
+        if (step->t) s["t"] = *step->t;
+        if (step->tile) s["tile"] = {(*step->tile)[0], (*step->tile)[1]};
+        s["formula"] = step->formula;
+        s["shape"] = {step->values.rows(), step->values.cols()};
+        s["data"] = matrix_json(step->values);
+        steps.push_back(std::move(s));
+    }
+    nlohmann::json out = {{"attn_trace", 1}, {"command", trace.command}, {"problem", problem}, {"notes", trace.notes}, {"steps", steps}};
+    for (const auto& [key, value] : trace.numbers) out[key] = number_json(value);
+    return out.dump() + "\n";
+}
+
+}  // namespace attn_trace

@@ -1,0 +1,689 @@
+#!/usr/bin/env python3
+"""Generate PyTorch-checked golden problem files for attn-trace.
+
+Usage:
+    pip install torch numpy && python3 tools/make_golden.py
+
+Every file written is a complete attn-trace problem file (SPEC §3) whose
+`expect` list (SPEC §9) holds the intermediate steps (SPEC §4) computed by
+PyTorch in float64: nn.MultiheadAttention for the module cases,
+F.scaled_dot_product_attention (plus an explicit softmax for the weights) for
+the cases where Q, K, V are given directly, and a direct numpy formula for the
+RoPE rotation.  All inputs are written out as nested lists, so the files are
+self-contained and do not depend on any random generator.
+
+After writing, every file is re-loaded and checked against an independent
+numpy re-implementation of the attention maths (`verify_file`), so that a bug
+in the torch glue code below cannot slip into the goldens unnoticed.
+
+The output is deterministic: fixed seeds, one CPU thread, float64 everywhere.
+"""
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+ROOT = Path(__file__).resolve().parent.parent
+GOLDEN_DIR = ROOT / "tests" / "golden"
+EXAMPLES_DIR = ROOT / "examples"
+
+ATOL = 1e-10                  # tolerance written into every golden entry
+MAX_FILE_BYTES = 60_000       # keep the files small enough to read and diff
+TORCH = f"torch {torch.__version__.split('+')[0]}"
+
+torch.set_default_dtype(torch.float64)
+torch.set_num_threads(1)      # same reduction order on every run
+
+# Top-level keys a problem file may contain (SPEC §3).
+PROBLEM_KEYS = {
+    "title", "tokens", "source_tokens", "X", "X_source", "W_Q", "W_K", "W_V",
+    "b_Q", "b_K", "b_V", "W_O", "b_O", "weights_layout", "in_proj_weight",
+    "in_proj_bias", "out_proj.weight", "out_proj.bias", "Q", "K", "V", "heads",
+    "kv_heads", "scale", "mask", "empty_rows", "lengths", "rope", "positions",
+    "source_positions", "softcap", "alibi", "expect",
+}
+
+# Order of the steps in a trace (SPEC §4); `expect` lists follow it.
+STEP_ORDER = ["q", "k", "v", "q_rot", "k_rot", "scores", "scaled", "capped",
+              "mask", "masked", "weights", "out", "concat", "final"]
+
+
+# ---------------------------------------------------------------------------
+# Small helpers
+# ---------------------------------------------------------------------------
+
+def as_list(values):
+    """Tensor / array -> nested lists of Python floats; ±inf become strings."""
+    array = values.detach().numpy() if torch.is_tensor(values) else np.asarray(values)
+
+    def convert(x):
+        if isinstance(x, list):
+            return [convert(v) for v in x]
+        if math.isinf(x):
+            return "inf" if x > 0 else "-inf"
+        assert not math.isnan(x), "NaN in a golden value"
+        return float(x) + 0.0  # + 0.0 turns -0.0 into 0.0
+
+    return convert(array.astype(np.float64).tolist())
+
+
+def step(name, data, head=None, batch=None, atol=ATOL):
+    """One `expect` entry (SPEC §9)."""
+    entry = {"name": name}
+    if head is not None:
+        entry["head"] = head
+    if batch is not None:
+        entry["batch"] = batch
+    entry["atol"] = atol
+    entry["data"] = as_list(data)
+    return entry
+
+
+def randn(*shape, scale=1.0):
+    return torch.randn(*shape) * scale
+
+
+def split_heads(x, heads):
+    """(n, H·d) -> (H, n, d): head h takes columns h·d … (h+1)·d − 1."""
+    n, width = x.shape
+    return x.reshape(n, heads, width // heads).transpose(0, 1)
+
+
+def join_heads(x):
+    """(H, n, d) -> (n, H·d), the inverse of split_heads."""
+    heads, n, d = x.shape
+    return x.transpose(0, 1).reshape(n, heads * d)
+
+
+def causal_allowed(n, m, bottom_right=False):
+    """Boolean (n, m), True where query i may read key j.
+
+    Top-left alignment (torch is_causal=True): j <= i.
+    Bottom-right alignment: j <= i + (m - n).
+    """
+    offset = (m - n) if bottom_right else 0
+    i = torch.arange(n).unsqueeze(1)
+    j = torch.arange(m).unsqueeze(0)
+    return j <= i + offset
+
+
+def alibi_bias(heads, n, m):
+    """(H, n, m) ALiBi bias: −slope_h·|i + (m − n) − j|, slope_h = 2^(−8(h+1)/H)."""
+    slopes = torch.tensor([2.0 ** (-8.0 * (h + 1) / heads) for h in range(heads)])
+    i = torch.arange(n).unsqueeze(1)
+    j = torch.arange(m).unsqueeze(0)
+    distance = (i + (m - n) - j).abs().to(torch.float64)
+    return -slopes.view(heads, 1, 1) * distance
+
+
+def sort_steps(entries):
+    """Order expect entries as a trace prints them: batch, step, head."""
+    def key(e):
+        return (e.get("batch", -1), STEP_ORDER.index(e["name"]), e.get("head", -1))
+    return sorted(entries, key=key)
+
+
+# ---------------------------------------------------------------------------
+# Torch reference for problems given as Q, K, V (one or many heads)
+# ---------------------------------------------------------------------------
+
+def attend(q, k, v, allowed=None, bias=None, softcap=None, scale=None):
+    """Scaled dot-product attention of one head, step by step, in torch.
+
+    q (n, d_k), k (m, d_k), v (m, d_v); `allowed` a boolean (n, m) mask,
+    `bias` an additive (n, m) matrix (ALiBi).  Returns a dict of the SPEC §4
+    steps.  The output is taken from F.scaled_dot_product_attention whenever
+    it can express the problem (no softcap), and cross-checked against the
+    explicit weights @ V.
+    """
+    n, m = q.shape[0], k.shape[0]
+    scale = 1.0 / math.sqrt(q.shape[1]) if scale is None else scale
+    steps = {"scores": q @ k.T}
+    steps["scaled"] = steps["scores"] * scale
+    logits = steps["scaled"]
+    if softcap is not None:
+        steps["capped"] = softcap * torch.tanh(steps["scaled"] / softcap)
+        logits = steps["capped"]
+
+    mask = torch.zeros(n, m)
+    if bias is not None:
+        mask = mask + bias
+    if allowed is not None:
+        mask = mask.masked_fill(~allowed, -math.inf)
+    steps["mask"] = mask
+    steps["masked"] = logits + mask
+    steps["weights"] = torch.softmax(steps["masked"], dim=-1)
+    explicit_out = steps["weights"] @ v
+
+    if softcap is None:
+        sdpa_out = F.scaled_dot_product_attention(
+            q.unsqueeze(0), k.unsqueeze(0), v.unsqueeze(0),
+            attn_mask=mask.unsqueeze(0), scale=scale).squeeze(0)
+        assert torch.allclose(sdpa_out, explicit_out, rtol=0, atol=1e-13)
+        steps["out"] = sdpa_out
+    else:
+        steps["out"] = explicit_out
+    return steps
+
+
+def per_head_entries(head_steps, names):
+    """Expect entries for the given step names, for every head."""
+    return [step(name, steps[name], head=h)
+            for h, steps in enumerate(head_steps) for name in names]
+
+
+# ---------------------------------------------------------------------------
+# nn.MultiheadAttention cases
+# ---------------------------------------------------------------------------
+
+def make_mha(embed_dim, heads, seed, kdim=None):
+    """A float64 nn.MultiheadAttention with every parameter drawn from randn.
+
+    torch initialises the biases to zero; random biases make the golden files
+    test that the biases are applied (and in the right place).
+    """
+    torch.manual_seed(seed)
+    mha = torch.nn.MultiheadAttention(embed_dim, heads, bias=True, batch_first=True,
+                                      kdim=kdim, vdim=kdim, dtype=torch.float64)
+    with torch.no_grad():
+        for param in mha.parameters():
+            fan_in = param.shape[1] if param.dim() == 2 else embed_dim
+            scale = 1.0 / math.sqrt(fan_in) if param.dim() == 2 else 0.5
+            param.copy_(randn(*param.shape, scale=scale))
+    return mha.eval()
+
+
+def mha_projections(mha):
+    """(W_Q, W_K, W_V, b_Q, b_K, b_V) in torch layout (out, in)."""
+    if mha._qkv_same_embed_dim:
+        w_q, w_k, w_v = mha.in_proj_weight.detach().chunk(3)
+    else:
+        w_q, w_k, w_v = (mha.q_proj_weight.detach(), mha.k_proj_weight.detach(),
+                         mha.v_proj_weight.detach())
+    b_q, b_k, b_v = mha.in_proj_bias.detach().chunk(3)
+    return w_q, w_k, w_v, b_q, b_k, b_v
+
+
+def mha_weight_keys(mha, layout):
+    """The problem-file keys holding the module's weights, in `layout`.
+
+    "torch":  the module's own key names (in_proj_weight, out_proj.weight …),
+              or W_Q/W_K/W_V (out, in) when q/k/v have separate weights.
+    "math":   W_Q … W_O transposed to (in, out), plus b_Q … b_O.
+    """
+    w_q, w_k, w_v, b_q, b_k, b_v = mha_projections(mha)
+    w_o, b_o = mha.out_proj.weight.detach(), mha.out_proj.bias.detach()
+    if layout == "torch" and mha._qkv_same_embed_dim:
+        return {"weights_layout": "torch",
+                "in_proj_weight": as_list(mha.in_proj_weight),
+                "in_proj_bias": as_list(mha.in_proj_bias),
+                "out_proj.weight": as_list(w_o),
+                "out_proj.bias": as_list(b_o)}
+    transpose = (lambda w: w) if layout == "torch" else (lambda w: w.T)
+    keys = {"weights_layout": layout}
+    for name, w in (("W_Q", w_q), ("W_K", w_k), ("W_V", w_v), ("W_O", w_o)):
+        keys[name] = as_list(transpose(w))
+    for name, b in (("b_Q", b_q), ("b_K", b_k), ("b_V", b_v), ("b_O", b_o)):
+        keys[name] = as_list(b)
+    return keys
+
+
+def run_mha(mha, x, x_source, blocked=None, key_padding=None):
+    """Run the module on one sequence or a batch; return per-sequence steps.
+
+    Returns a list (one per sequence) of dicts holding q, k, v, weights
+    (H, n, m), out (H, n, d_v), concat and final.  `weights` and `final` come
+    from the module itself; q, k, v, out and concat are recomputed here and
+    tied to the module's output by an assertion.
+    """
+    with torch.no_grad():
+        final, weights = mha(x, x_source, x_source, attn_mask=blocked,
+                             key_padding_mask=key_padding, need_weights=True,
+                             average_attn_weights=False)
+    batched = x.dim() == 3
+    xs = x if batched else x.unsqueeze(0)
+    srcs = x_source if batched else x_source.unsqueeze(0)
+    weights = weights if batched else weights.unsqueeze(0)
+    final = final if batched else final.unsqueeze(0)
+
+    w_q, w_k, w_v, b_q, b_k, b_v = mha_projections(mha)
+    w_o, b_o = mha.out_proj.weight.detach(), mha.out_proj.bias.detach()
+    heads = mha.num_heads
+    results = []
+    for b in range(xs.shape[0]):
+        q = xs[b] @ w_q.T + b_q
+        k = srcs[b] @ w_k.T + b_k
+        v = srcs[b] @ w_v.T + b_v
+        out = weights[b] @ split_heads(v, heads)
+        concat = join_heads(out)
+        assert torch.allclose(concat @ w_o.T + b_o, final[b], rtol=0, atol=1e-12)
+        results.append({"q": q, "k": k, "v": v, "weights": weights[b],
+                        "out": out, "concat": concat, "final": final[b]})
+    return results
+
+
+def mha_problem(title, mha, x, x_source=None, causal=False, lengths=None,
+                layout="torch", names=("q", "k", "v", "weights", "out", "concat", "final")):
+    """A problem file for nn.MultiheadAttention, with its expect list."""
+    n = x.shape[-2]
+    m = n if x_source is None else x_source.shape[-2]
+    blocked = ~causal_allowed(n, m) if causal else None
+    key_padding = None
+    if lengths is not None:
+        key_padding = torch.arange(m).unsqueeze(0) >= torch.tensor(lengths).unsqueeze(1)
+    results = run_mha(mha, x, x if x_source is None else x_source, blocked, key_padding)
+
+    batched = x.dim() == 3
+    expect = []
+    for b, res in enumerate(results):
+        batch = b if batched else None
+        for name in names:
+            if name in ("weights", "out"):
+                expect += [step(name, res[name][h], head=h, batch=batch)
+                           for h in range(mha.num_heads)]
+            else:
+                expect.append(step(name, res[name], batch=batch))
+
+    problem = {"title": f"{title} ({TORCH}, float64)", "X": as_list(x)}
+    if x_source is not None:
+        problem["X_source"] = as_list(x_source)
+    problem.update(mha_weight_keys(mha, layout))
+    problem["heads"] = mha.num_heads
+    if causal:
+        problem["mask"] = "causal"
+    if lengths is not None:
+        problem["lengths"] = list(lengths)
+    problem["expect"] = sort_steps(expect)
+    return problem
+
+
+def case_mha(causal=False, layout="torch"):
+    """Cases 1, 2, 5: one sequence of 5 tokens, d_model 8, 2 heads."""
+    mha = make_mha(8, 2, seed=1)
+    x = randn(5, 8)
+    mask = "causal mask" if causal else "no mask"
+    title = f"golden: nn.MultiheadAttention(8, 2), {mask}, {layout} layout"
+    return mha_problem(title, mha, x, causal=causal, layout=layout)
+
+
+def case_mha_batch(causal=False):
+    """Cases 3, 4: batch of 3 sequences of 7 tokens, lengths 7, 5, 3."""
+    mha = make_mha(8, 2, seed=3)
+    x = randn(3, 7, 8)
+    mask = "causal + key padding" if causal else "key padding"
+    title = f"golden: nn.MultiheadAttention(8, 2), batch of 3, {mask}"
+    return mha_problem(title, mha, x, causal=causal, lengths=[7, 5, 3],
+                       names=("weights", "final"))
+
+
+def case_cross_attention():
+    """Case 6: cross-attention, 4 queries (d 8) over 6 source tokens (d 6)."""
+    mha = make_mha(8, 2, seed=6, kdim=6)
+    x, x_source = randn(4, 8), randn(6, 6)
+    title = "golden: nn.MultiheadAttention(8, 2, kdim=6, vdim=6), cross-attention"
+    return mha_problem(title, mha, x, x_source=x_source,
+                       names=("q", "k", "v", "weights", "final"))
+
+
+# ---------------------------------------------------------------------------
+# Cases where Q, K, V are given directly
+# ---------------------------------------------------------------------------
+
+def case_gqa(causal=False):
+    """Cases 7, 8: 4 query heads sharing 2 KV heads (grouped-query attention)."""
+    torch.manual_seed(7)
+    heads, kv_heads, n, d = 4, 2, 5, 4
+    q, k, v = randn(heads, n, d), randn(kv_heads, n, d), randn(kv_heads, n, d)
+    group = heads // kv_heads
+    k_rep = k.repeat_interleave(group, dim=0)
+    v_rep = v.repeat_interleave(group, dim=0)
+    allowed = causal_allowed(n, n) if causal else None
+    head_steps = [attend(q[h], k_rep[h], v_rep[h], allowed) for h in range(heads)]
+
+    # The same result through F.scaled_dot_product_attention on all heads at once.
+    out = F.scaled_dot_product_attention(q, k_rep, v_rep, is_causal=causal)
+    assert torch.allclose(out, torch.stack([s["out"] for s in head_steps]),
+                          rtol=0, atol=1e-13)
+    try:  # torch >= 2.5 can do the grouping itself
+        gqa_out = F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=True)
+        assert torch.allclose(gqa_out, out, rtol=0, atol=1e-13)
+    except TypeError:
+        pass
+
+    expect = per_head_entries(head_steps, ("weights", "out"))
+    expect.append(step("concat", join_heads(out)))
+    mask = "causal mask" if causal else "no mask"
+    problem = {"title": f"golden: GQA 4 query heads / 2 KV heads, Q K V per head, "
+                        f"{mask} ({TORCH} scaled_dot_product_attention, float64)",
+               "Q": as_list(q), "K": as_list(k), "V": as_list(v),
+               "heads": heads, "kv_heads": kv_heads}
+    if causal:
+        problem["mask"] = "causal"
+    problem["expect"] = sort_steps(expect)
+    return problem
+
+
+def case_causal_n_ne_m(bottom_right=False):
+    """Cases 9, 10: 3 queries, 6 keys; causal mask in either alignment."""
+    torch.manual_seed(9)
+    q, k, v = randn(3, 4), randn(6, 4), randn(6, 3)
+    steps = attend(q, k, v, causal_allowed(3, 6, bottom_right))
+    if not bottom_right:  # torch's own is_causal=True is top-left aligned
+        out = F.scaled_dot_product_attention(q.unsqueeze(0), k.unsqueeze(0),
+                                             v.unsqueeze(0), is_causal=True).squeeze(0)
+        assert torch.allclose(out, steps["out"], rtol=0, atol=1e-13)
+    mask = "causal-bottom-right" if bottom_right else "causal"
+    alignment = "j <= i + (m - n)" if bottom_right else "j <= i, as torch is_causal=True"
+    return {"title": f"golden: n=3 queries, m=6 keys, mask {mask} ({alignment}) "
+                     f"({TORCH}, float64)",
+            "Q": as_list(q), "K": as_list(k), "V": as_list(v), "mask": mask,
+            "expect": [step("weights", steps["weights"]), step("out", steps["out"])]}
+
+
+def rope_angles(rope, d_k):
+    """Angle per unit position of each pair (radians)."""
+    if "angles_deg" in rope:
+        return np.radians(np.asarray(rope["angles_deg"], dtype=np.float64))
+    i = np.arange(d_k // 2, dtype=np.float64)
+    return float(rope["base"]) ** (-2.0 * i / d_k)
+
+
+def apply_rope(x, positions, rope):
+    """Rotate the pairs of every row of x (n, d_k) by position · angle_i.
+
+    "interleaved" pairs columns (2i, 2i+1); "half" pairs (i, i + d_k/2).
+    (x0, x1) -> (x0 cos − x1 sin, x0 sin + x1 cos).
+    """
+    x = np.asarray(x, dtype=np.float64)
+    half = x.shape[1] // 2
+    if rope.get("style", "interleaved") == "half":
+        first, second = np.arange(half), np.arange(half) + half
+    else:
+        first, second = 2 * np.arange(half), 2 * np.arange(half) + 1
+    angle = np.outer(np.asarray(positions, dtype=np.float64), rope_angles(rope, x.shape[1]))
+    cos, sin = np.cos(angle), np.sin(angle)
+    rotated = x.copy()
+    rotated[:, first] = x[:, first] * cos - x[:, second] * sin
+    rotated[:, second] = x[:, first] * sin + x[:, second] * cos
+    return rotated
+
+
+def case_rope(rope, label):
+    """Case 11: self-attention with RoPE, 5 tokens, d_model 8, 2 heads of d_k 4."""
+    torch.manual_seed(11)
+    heads, n, d = 2, 5, 8
+    x = randn(n, d)
+    w = {name: randn(d, d, scale=1 / math.sqrt(d)) for name in ("W_Q", "W_K", "W_V")}
+    b = {name: randn(d, scale=0.5) for name in ("b_Q", "b_K", "b_V")}
+    q = x @ w["W_Q"] + b["b_Q"]
+    k = x @ w["W_K"] + b["b_K"]
+    v = x @ w["W_V"] + b["b_V"]
+
+    positions = np.arange(n)
+    head_steps = []
+    for h, (q_h, k_h, v_h) in enumerate(zip(split_heads(q, heads), split_heads(k, heads),
+                                             split_heads(v, heads))):
+        q_rot = torch.from_numpy(apply_rope(q_h.numpy(), positions, rope))
+        k_rot = torch.from_numpy(apply_rope(k_h.numpy(), positions, rope))
+        steps = attend(q_rot, k_rot, v_h)
+        steps.update(q_rot=q_rot, k_rot=k_rot)
+        head_steps.append(steps)
+
+    expect = [step("q", q), step("k", k), step("v", v)]
+    expect += per_head_entries(head_steps, ("q_rot", "k_rot", "weights", "out"))
+    expect.append(step("concat", join_heads(torch.stack([s["out"] for s in head_steps]))))
+    problem = {"title": f"golden: RoPE {label}, 2 heads of d_k 4 ({TORCH}, float64)",
+               "X": as_list(x)}
+    problem.update({name: as_list(value) for name, value in {**w, **b}.items()})
+    problem.update(heads=heads, rope=rope, expect=sort_steps(expect))
+    return problem
+
+
+def case_softcap():
+    """Case 12: one head, logit soft-capping at c = 2 with a causal mask."""
+    torch.manual_seed(12)
+    q, k, v = randn(4, 4, scale=2.0), randn(4, 4, scale=2.0), randn(4, 4)
+    steps = attend(q, k, v, causal_allowed(4, 4), softcap=2.0)
+    return {"title": f"golden: softcap 2.0 then causal mask ({TORCH}, float64)",
+            "Q": as_list(q), "K": as_list(k), "V": as_list(v),
+            "mask": "causal", "softcap": 2.0,
+            "expect": [step(name, steps[name]) for name in ("scaled", "capped", "weights", "out")]}
+
+
+def case_alibi():
+    """Case 13: 2 heads with ALiBi slopes 2^-4, 2^-8 and a causal mask."""
+    torch.manual_seed(13)
+    heads, n = 2, 5
+    q, k, v = randn(n, 8), randn(n, 8), randn(n, 8)
+    bias = alibi_bias(heads, n, n)
+    head_steps = [attend(q_h, k_h, v_h, causal_allowed(n, n), bias=bias[h])
+                  for h, (q_h, k_h, v_h) in enumerate(zip(
+                      split_heads(q, heads), split_heads(k, heads), split_heads(v, heads)))]
+    return {"title": f"golden: ALiBi, 2 heads, causal mask ({TORCH}, float64)",
+            "Q": as_list(q), "K": as_list(k), "V": as_list(v),
+            "heads": heads, "mask": "causal", "alibi": True,
+            "expect": sort_steps(per_head_entries(head_steps, ("mask", "weights", "out")))}
+
+
+def example_gqa_8q_2kv():
+    """examples/gqa_8q_2kv.json: a readable GQA example, 8 query heads, 2 KV heads."""
+    torch.manual_seed(2024)
+    heads, kv_heads, n, d = 8, 2, 4, 2
+    q, k, v = (torch.round(randn(*shape), decimals=1)
+               for shape in ((heads, n, d), (kv_heads, n, d), (kv_heads, n, d)))
+    group = heads // kv_heads
+    k_rep = k.repeat_interleave(group, dim=0)
+    v_rep = v.repeat_interleave(group, dim=0)
+    head_steps = [attend(q[h], k_rep[h], v_rep[h]) for h in range(heads)]
+    concat = join_heads(torch.stack([s["out"] for s in head_steps]))
+
+    def rounded(t):  # 7 decimals: readable, and well inside atol 1e-6
+        return torch.round(t, decimals=7)
+
+    expect = [step("weights", rounded(head_steps[h]["weights"]), head=h, atol=1e-6)
+              for h in (0, 3, 4, 7)]
+    expect.append(step("concat", rounded(concat), atol=1e-6))
+    return {"title": "Grouped-query attention: 8 query heads share 2 KV heads "
+                     "(heads 0-3 read KV head 0, heads 4-7 read KV head 1)",
+            "tokens": ["the", "cat", "sat", "down"],
+            "Q": as_list(q), "K": as_list(k), "V": as_list(v),
+            "heads": heads, "kv_heads": kv_heads, "expect": expect}
+
+
+# ---------------------------------------------------------------------------
+# Independent numpy check of a written file
+# ---------------------------------------------------------------------------
+
+def np_matrix(value):
+    """Nested lists from a file -> float64 array; "inf"/"-inf" strings -> ±inf."""
+    def convert(x):
+        return [convert(v) for v in x] if isinstance(x, list) else float(x)
+    return np.asarray(convert(value), dtype=np.float64)
+
+
+def np_weights(problem):
+    """(W_Q, W_K, W_V, W_O, b_Q, b_K, b_V, b_O) in math layout, from the file."""
+    weight_keys = {"W_Q", "W_K", "W_V", "W_O", "b_Q", "b_K", "b_V", "b_O", "in_proj_weight",
+                   "in_proj_bias", "out_proj.weight", "out_proj.bias"}
+    get = {k: np.asarray(v, dtype=np.float64) for k, v in problem.items() if k in weight_keys}
+    torch_layout = problem.get("weights_layout", "math") == "torch"
+    if "in_proj_weight" in get:
+        get["W_Q"], get["W_K"], get["W_V"] = np.split(get["in_proj_weight"], 3)
+        get["b_Q"], get["b_K"], get["b_V"] = np.split(get["in_proj_bias"], 3)
+        get["W_O"], get["b_O"] = get["out_proj.weight"], get["out_proj.bias"]
+    weights = [get.get(name) for name in ("W_Q", "W_K", "W_V", "W_O")]
+    if torch_layout:
+        weights = [None if w is None else w.T for w in weights]
+    biases = [get.get(name, 0.0) for name in ("b_Q", "b_K", "b_V", "b_O")]
+    return weights, biases
+
+
+def np_sequences(problem):
+    """Yield (batch index or None, Q, K, V, key length) with heads side by side."""
+    (w_q, w_k, w_v, _), (b_q, b_k, b_v, _) = np_weights(problem)
+    if "X" in problem:
+        x = np.asarray(problem["X"], dtype=np.float64)
+        batched = x.ndim == 3
+        xs = x if batched else x[None]
+        srcs = np.asarray(problem["X_source"])[None] if "X_source" in problem else xs
+        lengths = problem.get("lengths", [srcs.shape[1]] * xs.shape[0])
+        for b in range(xs.shape[0]):
+            src = srcs[b if srcs.shape[0] > 1 else 0]
+            yield (b if batched else None, xs[b] @ w_q + b_q, src @ w_k + b_k,
+                   src @ w_v + b_v, lengths[b])
+    else:
+        side_by_side = [np.asarray(problem[key], dtype=np.float64) for key in "QKV"]
+        side_by_side = [np.concatenate(list(a), axis=1) if a.ndim == 3 else a
+                        for a in side_by_side]
+        yield (None, *side_by_side, side_by_side[1].shape[0])
+
+
+def np_rotate(x, positions, rope):
+    """RoPE through complex multiplication (a second formulation of apply_rope)."""
+    half = x.shape[1] // 2
+    if rope.get("style", "interleaved") == "half":
+        pairs = x[:, :half] + 1j * x[:, half:]
+    else:
+        pairs = x[:, 0::2] + 1j * x[:, 1::2]
+    if "angles_deg" in rope:
+        theta = np.asarray(rope["angles_deg"]) * np.pi / 180
+    else:
+        theta = np.array([rope["base"] ** (-2 * i / x.shape[1]) for i in range(half)])
+    pairs = pairs * np.exp(1j * np.outer(positions, theta))
+    out = np.empty_like(x)
+    if rope.get("style", "interleaved") == "half":
+        out[:, :half], out[:, half:] = pairs.real, pairs.imag
+    else:
+        out[:, 0::2], out[:, 1::2] = pairs.real, pairs.imag
+    return out
+
+
+def np_trace(problem):
+    """Every step of the problem, keyed by (name, head, batch), in numpy."""
+    heads = problem.get("heads", 1)
+    group = heads // problem.get("kv_heads", heads)
+    masks = problem.get("mask", [])
+    masks = masks if isinstance(masks, list) else [masks]
+    (_, _, _, w_o), (_, _, _, b_o) = np_weights(problem)
+    trace = {}
+    for batch, q, k, v, length in np_sequences(problem):
+        n, m = q.shape[0], k.shape[0]
+        trace.update({("q", None, batch): q, ("k", None, batch): k, ("v", None, batch): v})
+        d_k, d_v = q.shape[1] // heads, v.shape[1] // (heads // group)
+        i, j = np.arange(n)[:, None], np.arange(m)[None, :]
+        allowed = np.broadcast_to(j < length, (n, m))
+        for spec in masks:
+            offset = (m - n) if spec == "causal-bottom-right" else 0
+            assert spec in ("causal", "causal-bottom-right"), spec
+            allowed = allowed & (j <= i + offset)
+        outs = []
+        for h in range(heads):
+            kv = h // group
+            q_h, k_h = q[:, h * d_k:(h + 1) * d_k], k[:, kv * d_k:(kv + 1) * d_k]
+            v_h = v[:, kv * d_v:(kv + 1) * d_v]
+            if "rope" in problem:
+                q_h = np_rotate(q_h, np.arange(n), problem["rope"])
+                k_h = np_rotate(k_h, np.arange(m), problem["rope"])
+            z = (q_h @ k_h.T) / np.sqrt(d_k)
+            steps = {"q_rot": q_h, "k_rot": k_h, "scaled": z}
+            if "softcap" in problem:
+                c = problem["softcap"]
+                z = steps["capped"] = c * np.tanh(z / c)
+            mask = np.where(allowed, 0.0, -np.inf)
+            if problem.get("alibi"):
+                mask = mask - 2.0 ** (-8 * (h + 1) / heads) * np.abs(i + (m - n) - j)
+            e = np.exp(z + mask - np.max(z + mask, axis=1, keepdims=True))
+            steps["mask"], steps["weights"] = mask, e / e.sum(axis=1, keepdims=True)
+            steps["out"] = steps["weights"] @ v_h
+            steps["allowed"] = allowed
+            outs.append(steps["out"])
+            trace.update({(name, h, batch): value for name, value in steps.items()})
+        trace[("concat", None, batch)] = np.concatenate(outs, axis=1)
+        if w_o is not None:
+            trace[("final", None, batch)] = trace[("concat", None, batch)] @ w_o + b_o
+    return trace
+
+
+def verify_file(path):
+    """Re-load a written file and check it against the numpy trace."""
+    assert path.stat().st_size < MAX_FILE_BYTES, f"{path} is too large"
+    problem = json.loads(path.read_text())
+    unknown = set(problem) - PROBLEM_KEYS
+    assert not unknown, f"{path}: unknown keys {unknown}"
+    trace = np_trace(problem)
+    heads = problem.get("heads", 1)
+    for entry in problem["expect"]:
+        per_head = entry["name"] not in ("q", "k", "v", "concat", "final")
+        head = entry.get("head", 0 if heads == 1 else None) if per_head else None
+        where = f"{path.name}: {entry['name']} head={head} batch={entry.get('batch')}"
+        want = np_matrix(entry["data"])
+        got = trace[(entry["name"], head, entry.get("batch"))]
+        assert want.shape == got.shape, f"{where}: shape {want.shape} vs {got.shape}"
+        finite = np.isfinite(want)
+        assert np.array_equal(finite, np.isfinite(got)) and np.array_equal(
+            want[~finite], got[~finite]), f"{where}: infinities differ"
+        diff = np.max(np.abs(want[finite] - got[finite]), initial=0.0)
+        assert diff <= entry["atol"], f"{where}: differs by {diff}"
+        if entry["name"] == "weights":  # rows sum to 1, blocked cells exactly 0
+            allowed = trace[("allowed", head, entry.get("batch"))]
+            assert np.all(want[~allowed] == 0.0), f"{where}: blocked weight not 0"
+            assert np.allclose(want.sum(axis=1), 1.0, rtol=0, atol=10 * entry["atol"]), where
+    return len(problem["expect"])
+
+
+# ---------------------------------------------------------------------------
+# Writing
+# ---------------------------------------------------------------------------
+
+def to_json(value, indent=0):
+    """JSON with one matrix row per line (json.dumps floats round-trip exactly)."""
+    pad = "  " * indent
+    if isinstance(value, dict):
+        items = [f"{pad}  {json.dumps(k)}: {to_json(v, indent + 1)}" for k, v in value.items()]
+        return "{\n" + ",\n".join(items) + "\n" + pad + "}"
+    if isinstance(value, list) and value and isinstance(value[0], (list, dict)):
+        items = [pad + "  " + to_json(v, indent + 1) for v in value]
+        return "[\n" + ",\n".join(items) + "\n" + pad + "]"
+    return json.dumps(value, allow_nan=False)
+
+
+GOLDEN_CASES = {
+    "mha_nomask.json": lambda: case_mha(),
+    "mha_causal.json": lambda: case_mha(causal=True),
+    "mha_batch_padding.json": lambda: case_mha_batch(),
+    "mha_batch_causal_padding.json": lambda: case_mha_batch(causal=True),
+    "mha_math_layout.json": lambda: case_mha(layout="math"),
+    "cross_attention_kdim.json": case_cross_attention,
+    "gqa_sdpa.json": lambda: case_gqa(),
+    "gqa_sdpa_causal.json": lambda: case_gqa(causal=True),
+    "causal_n_ne_m.json": lambda: case_causal_n_ne_m(),
+    "causal_bottom_right.json": lambda: case_causal_n_ne_m(bottom_right=True),
+    "rope_interleaved.json": lambda: case_rope({"base": 10000, "style": "interleaved"},
+                                               "base 10000, interleaved pairs"),
+    "rope_half.json": lambda: case_rope({"base": 10000, "style": "half"},
+                                        "base 10000, half-split pairs"),
+    "rope_angles.json": lambda: case_rope({"angles_deg": [30, 45]},
+                                          "angles 30 and 45 degrees per position"),
+    "softcap.json": case_softcap,
+    "alibi.json": case_alibi,
+}
+
+
+def main():
+    outputs = [(GOLDEN_DIR / name, build) for name, build in GOLDEN_CASES.items()]
+    outputs.append((EXAMPLES_DIR / "gqa_8q_2kv.json", example_gqa_8q_2kv))
+    for path, build in outputs:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(to_json(build()) + "\n")
+        checked = verify_file(path)
+        print(f"wrote {path.relative_to(ROOT)}  ({path.stat().st_size} bytes, "
+              f"{checked} expect entries verified with numpy)")
+    print(f"{len(outputs)} files written with {TORCH}")
+
+
+if __name__ == "__main__":
+    main()
