@@ -19,6 +19,10 @@ struct RenderOptions {
 // The steps that pass the --steps / --head filters, in trace order.
 std::vector<const Step*> selected_steps(const Trace& trace, const RenderOptions& options);
 
+// The formats `--format` accepts, and the renderer for each.
+const std::vector<std::string>& render_formats();
+std::string render(const Trace& trace, const std::string& format, const RenderOptions& options);
+
 std::string render_text(const Trace& trace, const RenderOptions& options);
 std::string render_json(const Trace& trace, const RenderOptions& options);
 

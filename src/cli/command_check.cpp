@@ -38,8 +38,6 @@ void report_failure(const std::string& file, const StepCheck& step) {
     (void)file;
 }
 
-}  // namespace
-
 void add_check_command(CLI::App& app, int& exit_code) {
     static CheckCommandOptions o;
     auto* check = app.add_subcommand("check", "compare computed steps with a file's expected values; exit 1 on any failure");
@@ -98,5 +96,9 @@ Examples:
         exit_code = bad_input ? 2 : failed > 0 ? 1 : 0;
     });
 }
+
+const CommandRegistration registration{50, add_check_command};
+
+}  // namespace
 
 }  // namespace attn_trace::cli

@@ -43,8 +43,6 @@ nlohmann::json literal_matrix(std::size_t rows, std::size_t cols, std::uint64_t 
     return out;
 }
 
-}  // namespace
-
 void add_random_command(CLI::App& app, int& exit_code) {
     static RandomOptions o;
     auto* random = app.add_subcommand("random", "write a random problem file (seeded, identical on every platform)");
@@ -106,5 +104,9 @@ Examples:
         exit_code = 0;
     });
 }
+
+const CommandRegistration registration{90, add_random_command};
+
+}  // namespace
 
 }  // namespace attn_trace::cli

@@ -22,8 +22,6 @@ void check_trace_memory(const Problem& p) {
                                      p.file, p.n, p.m, p.heads, p.heads == 1 ? "" : "s", bytes / (1 << 30), trace_budget_bytes / (1 << 30)));
 }
 
-}  // namespace
-
 void add_run_command(CLI::App& app, int& exit_code) {
     static TraceOptions options;
     auto* run = app.add_subcommand("run", "the full step trace: scores, scale, mask, softmax, A·V, heads, W_O");
@@ -41,5 +39,9 @@ void add_run_command(CLI::App& app, int& exit_code) {
         exit_code = 0;
     });
 }
+
+const CommandRegistration registration{10, add_run_command};
+
+}  // namespace
 
 }  // namespace attn_trace::cli

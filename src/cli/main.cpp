@@ -19,9 +19,7 @@ int main(int argc, char** argv) {
 Exit codes: 0 success, 1 a check failed, 2 bad input or usage, 3 backend unavailable.
 Run `attn-trace COMMAND --help` for each command's options and examples.)");
     int exit_code = 0;
-    attn_trace::cli::add_run_command(app, exit_code);
-    attn_trace::cli::add_check_command(app, exit_code);
-    attn_trace::cli::add_random_command(app, exit_code);
+    for (const auto& command : attn_trace::cli::registered_commands()) command.add(app, exit_code);
     try {
         app.parse(argc, argv);
     } catch (const CLI::Success& success) {

@@ -33,7 +33,9 @@ void add_trace_options(CLI::App& command, TraceOptions& o) {
     command.add_option("--scale", o.scale, "auto (1/sqrt(d_k)), none (1) or a number, overriding the file");
     command.add_option("--dtype", o.dtype, "f64 or f32")->check(CLI::IsMember({"f64", "f32"}))->capture_default_str();
     command.add_option("--backend", o.backend, "cpu or cuda")->capture_default_str();
-    command.add_option("--format", o.format, "text or json")->check(CLI::IsMember({"text", "json"}))->capture_default_str();
+    command.add_option("--format", o.format, fmt::format("{}", fmt::join(render_formats(), ", ")))
+        ->check(CLI::IsMember(render_formats()))
+        ->capture_default_str();
     command.add_option("--steps", o.steps, "only these steps, comma-separated (e.g. scores,weights,out)");
     command.add_option("--head", o.head, "only this head's per-head steps (0-based)");
     command.add_option("--precision", o.precision, "decimals in text tables")->check(CLI::Range(0, 17))->capture_default_str();
@@ -86,7 +88,7 @@ RenderOptions render_options(const TraceOptions& o, const Problem&) {
 
 void print_trace(const Trace& trace, const TraceOptions& o, const Problem& problem) {
     const RenderOptions r = render_options(o, problem);
-    std::cout << (o.format == "json" ? render_json(trace, r) : render_text(trace, r));
+    std::cout << render(trace, o.format, r);
 }
 
 }  // namespace attn_trace::cli

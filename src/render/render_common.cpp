@@ -17,6 +17,16 @@ std::vector<const Step*> selected_steps(const Trace& trace, const RenderOptions&
     return out;
 }
 
+const std::vector<std::string>& render_formats() {
+    static const std::vector<std::string> formats = {"text", "json"};
+    return formats;
+}
+
+std::string render(const Trace& trace, const std::string& format, const RenderOptions& options) {
+    if (format == "json") return render_json(trace, options);
+    return render_text(trace, options);
+}
+
 std::string format_number(double x, int precision) {
     if (std::isnan(x)) return "nan";
     if (std::isinf(x)) return x < 0 ? "-inf" : "inf";

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs what is missing (Debian packages, as root), builds attn-trace, and runs
+# the main worked example. Usage: bash tools/setup.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(cmake g++ ninja-build libcli11-dev libfmt-dev nlohmann-json3-dev catch2 libopenblas-dev)
+missing=()
+for p in "${packages[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing: ${missing[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build build
+echo
+./build/attn-trace run examples/damaged_on_arrival.json --mask causal --steps scores,scaled,masked,weights,out
