@@ -31,13 +31,13 @@ nlohmann::json matrix_json(const Matrix& m) {
 
 std::string render_json(const Trace& trace, const RenderOptions& options) {
     const auto& p = trace.problem;
-    nlohmann::json problem = {{"title", p.title}, {"n", p.n}, {"m", p.m}, {"d_model", p.d_model}, {"heads", p.heads},
+    nlohmann::ordered_json problem = {{"title", p.title}, {"n", p.n}, {"m", p.m}, {"d_model", p.d_model}, {"heads", p.heads},
                               {"kv_heads", p.kv_heads}, {"d_k", p.d_k}, {"d_v", p.d_v}, {"scale", number_json(p.scale)},
                               {"mask", p.mask}, {"dtype", p.dtype}, {"backend", p.backend}, {"batch", p.batch},
                               {"empty_rows", p.empty_rows}};
-    nlohmann::json steps = nlohmann::json::array();
+    nlohmann::ordered_json steps = nlohmann::ordered_json::array();
     for (const Step* step : selected_steps(trace, options)) {
-        nlohmann::json s = {{"name", step->name}};
+        nlohmann::ordered_json s = {{"name", step->name}};
         if (step->head) s["head"] = *step->head;
         if (step->batch) s["batch"] = *step->batch;
         if (step->t) s["t"] = *step->t;
@@ -47,7 +47,7 @@ std::string render_json(const Trace& trace, const RenderOptions& options) {
         s["data"] = matrix_json(step->values);
         steps.push_back(std::move(s));
     }
-    nlohmann::json out = {{"attn_trace", 1}, {"command", trace.command}, {"problem", problem}, {"notes", trace.notes}, {"steps", steps}};
+    nlohmann::ordered_json out = {{"attn_trace", 1}, {"command", trace.command}, {"problem", problem}, {"notes", trace.notes}, {"steps", steps}};
     for (const auto& [key, value] : trace.numbers) out[key] = number_json(value);
     return out.dump() + "\n";
 }
