@@ -123,10 +123,12 @@ NumericArray JsonReader::nested(const json& value, const std::string& path) cons
     NumericArray out;
     // The shape is read along the first item at every depth; every other item must match it.
     const json* probe = &value;
+    std::string probe_path = path;
     while (probe->is_array()) {
-        if (probe->empty()) fail(path, "expected a non-empty array, found an empty one");
+        if (probe->empty()) fail(probe_path, "expected a non-empty array, found an empty one");
         out.shape.push_back(probe->size());
         probe = &(*probe)[0];
+        probe_path += "[0]";
     }
     if (out.shape.size() > 3) fail(path, fmt::format("expected at most 3 dimensions, found {}", out.shape.size()));
     std::size_t total = 1;

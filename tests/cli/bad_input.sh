@@ -1,0 +1,33 @@
+# Bad input from the command line: exit code 2 and a message naming the file,
+# the JSON path, what was expected and what was found. Never a crash.
+source "$SOURCE_DIR/tests/cli/lib.sh"
+T=$ATTN_TRACE
+good='"Q": [[1, 0], [0, 1]], "K": [[1, 0], [0, 1]], "V": [[1], [2]]'
+
+expect_bad_input '{"Q": [[1, 2],' 'malformed JSON at line 1'
+expect_bad_input '{"Q": [[1, 2], [3]], "K": [[1, 2]], "V": [[1]]}' '\$\.Q\[1\]: ragged array'
+expect_bad_input '{"Q": [[1, "two"]], "K": [[1, 2]], "V": [[1]]}' '\$\.Q\[0\]\[1\]: expected a number'
+expect_bad_input '{"Q": [], "K": [[1, 2]], "V": [[1]]}' '\$\.Q: expected a non-empty array'
+expect_bad_input '{"Q": [[1, 2, 3]], "K": [[1, 2]], "V": [[1]]}' '\$\.K: queries have d_k = 3 so keys need 3 columns, found 2'
+expect_bad_input '{"X": [[1, 0, 0, 1], [0, 1, 0, 0], [0, 0, 1, 0]], "W_Q": [[1, 0], [0, 1], [1, 1]], "W_K": [[1], [0], [0], [0]], "W_V": [[1], [0], [0], [0]]}' \
+  '\$\.W_Q: X is \(3, 4\) so W_Q needs 4 rows, found 3'
+expect_bad_input "{$good, \"mask\": \"casual\"}" "\\\$\\.mask: unknown mask 'casual'"
+expect_bad_input "{$good, \"mask\": {\"allowed\": [[true]]}}" '\$\.mask: the scores are \(2, 2\)'
+expect_bad_input "{$good, \"scael\": 2}" 'unknown key "scael" \(did you mean "scale"\?\)'
+expect_bad_input "{$good, \"mask\": \"padding:0,0\"}" 'query 0 can read no key'
+
+# Files and options.
+expect_exit 2 "missing.json: cannot open" -- "$T" run missing.json
+printf '{%s}' "$good" > good.json
+expect_exit 2 "--mask: unknown mask 'diagonal'" -- "$T" run good.json --mask diagonal
+expect_exit 2 "--mask padding:1: .*needs 2 values, found 1" -- "$T" run good.json --mask padding:1
+expect_exit 2 "--scale: expected \"auto\", \"none\" or a finite number" -- "$T" run good.json --scale big
+expect_exit 2 "--empty-rows" -- "$T" run good.json --empty-rows maybe
+expect_exit 2 "--steps: unknown step 'wieghts'" -- "$T" run good.json --steps wieghts
+expect_exit 2 "--head 3: the problem has 1 head" -- "$T" run good.json --head 3
+expect_exit 2 "format" -- "$T" run good.json --format yaml
+expect_exit 2 "" -- "$T" run
+expect_exit 2 "" -- "$T" frobnicate
+expect_exit 3 "no CUDA backend" -- "$T" run good.json --backend cuda
+expect_exit 2 "expected cpu or cuda" -- "$T" run good.json --backend tpu
+finish

@@ -1,0 +1,50 @@
+# `run` as a person and a script see it: --help and --version, the text table,
+# filters, standard input, colour only when asked, the JSON contract.
+source "$SOURCE_DIR/tests/cli/lib.sh"
+T=$ATTN_TRACE
+E="$SOURCE_DIR/examples"
+
+expect_exit 0 "Usage:.*SUBCOMMAND" -- "$T" --help
+expect_exit 0 "attn-trace [0-9]+\.[0-9]+" -- "$T" --version
+expect_exit 0 "Examples:" -- "$T" run --help
+expect_exit 0 "Examples:" -- "$T" check --help
+expect_exit 0 "Examples:" -- "$T" random --help
+
+# The text trace: header line "name  formula  shape", token labels, -inf and exact 0.
+expect_exit 0 "scores  Q Kᵀ  \(3, 3\)  head 0" -- "$T" run "$E/damaged_on_arrival.json"
+expect_exit 0 "damaged +1\.0000 +0 +0" -- "$T" run "$E/damaged_on_arrival.json" --mask causal --steps weights
+expect_exit 0 "damaged +0 +-inf +-inf" -- "$T" run "$E/damaged_on_arrival.json" --mask causal --steps mask
+expect_exit 0 "0\.12421" -- "$T" run "$E/damaged_on_arrival.json" --steps weights --precision 5
+# No colour when not a terminal, colour when asked.
+out=$("$T" run "$E/damaged_on_arrival.json" --steps weights)
+checks=$((checks + 1)); if grep -q $'\x1b' <<<"$out"; then echo "FAIL: colour written to a pipe"; failures=$((failures + 1)); fi
+expect_exit 0 $'\x1b\\[' -- "$T" run "$E/damaged_on_arrival.json" --steps weights --color always
+# Large matrices are summarised unless --full.
+"$T" random --n 40 --dk 2 --seed 3 -o big.json
+expect_exit 0 "…" -- "$T" run big.json --steps weights
+full=$("$T" run big.json --steps weights --full | grep -c "…")
+checks=$((checks + 1)); if [ "$full" != 0 ]; then echo "FAIL: --full still summarises"; failures=$((failures + 1)); fi
+# Standard input, and the JSON contract.
+expect_exit 0 '"attn_trace":1' -- bash -c "echo '{\"Q\": [[1, 0]], \"K\": [[1, 0], [0, 1]], \"V\": [[1, 2], [3, 4]]}' | \"$T\" run - --format json"
+expect_exit 0 '"name":"weights","head":0,"formula":"[^"]*","shape":\[3,3\],"data":\[\[1\.0,0\.0,0\.0\]' -- "$T" run "$E/damaged_on_arrival.json" --mask causal --format json --steps weights
+expect_exit 0 '"-inf"' -- "$T" run "$E/damaged_on_arrival.json" --mask causal --format json --steps masked
+
+# random: the same seed gives the same file; --literal writes numbers that load to the same problem.
+"$T" random --n 3 --dk 2 --seed 5 -o a.json && "$T" random --n 3 --dk 2 --seed 5 -o b.json
+expect_exit 0 "" -- cmp a.json b.json
+"$T" random --n 3 --dk 2 --seed 5 --literal -o literal.json
+"$T" run a.json --format json > from_spec.json && "$T" run literal.json --format json > from_literal.json
+expect_exit 0 "" -- bash -c "diff <(sed 's/\"title\":\"[^\"]*\"//' from_spec.json) <(sed 's/\"title\":\"[^\"]*\"//' from_literal.json)"
+expect_exit 2 "must divide" -- "$T" random --heads 3 --kv-heads 2
+
+# check: golden traces, failures reported with the cell, exit codes.
+"$T" run "$E/damaged_on_arrival.json" --format json > golden.json
+expect_exit 0 "1 passed, 0 failed" -- "$T" check "$E/damaged_on_arrival.json" --golden golden.json
+sed 's/0\.7275703441891866/0.7/' golden.json > wrong.json
+expect_exit 1 "weights \(head 0\): 1 of 9 values differ.*1 passed, 0 failed|0 passed, 1 failed" -- "$T" check "$E/damaged_on_arrival.json" --golden wrong.json
+sed 's/"data": \[\[0.5, 0.75, 3.0\]/"data": [[0.5, 0.75, 3.5]/' "$E/damaged_on_arrival.json" > off.json
+expect_exit 1 "\[0, 2\] expected 3\.5, got 3, difference -0\.5" -- "$T" check off.json
+expect_exit 1 "^1 passed, 1 failed$" -- "$T" check "$E/damaged_on_arrival.json" off.json
+printf '{"Q": [[1]], "K": [[1]], "V": [[1]]}' > nothing.json
+expect_exit 2 "nothing to check" -- "$T" check nothing.json
+finish

@@ -1,0 +1,41 @@
+#pragma once
+// Small helpers shared by the Catch2 tests.
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "attn_trace/check.hpp"
+#include "attn_trace/pipeline.hpp"
+#include "attn_trace/problem.hpp"
+#include "attn_trace/trace.hpp"
+
+namespace attn_trace::testing {
+
+inline constexpr double inf = std::numeric_limits<double>::infinity();
+
+inline Trace run_json(const std::string& json, Dtype dtype = Dtype::f64) {
+    return pipeline_full(parse_problem(json, "test.json"), RunOptions{dtype, "cpu"});
+}
+
+// The step's values; fails the test (throws) when the step is missing.
+inline const Matrix& step_values(const Trace& trace, const std::string& name, int head = 0, std::optional<int> batch = std::nullopt) {
+    const Step* step = trace.find(name, head, batch, std::nullopt, std::nullopt);
+    if (!step) throw std::runtime_error("no step " + name);
+    return step->values;
+}
+
+// Builds a Matrix from a nested initializer list: matrix({{1, 2}, {3, 4}}).
+inline Matrix matrix(std::initializer_list<std::initializer_list<double>> rows) {
+    Matrix m(rows.size(), rows.begin()->size());
+    std::size_t i = 0;
+    for (const auto& row : rows) {
+        std::size_t j = 0;
+        for (double x : row) m(i, j++) = x;
+        ++i;
+    }
+    return m;
+}
+
+inline bool matches(const Matrix& got, const Matrix& want, double atol) { return compare_matrices(got, want, {atol, 0.0}).passed(); }
+
+}  // namespace attn_trace::testing
