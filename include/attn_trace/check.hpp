@@ -15,6 +15,8 @@ namespace attn_trace {
 struct CheckOptions {
     RunOptions run;
     std::optional<double> atol, rtol;  // override every entry's tolerance
+    DecodeOptions decode;              // --prefill, for files whose steps carry t
+    TiledOptions tiled;                // --block-q, --block-k, for files whose steps carry tile
 };
 
 // One expected step and how it compared.
@@ -37,7 +39,8 @@ struct CheckResult {
 std::string pipeline_for(const std::vector<Expectation>& expect);
 
 // Runs the named pipeline (run, decode, tiled) on the problem.
-Trace compute_trace(const std::string& command, const Problem& problem, const RunOptions& options);
+Trace compute_trace(const std::string& command, const Problem& problem, const RunOptions& options, const DecodeOptions& decode = {},
+                    const TiledOptions& tiled = {});
 
 CheckResult check_expectations(const Problem& problem, const CheckOptions& options);
 

@@ -5,6 +5,7 @@
 #include "attn_trace/check.hpp"
 #include "attn_trace/errors.hpp"
 #include "commands.hpp"
+#include "trace_budget.hpp"
 
 namespace attn_trace::cli {
 
@@ -16,6 +17,7 @@ struct CheckCommandOptions {
     std::string dtype = "f64";
     std::string backend = "cpu";
     std::optional<double> atol, rtol;
+    long long block_q = 2, block_k = 2, prefill = 0;  // for files whose steps carry tile or t
 };
 
 void report_failure(const std::string& file, const StepCheck& step) {
@@ -43,7 +45,8 @@ void add_check_command(CLI::App& app, int& exit_code) {
     auto* check = app.add_subcommand("check", "compare computed steps with a file's expected values; exit 1 on any failure");
     check->footer(R"(Each file is one test. An expect entry {"name": "weights", "head": 0, "data": [[...]], "atol": 1e-4}
 passes when |got - want| <= atol + rtol*|want| for every value ("-inf" and "nan" match only
-themselves). Entries with "t" run decode, with "tile" run tiled, otherwise run.
+themselves). Entries with "t" run decode (--prefill P), with "tile" run tiled (--block-q, --block-k; 2 and 2
+by default), otherwise run.
 The last line is "N passed, N failed". Exit 0 all passed, 1 a check failed, 2 a file is bad input.
 
 Examples:
@@ -57,9 +60,17 @@ Examples:
     check->add_option("--backend", o.backend, "cpu or cuda")->capture_default_str();
     check->add_option("--atol", o.atol, "absolute tolerance for every entry, overriding the files")->check(CLI::NonNegativeNumber);
     check->add_option("--rtol", o.rtol, "relative tolerance for every entry, overriding the files")->check(CLI::NonNegativeNumber);
+    check->add_option("--block-q", o.block_q, "for files with tile steps: query rows per block")->capture_default_str();
+    check->add_option("--block-k", o.block_k, "for files with tile steps: keys per tile")->capture_default_str();
+    check->add_option("--prefill", o.prefill, "decode files: the first P queries as one block")->capture_default_str();
     check->callback([&exit_code] {
         if (!o.golden.empty() && o.files.size() != 1) throw InputError("--golden compares one problem file with one trace");
-        CheckOptions options{{o.dtype == "f32" ? Dtype::f32 : Dtype::f64, o.backend}, o.atol, o.rtol};
+        CheckOptions options;
+        options.run = {o.dtype == "f32" ? Dtype::f32 : Dtype::f64, o.backend};
+        options.atol = o.atol;
+        options.rtol = o.rtol;
+        options.tiled = {whole_number_option("--block-q", o.block_q, 1), whole_number_option("--block-k", o.block_k, 1)};
+        options.decode.prefill = whole_number_option("--prefill", o.prefill, 0);
         int passed = 0, failed = 0;
         bool bad_input = false;
         for (const auto& file : o.files) {

@@ -61,7 +61,7 @@ CheckResult check_expectations(const Problem& problem, const CheckOptions& optio
         throw JsonPathError(problem.file, "$.expect", "nothing to check: the file has no expect entries (or use --golden TRACE)");
     CheckResult result;
     result.command = pipeline_for(problem.expect);
-    const Trace trace = compute_trace(result.command, problem, options.run);
+    const Trace trace = compute_trace(result.command, problem, options.run, options.decode, options.tiled);
     for (const auto& e : problem.expect) {
         const Tolerance tolerance{options.atol.value_or(e.atol), options.rtol.value_or(e.rtol)};
         result.steps.push_back(compare_step(trace, e.name, e.head, e.batch, e.t, e.tile, e.data, tolerance));
@@ -111,7 +111,7 @@ CheckResult check_golden(const Problem& problem, const Trace& golden, const Chec
     result.command = golden.command;
     RunOptions run = options.run;
     run.dtype = golden.problem.dtype == "f32" ? Dtype::f32 : Dtype::f64;  // recompute as the golden was computed
-    const Trace trace = compute_trace(golden.command, problem, run);
+    const Trace trace = compute_trace(golden.command, problem, run, options.decode, options.tiled);
     const Tolerance tolerance{options.atol.value_or(tolerances::golden_f64.atol), options.rtol.value_or(tolerances::golden_f64.rtol)};
     for (const auto& step : golden.steps)
         result.steps.push_back(compare_step(trace, step.name, step.head, step.batch, step.t, step.tile, step.values, tolerance));

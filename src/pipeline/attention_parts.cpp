@@ -13,19 +13,6 @@ namespace {
 
 constexpr double pi = 3.14159265358979323846;
 
-// x (rows, d_in) · w (d_in, d_out) + b -> (rows, d_out)
-Matrix affine(const Matrix& x, const Matrix& w, const std::optional<std::vector<double>>& bias, const Backend& backend,
-              Dtype dtype) {
-    Matrix out = backend.multiply(x, w, dtype);
-    if (bias)
-        for (std::size_t i = 0; i < out.rows(); ++i)
-            for (std::size_t j = 0; j < out.cols(); ++j) {
-                out(i, j) = dtype == Dtype::f32 ? static_cast<double>(static_cast<float>(out(i, j)) + static_cast<float>((*bias)[j]))
-                                                : out(i, j) + (*bias)[j];
-            }
-    return out;
-}
-
 Matrix rounded(Matrix m, Dtype dtype) {
     if (dtype == Dtype::f32)
         for (auto& x : m.data()) x = round_to(dtype, x);
@@ -70,6 +57,18 @@ SoftmaxSteps softmax_in(const Matrix& z, EmptyRows policy) {
 }
 
 }  // namespace
+
+Matrix affine(const Matrix& x, const Matrix& w, const std::optional<std::vector<double>>& bias, const Backend& backend,
+              Dtype dtype) {
+    Matrix out = backend.multiply(x, w, dtype);
+    if (bias)
+        for (std::size_t i = 0; i < out.rows(); ++i)
+            for (std::size_t j = 0; j < out.cols(); ++j) {
+                out(i, j) = dtype == Dtype::f32 ? static_cast<double>(static_cast<float>(out(i, j)) + static_cast<float>((*bias)[j]))
+                                                : out(i, j) + (*bias)[j];
+            }
+    return out;
+}
 
 Projections project(const Problem& p, std::size_t batch, const Backend& backend, Dtype dtype) {
     if (!p.from_tokens()) return {rounded(*p.Q, dtype), rounded(*p.K, dtype), rounded(*p.V, dtype)};
@@ -147,6 +146,48 @@ Matrix soft_cap(const Matrix& a, double cap, Dtype dtype) {
         return map_elements<float>(a, [c](float x) { return c * std::tanh(x / c); });
     }
     return map_elements<double>(a, [cap](double x) { return cap * std::tanh(x / cap); });
+}
+
+TraceSummary summarise_problem(const Problem& p, Dtype dtype, const std::string& backend_name) {
+    TraceSummary s;
+    s.title = p.title;
+    s.batch = p.batch;
+    s.n = p.n;
+    s.m = p.m;
+    s.d_model = p.d_model;
+    s.heads = p.heads;
+    s.kv_heads = p.kv_heads;
+    s.d_k = p.d_k;
+    s.d_v = p.d_v;
+    s.scale = round_to(dtype, p.scale_factor());
+    s.mask = describe_masks(p.masks);
+    if (!p.lengths.empty()) s.mask += (p.masks.empty() ? "" : " + ") + std::string("lengths");
+    s.dtype = dtype_name(dtype);
+    s.backend = backend_name;
+    s.empty_rows = empty_rows_name(p.empty_rows);
+    return s;
+}
+
+std::vector<std::string> problem_notes(const Problem& p) {
+    std::vector<std::string> notes;
+    for (const auto& spec : p.masks)
+        if (spec.is_causal() && p.n != p.m)
+            notes.push_back(spec.kind == MaskSpec::Kind::causal_upper_left
+                                ? fmt::format("causal mask with n = {} queries and m = {} keys: top-left alignment, query i reads keys j <= i "
+                                              "(PyTorch is_causal=True); use causal-bottom-right to align the queries with the end of the keys",
+                                              p.n, p.m)
+                                : fmt::format("causal mask with n = {} queries and m = {} keys: bottom-right alignment, query i reads keys "
+                                              "j <= i + {} (the queries are the last {} tokens, as in cached decoding)",
+                                              p.n, p.m, static_cast<long>(p.m) - static_cast<long>(p.n), p.n));
+    if (p.kv_heads < p.heads) {
+        const int group = p.heads / p.kv_heads;
+        std::string sharing = fmt::format("{}: {} query heads share {} KV head{}:", p.kv_heads == 1 ? "multi-query" : "grouped-query", p.heads,
+                                          p.kv_heads, p.kv_heads == 1 ? "" : "s");
+        for (int g = 0; g < p.kv_heads; ++g)
+            sharing += fmt::format("{} query heads {}-{} read KV head {}", g ? ";" : "", g * group, (g + 1) * group - 1, g);
+        notes.push_back(sharing);
+    }
+    return notes;
 }
 
 const std::vector<std::string>& query_labels(const Problem& p) { return p.tokens; }

@@ -2,6 +2,7 @@
 // The pieces of attention that every pipeline (full, decode, tiled) shares, so
 // each is written once: projections, head slices, RoPE, masks, the softmax steps.
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,9 @@ inline double round_to(Dtype dtype, double x) { return dtype == Dtype::f32 ? sta
 struct Projections {
     Matrix q, k, v;
 };
+// x (rows, d_in) · w (d_in, d_out) + b -> (rows, d_out), in the dtype.
+Matrix affine(const Matrix& x, const Matrix& w, const std::optional<std::vector<double>>& bias, const Backend& backend, Dtype dtype);
+
 // Q = X W_Q + b_Q, K = X_src W_K + b_K, V = X_src W_V + b_V (or Q, K, V as given).
 Projections project(const Problem& problem, std::size_t batch, const Backend& backend, Dtype dtype);
 
@@ -49,6 +53,11 @@ Matrix add_elementwise(const Matrix& a, const Matrix& b, Dtype dtype);
 Matrix scale(const Matrix& a, double s, Dtype dtype);
 // c·tanh(a / c)
 Matrix soft_cap(const Matrix& a, double cap, Dtype dtype);
+
+// The trace's "problem" object and the notes every `run` trace carries (causal
+// alignment when n ≠ m, which query heads share a KV head).
+TraceSummary summarise_problem(const Problem& problem, Dtype dtype, const std::string& backend_name);
+std::vector<std::string> problem_notes(const Problem& problem);
 
 // The labels of query rows and key rows ("damaged", "on", ... or empty).
 const std::vector<std::string>& query_labels(const Problem& problem);

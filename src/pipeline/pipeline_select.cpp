@@ -5,8 +5,11 @@
 
 namespace attn_trace {
 
-Trace compute_trace(const std::string& command, const Problem& problem, const RunOptions& options) {
+Trace compute_trace(const std::string& command, const Problem& problem, const RunOptions& options, const DecodeOptions& decode,
+                    const TiledOptions& tiled) {
     if (command == "run") return pipeline_full(problem, options);
+    if (command == "decode") return pipeline_decode(problem, options, decode);
+    if (command == "tiled") return pipeline_tiled(problem, options, tiled);
     throw InputError(fmt::format("{}: the {} pipeline is not part of this build yet", problem.file, command));
 }
 

@@ -1,0 +1,55 @@
+#pragma once
+// The cost calculator (SPEC §11): FLOPs, score memory, KV-cache bytes and
+// parameter counts of one multi-head (or grouped-query) attention layer.
+// Counting convention: one multiply-add (a·b + c) counts 1; FLOPs that count the
+// multiply and the add separately are twice as many. Softmax and masking are left out.
+#include <cstdint>
+#include <string>
+
+namespace attn_trace {
+
+struct CostQuestion {
+    std::uint64_t n = 0;         // tokens in the sequence
+    std::uint64_t d_model = 0;   // d: width of a token vector
+    std::uint64_t heads = 1;     // H; d_k = d_v = d / H
+    std::uint64_t kv_heads = 0;  // H_kv; 0 = H (multi-head), 1 = multi-query
+    std::uint64_t layers = 1;
+    double bytes = 4;            // bytes per number (4 float32, 2 fp16/bf16)
+    std::uint64_t tokens = 0;    // cache length for the KV-cache total; 0 = n
+};
+
+struct CostAnswer {
+    CostQuestion question;       // with kv_heads and tokens filled in
+    std::uint64_t d_head = 0;    // d_k = d / H
+    std::uint64_t kv_width = 0;  // H_kv · d_k: the columns of K (and of V)
+    // Multiply-adds per layer: Q and W_O take N·d², K and V take N·d·H_kv·d_k each
+    // (4·N·d² for MHA); Q Kᵀ and A V take H·N²·d_k = N²·d each (2·N²·d).
+    std::uint64_t projection_multiply_adds = 0, attention_multiply_adds = 0, total_multiply_adds = 0;
+    // The score matrix: N² numbers per head, H·N² per layer.
+    std::uint64_t scores_per_head = 0, scores_per_layer = 0;
+    double score_bytes_per_head = 0, score_bytes_per_layer = 0;
+    // KV cache: 2 · layers · H_kv · d_k numbers per token.
+    std::uint64_t kv_cache_numbers_per_token = 0;
+    double kv_cache_bytes_per_token = 0, kv_cache_bytes_total = 0;
+    double kv_cache_bytes_per_token_without_sharing = 0;  // with H KV heads (equal to the above for MHA)
+    // Per layer: W_Q, W_O (d × d) and W_K, W_V (d × H_kv·d_k), with their biases.
+    std::uint64_t parameters_with_biases = 0, parameters_without_biases = 0;
+    // The N² term passes the projection term when 2·N²·d > N·(2d² + 2d·H_kv·d_k),
+    // that is N > d + H_kv·d_k (= 2d for MHA).
+    std::uint64_t crossover_length = 0;
+};
+
+// Throws InputError for zero sizes, heads not dividing d_model, kv_heads not
+// dividing heads, and sizes whose counts would overflow 64 bits.
+CostAnswer compute_cost(const CostQuestion& question);
+
+// The answer for people (every figure with its formula) or as a JSON object.
+std::string cost_text(const CostAnswer& answer);
+std::string cost_json(const CostAnswer& answer);
+
+// "230,400 bytes = 0.23 MB = 230.4 kB", "1,073,741,824 bytes = 1073.74 MB (1.00 GiB)":
+// MB = 10⁶ bytes with two decimals (as the seeds write score matrices), kB for
+// small sizes, MiB or GiB (2²⁰, 2³⁰) for large ones.
+std::string bytes_text(double bytes);
+
+}  // namespace attn_trace

@@ -1,0 +1,51 @@
+// `tiled`: the tiled pass with online softmax (SPEC §7).
+#include <fmt/format.h>
+
+#include "commands.hpp"
+#include "trace_budget.hpp"
+#include "trace_options.hpp"
+
+namespace attn_trace::cli {
+
+namespace {
+
+// The tiles' scores add up to n·m per head, their m, ℓ, u and rescale to a few
+// more, and the full computation beside them keeps about eight n×m matrices per head.
+double tiled_trace_bytes(const Problem& p, const TiledOptions& tiled) {
+    const double n_m = static_cast<double>(p.batch) * p.heads * static_cast<double>(p.n) * static_cast<double>(p.m);
+    return 8.0 * n_m * (9.0 + (3.0 + static_cast<double>(p.d_v)) / static_cast<double>(std::max<std::size_t>(1, tiled.block_k)));
+}
+
+void add_tiled_command(CLI::App& app, int& exit_code) {
+    static TraceOptions options;
+    static long long block_q = 2, block_k = 2;
+    auto* tiled = app.add_subcommand("tiled", "tiled pass with online softmax (FlashAttention): never the whole n×m matrix");
+    tiled->footer(R"(Queries in blocks of Br = --block-q rows, keys in tiles of Bc = --block-k (both 2 by default,
+so that a hand-sized example shows several tiles). Per query row the running max m, running sum
+ℓ and running weighted sum u; a tile that raises the max from m to m' first multiplies ℓ and u by
+e^(m − m') (the rescale step). A tile in which every score is masked (e.g. above the causal
+diagonal) is skipped and counted. The output u/ℓ must equal the full computation:
+max_abs_diff_vs_full. JSON steps carry "tile": [query block, key tile], both 0-based.
+
+Examples:
+  attn-trace tiled examples/damaged_on_arrival.json
+  attn-trace tiled examples/damaged_on_arrival.json --mask causal --block-q 1 --block-k 2 --steps m,l,rescale
+  attn-trace tiled examples/gqa_8q_2kv.json --block-k 3 --head 0 --format json
+  attn-trace random --n 10 --dk 4 --mask causal --seed 1 | attn-trace tiled - --block-q 4 --block-k 4 --steps out)");
+    add_trace_options(*tiled, options);
+    tiled->add_option("--block-q", block_q, "Br: query rows per block")->capture_default_str();
+    tiled->add_option("--block-k", block_k, "Bc: keys per tile")->capture_default_str();
+    tiled->callback([&exit_code] {
+        const TiledOptions tiled_options{whole_number_option("--block-q", block_q, 1), whole_number_option("--block-k", block_k, 1)};
+        const Problem problem = load_with_overrides(options);
+        refuse_over_budget(problem, "tiled", tiled_trace_bytes(problem, tiled_options));
+        print_trace(pipeline_tiled(problem, run_options(options), tiled_options), options, problem);
+        exit_code = 0;
+    });
+}
+
+const CommandRegistration registration{30, add_tiled_command};
+
+}  // namespace
+
+}  // namespace attn_trace::cli

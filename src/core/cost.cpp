@@ -1,0 +1,77 @@
+#include "attn_trace/cost.hpp"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "attn_trace/errors.hpp"
+
+namespace attn_trace {
+
+namespace {
+
+// a · b, refusing sizes whose counts do not fit in 64 bits.
+std::uint64_t times(std::uint64_t a, std::uint64_t b) {
+    std::uint64_t product = 0;
+    if (__builtin_mul_overflow(a, b, &product))
+        throw InputError("cost: the sizes are too large: a count would not fit in 64 bits");
+    return product;
+}
+
+std::uint64_t plus(std::uint64_t a, std::uint64_t b) {
+    std::uint64_t sum = 0;
+    if (__builtin_add_overflow(a, b, &sum)) throw InputError("cost: the sizes are too large: a count would not fit in 64 bits");
+    return sum;
+}
+
+void require_positive(const char* option, std::uint64_t value) {
+    if (value == 0) throw InputError(fmt::format("{} 0: expected a whole number of at least 1", option));
+}
+
+}  // namespace
+
+CostAnswer compute_cost(const CostQuestion& asked) {
+    CostAnswer a;
+    a.question = asked;
+    CostQuestion& q = a.question;
+    if (q.kv_heads == 0) q.kv_heads = q.heads;
+    if (q.tokens == 0) q.tokens = q.n;
+    require_positive("--n", q.n);
+    require_positive("--d-model", q.d_model);
+    require_positive("--heads", q.heads);
+    require_positive("--layers", q.layers);
+    if (!(q.bytes > 0 && std::isfinite(q.bytes)))
+        throw InputError(fmt::format("--bytes {}: expected the bytes per number, greater than 0 (4 for float32, 2 for fp16)", q.bytes));
+    if (q.d_model % q.heads != 0)
+        throw InputError(fmt::format("--heads {} must divide --d-model {} (each head takes d_model / heads columns)", q.heads, q.d_model));
+    if (q.heads % q.kv_heads != 0)
+        throw InputError(fmt::format("--kv-heads {} must divide --heads {} (each KV head serves the same number of query heads)", q.kv_heads, q.heads));
+
+    const std::uint64_t n = q.n, d = q.d_model;
+    a.d_head = d / q.heads;
+    a.kv_width = q.kv_heads * a.d_head;
+    // Q and W_O: N·d·d each; K and V: N·d·(H_kv·d_k) each.
+    a.projection_multiply_adds = times(times(2, n), plus(times(d, d), times(d, a.kv_width)));
+    // Q Kᵀ and A V: H heads × N·N·d_k each = N²·d.
+    a.attention_multiply_adds = times(times(2, times(n, n)), d);
+    a.total_multiply_adds = plus(a.projection_multiply_adds, a.attention_multiply_adds);
+
+    a.scores_per_head = times(n, n);
+    a.scores_per_layer = times(q.heads, a.scores_per_head);
+    a.score_bytes_per_head = static_cast<double>(a.scores_per_head) * q.bytes;
+    a.score_bytes_per_layer = static_cast<double>(a.scores_per_layer) * q.bytes;
+
+    a.kv_cache_numbers_per_token = times(times(2, q.layers), a.kv_width);
+    a.kv_cache_bytes_per_token = static_cast<double>(a.kv_cache_numbers_per_token) * q.bytes;
+    a.kv_cache_bytes_total = a.kv_cache_bytes_per_token * static_cast<double>(q.tokens);
+    a.kv_cache_bytes_per_token_without_sharing = static_cast<double>(times(times(2, q.layers), d)) * q.bytes;
+
+    // W_Q (d × d) + b_Q (d), W_K and W_V (d × H_kv·d_k) + biases, W_O (d × d) + b_O (d).
+    a.parameters_without_biases = plus(times(2, times(d, d)), times(2, times(d, a.kv_width)));
+    a.parameters_with_biases = plus(a.parameters_without_biases, plus(times(2, d), times(2, a.kv_width)));
+    // 2·N²·d > N·(2d² + 2d·H_kv·d_k)  ⇔  N > d + H_kv·d_k
+    a.crossover_length = d + a.kv_width;
+    return a;
+}
+
+}  // namespace attn_trace

@@ -1,0 +1,197 @@
+// KV-cache decoding (SPEC §6): the queries one at a time (after an optional
+// prefill block), each scored against a cache that holds only the past.
+#include <cmath>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "attn_trace/cost.hpp"
+#include "attn_trace/errors.hpp"
+#include "stepwise_parts.hpp"
+
+namespace attn_trace {
+
+namespace {
+
+constexpr double minus_infinity = -std::numeric_limits<double>::infinity();
+
+class DecodePipeline {
+public:
+    DecodePipeline(const Problem& problem, const RunOptions& options, const DecodeOptions& decode)
+        : p_(problem), options_(options), decode_(decode), backend_(make_backend(options.backend)), recorder_(problem, trace_),
+          offset_(problem.m - std::min(problem.m, problem.n)) {}
+
+    Trace run() {
+        validate();
+        trace_.command = "decode";
+        trace_.problem = summarise_problem(p_, options_.dtype, backend_->name());
+        trace_.notes = problem_notes(p_);
+        add_decode_notes();
+        for (std::size_t b = 0; b < p_.batch; ++b) run_sequence(b);
+        trace_.numbers.emplace_back("max_abs_diff_vs_full", max_abs_diff_vs(trace_, pipeline_full(causal_reference(), options_)));
+        add_cache_size();
+        return std::move(trace_);
+    }
+
+private:
+    void validate() const {
+        if (p_.cross_attention())
+            throw InputError(fmt::format("{}: decode needs self-attention: with X_source the keys and values come from another "
+                                         "sequence that every step reads whole, not a cache that grows step by step (use run)",
+                                         p_.file));
+        if (p_.m < p_.n)
+            throw InputError(fmt::format("{}: decode needs at least as many keys as queries (query t reads the keys up to its own), "
+                                         "found n = {} queries and m = {} keys",
+                                         p_.file, p_.n, p_.m));
+        if (decode_.prefill > p_.n)
+            throw InputError(fmt::format("--prefill {}: {} has n = {} queries, so the prefill block takes 0 to {} of them", decode_.prefill,
+                                         p_.file, p_.n, p_.n));
+        if (decode_.layers < 1) throw InputError(fmt::format("--layers {}: expected a whole number of layers, at least 1", decode_.layers));
+        if (decode_.bytes && !(*decode_.bytes > 0 && std::isfinite(*decode_.bytes)))
+            throw InputError(fmt::format("--bytes {}: expected the bytes per cached number, greater than 0 (2 for fp16, 4 for f32)", *decode_.bytes));
+    }
+
+    // The full computation decode must equal: the problem's masks and the causal
+    // mask aligned to the end of the keys (the cache never holds a later key).
+    Problem causal_reference() const {
+        Problem reference = p_;
+        reference.masks.push_back(parse_mask_string("causal-bottom-right", "decode"));
+        return reference;
+    }
+
+    void add_decode_notes() {
+        auto& notes = trace_.notes;
+        notes.push_back(fmt::format("decode: {}one query per step; at step t every KV head appends k_t and v_t to its cache, then "
+                                    "each query head scores q_t against the whole cache (s · q_t Kᵀ), takes the softmax and mixes the cached values",
+                                    decode_.prefill ? fmt::format("queries 0…{} as one prefill block, then ", decode_.prefill - 1) : ""));
+        if (decode_.prefill)
+            notes.push_back(fmt::format("prefill: the first {} queries as one bottom-right-aligned causal block; its steps carry t = {} "
+                                        "and have {} rows",
+                                        decode_.prefill, decode_.prefill - 1, decode_.prefill));
+        if (offset_ > 0)
+            notes.push_back(fmt::format("m = {} keys for n = {} queries: the cache starts with the {} keys before the first query, "
+                                        "so after step t it holds t + {} keys",
+                                        p_.m, p_.n, offset_, offset_ + 1));
+        notes.push_back(p_.masks.empty() && p_.lengths.empty()
+                            ? std::string("decode is causal by construction (the cache holds only the past), so it equals "
+                                          "`run --mask causal-bottom-right`, which max_abs_diff_vs_full compares with")
+                            : fmt::format("decode is causal by construction; the problem's mask ({}) applies inside the cache, so decode "
+                                          "equals the full computation with {} + causal-bottom-right, which max_abs_diff_vs_full compares with",
+                                          trace_.problem.mask, trace_.problem.mask));
+        if (p_.kv_heads < p_.heads)
+            notes.push_back(fmt::format("k_cache and v_cache carry the KV head index: {} caches, each read by {} query heads",
+                                        p_.kv_heads, p_.heads / p_.kv_heads));
+    }
+
+    void run_sequence(std::size_t b) {
+        const Projections projections = project(p_, b, *backend_, options_.dtype);
+        std::vector<HeadInputs> heads;
+        std::vector<Matrix> masks, outs;
+        for (int h = 0; h < p_.heads; ++h) {
+            heads.push_back(head_inputs(p_, projections, h, options_.dtype));
+            masks.push_back(head_mask(p_, b, h));
+            outs.emplace_back(p_.n, p_.d_v);
+        }
+        std::vector<std::vector<std::size_t>> empty_rows(static_cast<std::size_t>(p_.heads));
+        // The prefill block (queries 0 … P−1) first, then one query per step.
+        for (std::size_t first = 0, end = 0; first < p_.n; first = end) {
+            end = first == 0 && decode_.prefill > 0 ? decode_.prefill : first + 1;
+            run_step(first, end, b, heads, masks, outs, empty_rows);
+        }
+        for (int h = 0; h < p_.heads; ++h) {
+            const std::size_t hs = static_cast<std::size_t>(h);
+            recorder_.note_empty_rows(empty_rows[hs], h, b);
+            recorder_.record("out", "the output rows of every step, stacked", outs[hs], h, b, query_labels(p_));
+        }
+        recorder_.record_concat_and_final(outs, b, *backend_, options_.dtype);
+    }
+
+    // Queries first … end−1 as one step: the cache then holds keys 0 … end−1+(m−n).
+    // heads[h]: q (n, d_k), k (m, d_k), v (m, d_v); masks[h] (n, m); outs[h] (n, d_v) receives the rows.
+    void run_step(std::size_t first, std::size_t end, std::size_t b, const std::vector<HeadInputs>& heads, const std::vector<Matrix>& masks,
+                  std::vector<Matrix>& outs, std::vector<std::vector<std::size_t>>& empty_rows) {
+        const Dtype dtype = options_.dtype;
+        const std::size_t rows = end - first, cache_length = end + offset_;
+        const int t = static_cast<int>(end - 1);
+        const int group = p_.heads / p_.kv_heads;
+        const auto query_names = slice_labels(query_labels(p_), first, rows);
+        const auto key_names = slice_labels(key_labels(p_), 0, cache_length);
+        for (int g = 0; g < p_.kv_heads; ++g) {
+            const HeadInputs& kv = heads[static_cast<std::size_t>(g * group)];
+            const std::string which = p_.kv_heads > 1 || p_.heads > 1 ? fmt::format(" of KV head {}", g) : "";
+            recorder_.record("k_cache", fmt::format("K cache{} after appending k_{}", which, t), block_of(kv.k, 0, cache_length, 0, p_.d_k), g, b, key_names).t = t;
+            recorder_.record("v_cache", fmt::format("V cache{} after appending v_{}", which, t), block_of(kv.v, 0, cache_length, 0, p_.d_v), g, b, key_names).t = t;
+        }
+        for (int h = 0; h < p_.heads; ++h) {
+            const std::size_t hs = static_cast<std::size_t>(h);
+            const HeadInputs& in = heads[hs];
+            const Matrix k_cache = block_of(in.k, 0, cache_length, 0, p_.d_k), v_cache = block_of(in.v, 0, cache_length, 0, p_.d_v);
+            // z = s · q_t K_cacheᵀ (+ softcap) + M[t, 0 … cache)
+            Matrix z = scale(backend_->multiply_transposed(block_of(in.q, first, rows, 0, p_.d_k), k_cache, dtype), p_.scale_factor(), dtype);
+            if (p_.softcap) z = soft_cap(z, *p_.softcap, dtype);
+            z = add_elementwise(z, cache_mask(masks[hs], first, end, cache_length), dtype);
+            SoftmaxSteps softmax = softmax_rows(z, p_.empty_rows, dtype);
+            for (std::size_t r : softmax.empty_rows) empty_rows[hs].push_back(first + r);
+            if (p_.empty_rows == EmptyRows::error) recorder_.note_empty_rows(empty_rows[hs], h, b);
+            // o_t = a_t V_cache
+            Matrix out = backend_->multiply(softmax.weights, v_cache, dtype);
+            for (std::size_t r = 0; r < rows; ++r)
+                for (std::size_t j = 0; j < p_.d_v; ++j) outs[hs](first + r, j) = out(r, j);
+            const std::string q_name = rows == 1 ? fmt::format("q_{}", t) : fmt::format("Q_0…{}", t);
+            recorder_.record("scores", fmt::format("s · {} K_cacheᵀ{}{}", q_name, p_.softcap ? ", capped," : "", rows > 1 ? " + causal M" : " + M"),
+                             std::move(z), h, b, query_names, key_names).t = t;
+            recorder_.record("weights", "softmax(scores)", std::move(softmax.weights), h, b, query_names, key_names).t = t;
+            recorder_.record("out", "weights · V_cache", std::move(out), h, b, query_names).t = t;
+        }
+    }
+
+    // M (n, m) -> the rows first … end−1 over the cached keys (rows, cache_length),
+    // with the keys after each query blocked: only the prefill block has any.
+    Matrix cache_mask(const Matrix& mask, std::size_t first, std::size_t end, std::size_t cache_length) const {
+        Matrix block = block_of(mask, first, end - first, 0, cache_length);
+        for (std::size_t r = 0; r < block.rows(); ++r)
+            for (std::size_t j = first + r + offset_ + 1; j < cache_length; ++j) block(r, j) = minus_infinity;
+        return block;
+    }
+
+    // Cache size per token: layers · H_kv · (d_k + d_v) · bytes (= 2 · layers · H_kv · d_k · bytes when d_v = d_k).
+    void add_cache_size() {
+        const double bytes = decode_.bytes.value_or(options_.dtype == Dtype::f32 ? 4.0 : 8.0);
+        const double tokens = static_cast<double>(decode_.tokens.value_or(p_.m));
+        const double per_kv_head = static_cast<double>(p_.d_k + p_.d_v);
+        const double elements = decode_.layers * p_.kv_heads * per_kv_head;
+        auto& numbers = trace_.numbers;
+        numbers.emplace_back("kv_cache_layers", decode_.layers);
+        numbers.emplace_back("kv_cache_bytes_per_number", bytes);
+        numbers.emplace_back("kv_cache_elements_per_token", elements);
+        numbers.emplace_back("kv_cache_bytes_per_token", elements * bytes);
+        numbers.emplace_back("kv_cache_tokens", tokens);
+        numbers.emplace_back("kv_cache_bytes_total", elements * bytes * tokens);
+        const std::string formula = p_.d_k == p_.d_v ? fmt::format("2 · layers · H_kv · d_k · bytes = 2 · {} · {} · {} · {:g}", decode_.layers, p_.kv_heads, p_.d_k, bytes)
+                                                      : fmt::format("layers · H_kv · (d_k + d_v) · bytes = {} · {} · ({} + {}) · {:g}", decode_.layers, p_.kv_heads, p_.d_k, p_.d_v, bytes);
+        trace_.notes.push_back(fmt::format("KV cache per sequence: {} = {:g} bytes per token; {:g} tokens → {}", formula, elements * bytes,
+                                           tokens, bytes_text(elements * bytes * tokens)));
+        if (p_.kv_heads < p_.heads) {
+            const double without_sharing = decode_.layers * p_.heads * per_kv_head * bytes;
+            numbers.emplace_back("kv_cache_bytes_per_token_without_sharing", without_sharing);
+            trace_.notes.push_back(fmt::format("with {} KV heads instead of {} the cache is {}× smaller: {:g} instead of {:g} bytes per token",
+                                               p_.kv_heads, p_.heads, p_.heads / p_.kv_heads, elements * bytes, without_sharing));
+        }
+    }
+
+    const Problem& p_;
+    RunOptions options_;
+    DecodeOptions decode_;
+    std::unique_ptr<Backend> backend_;
+    Trace trace_;
+    StepRecorder recorder_;
+    std::size_t offset_;  // m − n: keys in the cache before the first query
+};
+
+}  // namespace
+
+Trace pipeline_decode(const Problem& problem, const RunOptions& options, const DecodeOptions& decode) {
+    return DecodePipeline(problem, options, decode).run();
+}
+
+}  // namespace attn_trace

@@ -1,0 +1,186 @@
+// The tiled pass with online softmax (SPEC §7), in the symbols of the
+// FlashAttention papers: query blocks of Br rows, key tiles of Bc keys, and per
+// query row the running max m, the running sum ℓ and the running weighted sum u.
+// The n × m scores are never needed at once: only one Br × Bc tile of them.
+#include <array>
+#include <cmath>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "attn_trace/errors.hpp"
+#include "stepwise_parts.hpp"
+
+namespace attn_trace {
+
+namespace {
+
+// The running state of one query block: m (Br, 1), ℓ (Br, 1), u (Br, d_v),
+// and the rescale factor e^(m_old − m_new) (Br, 1) of the last tile.
+struct OnlineSoftmax {
+    Matrix m, l, u, rescale;
+    OnlineSoftmax(std::size_t rows, std::size_t d_v)
+        : m(rows, 1, -std::numeric_limits<double>::infinity()), l(rows, 1), u(rows, d_v), rescale(rows, 1, 1.0) {}
+};
+
+// One tile's update of the state, in T (float for f32, double for f64).
+// z (Br, Bc) the tile's masked scores; v (Bc, d_v) the tile's values.
+template <typename T>
+void absorb_tile(OnlineSoftmax& state, const Matrix& z, const Matrix& v, const Backend& backend, Dtype dtype) {
+    constexpr T minus_infinity = -std::numeric_limits<T>::infinity();
+    Matrix p_tilde(z.rows(), z.cols());
+    for (std::size_t i = 0; i < z.rows(); ++i) {
+        // m_new = max(m_old, max_j z_ij)
+        const T m_old = static_cast<T>(state.m(i, 0));
+        T m_new = m_old;
+        for (std::size_t j = 0; j < z.cols(); ++j) m_new = std::max(m_new, static_cast<T>(z(i, j)));
+        // rescale = e^(m_old − m_new). While a row has read no key, m_old = m_new = −∞
+        // and ℓ = u = 0: −∞ − (−∞) is NaN, so equal maxima give exactly 1 (nothing to rescale).
+        const T rescale = m_old == m_new ? T(1) : std::exp(m_old - m_new);
+        // p̃_ij = e^(z_ij − m_new); a blocked key (z = −∞) contributes exactly 0,
+        // and so does every key of a row whose keys are all blocked so far (m_new = −∞).
+        T row_sum = 0;
+        for (std::size_t j = 0; j < z.cols(); ++j) {
+            const T zij = static_cast<T>(z(i, j));
+            const T p = zij == minus_infinity ? T(0) : std::exp(zij - m_new);
+            p_tilde(i, j) = static_cast<double>(p);
+            row_sum += p;
+        }
+        // ℓ_new = e^(m_old − m_new) ℓ_old + Σ_j p̃_ij
+        state.l(i, 0) = static_cast<double>(rescale * static_cast<T>(state.l(i, 0)) + row_sum);
+        state.m(i, 0) = static_cast<double>(m_new);
+        state.rescale(i, 0) = static_cast<double>(rescale);
+    }
+    // u_new = e^(m_old − m_new) u_old + P̃ V_tile
+    const Matrix p_tilde_v = backend.multiply(p_tilde, v, dtype);
+    for (std::size_t i = 0; i < z.rows(); ++i)
+        for (std::size_t c = 0; c < v.cols(); ++c)
+            state.u(i, c) = static_cast<double>(static_cast<T>(state.rescale(i, 0)) * static_cast<T>(state.u(i, c)) + static_cast<T>(p_tilde_v(i, c)));
+}
+
+// out = u / ℓ, in T. A row with ℓ = 0 read no key: `empty` receives it and the
+// policy's value (0 or NaN) fills it.
+template <typename T>
+Matrix finish_rows(const OnlineSoftmax& state, EmptyRows policy, std::vector<std::size_t>& empty, std::size_t first_row) {
+    Matrix out(state.u.rows(), state.u.cols());
+    const double fill = policy == EmptyRows::nan ? std::numeric_limits<double>::quiet_NaN() : 0.0;
+    for (std::size_t i = 0; i < out.rows(); ++i) {
+        if (state.l(i, 0) == 0.0) empty.push_back(first_row + i);
+        for (std::size_t c = 0; c < out.cols(); ++c)
+            out(i, c) = state.l(i, 0) == 0.0 ? fill : static_cast<double>(static_cast<T>(state.u(i, c)) / static_cast<T>(state.l(i, 0)));
+    }
+    return out;
+}
+
+bool every_score_masked(const Matrix& mask_tile) {
+    for (double x : mask_tile.data())
+        if (x != -std::numeric_limits<double>::infinity()) return false;
+    return true;
+}
+
+class TiledPipeline {
+public:
+    TiledPipeline(const Problem& problem, const RunOptions& options, const TiledOptions& tiled)
+        : p_(problem), options_(options), backend_(make_backend(options.backend)), recorder_(problem, trace_),
+          Br_(std::min(tiled.block_q, problem.n)), Bc_(std::min(tiled.block_k, problem.m)) {
+        if (tiled.block_q < 1) throw InputError(fmt::format("--block-q {}: a query block holds at least 1 row", tiled.block_q));
+        if (tiled.block_k < 1) throw InputError(fmt::format("--block-k {}: a key tile holds at least 1 key", tiled.block_k));
+    }
+
+    Trace run() {
+        trace_.command = "tiled";
+        trace_.problem = summarise_problem(p_, options_.dtype, backend_->name());
+        trace_.notes = problem_notes(p_);
+        for (std::size_t b = 0; b < p_.batch; ++b) run_sequence(b);
+        const std::size_t Tr = (p_.n + Br_ - 1) / Br_, Tc = (p_.m + Bc_ - 1) / Bc_;
+        const std::size_t heads_run = p_.batch * static_cast<std::size_t>(p_.heads);
+        trace_.notes.insert(trace_.notes.begin(),
+                            fmt::format("tiled: Br = {} query rows × Bc = {} keys per tile, Tr × Tc = {} × {} tiles per head; "
+                                        "{} of {} tiles skipped (every score masked){}; {} scores held at once instead of n · m = {}",
+                                        Br_, Bc_, Tr, Tc, tiles_skipped_, Tr * Tc * heads_run,
+                                        heads_run > 1 ? fmt::format(" over {} heads and sequences", heads_run) : "", Br_ * Bc_, p_.n * p_.m));
+        trace_.numbers = {{"max_abs_diff_vs_full", max_abs_diff_vs(trace_, pipeline_full(p_, options_))},
+                          {"scores_held", static_cast<double>(Br_ * Bc_)},
+                          {"scores_full", static_cast<double>(p_.n * p_.m)},
+                          {"tiles_computed", static_cast<double>(tiles_computed_)},
+                          {"tiles_skipped", static_cast<double>(tiles_skipped_)}};
+        return std::move(trace_);
+    }
+
+private:
+    void run_sequence(std::size_t b) {
+        const Projections projections = project(p_, b, *backend_, options_.dtype);
+        std::vector<Matrix> outs;
+        for (int h = 0; h < p_.heads; ++h) {
+            std::vector<std::size_t> empty_rows;
+            Matrix out = run_head(head_inputs(p_, projections, h, options_.dtype), head_mask(p_, b, h), h, b, empty_rows);
+            recorder_.note_empty_rows(empty_rows, h, b);
+            recorder_.record("out", "u / ℓ after the last tile of each query block", out, h, b, query_labels(p_));
+            outs.push_back(std::move(out));
+        }
+        recorder_.record_concat_and_final(outs, b, *backend_, options_.dtype);
+    }
+
+    // in: q (n, d_k), k (m, d_k), v (m, d_v); mask M (n, m) -> out (n, d_v)
+    Matrix run_head(const HeadInputs& in, const Matrix& mask, int h, std::size_t b, std::vector<std::size_t>& empty_rows) {
+        const Dtype dtype = options_.dtype;
+        Matrix out(p_.n, p_.d_v);
+        for (std::size_t qb = 0, i0 = 0; i0 < p_.n; ++qb, i0 += Br_) {
+            const std::size_t rows = std::min(Br_, p_.n - i0);
+            const Matrix Q_i = block_of(in.q, i0, rows, 0, p_.d_k);
+            OnlineSoftmax state(rows, p_.d_v);
+            for (std::size_t kt = 0, j0 = 0; j0 < p_.m; ++kt, j0 += Bc_) {
+                const std::size_t cols = std::min(Bc_, p_.m - j0);
+                const Matrix M_ij = block_of(mask, i0, rows, j0, cols);
+                // A tile that no query of the block may read changes nothing: skip it.
+                if (every_score_masked(M_ij)) {
+                    ++tiles_skipped_;
+                    continue;
+                }
+                ++tiles_computed_;
+                const Matrix K_j = block_of(in.k, j0, cols, 0, p_.d_k), V_j = block_of(in.v, j0, cols, 0, p_.d_v);
+                // S_ij = s · Q_i K_jᵀ (capped) + M_ij
+                Matrix S_ij = scale(backend_->multiply_transposed(Q_i, K_j, dtype), p_.scale_factor(), dtype);
+                if (p_.softcap) S_ij = soft_cap(S_ij, *p_.softcap, dtype);
+                S_ij = add_elementwise(S_ij, M_ij, dtype);
+                if (dtype == Dtype::f32) absorb_tile<float>(state, S_ij, V_j, *backend_, dtype);
+                else absorb_tile<double>(state, S_ij, V_j, *backend_, dtype);
+                record_tile(state, std::move(S_ij), qb, kt, i0, rows, j0, cols, h, b);
+            }
+            const Matrix O_i = dtype == Dtype::f32 ? finish_rows<float>(state, p_.empty_rows, empty_rows, i0)
+                                                   : finish_rows<double>(state, p_.empty_rows, empty_rows, i0);
+            for (std::size_t i = 0; i < rows; ++i)
+                for (std::size_t c = 0; c < p_.d_v; ++c) out(i0 + i, c) = O_i(i, c);
+        }
+        return out;
+    }
+
+    void record_tile(const OnlineSoftmax& state, Matrix scores, std::size_t qb, std::size_t kt, std::size_t i0, std::size_t rows, std::size_t j0,
+                     std::size_t cols, int h, std::size_t b) {
+        const std::array<int, 2> tile{static_cast<int>(qb), static_cast<int>(kt)};
+        const auto queries = slice_labels(query_labels(p_), i0, rows), keys = slice_labels(key_labels(p_), j0, cols);
+        recorder_.record("scores", fmt::format("s · Q_{} K_{}ᵀ{} + M (queries {}…{}, keys {}…{})", qb, kt, p_.softcap ? ", capped," : "", i0,
+                                               i0 + rows - 1, j0, j0 + cols - 1),
+                         std::move(scores), h, b, queries, keys).tile = tile;
+        recorder_.record("m", "m_new = max(m_old, max_j S_ij)", state.m, h, b, queries).tile = tile;
+        recorder_.record("rescale", "e^(m_old − m_new) (1 while the row has read no key)", state.rescale, h, b, queries).tile = tile;
+        recorder_.record("l", "ℓ_new = e^(m_old − m_new) ℓ_old + Σ_j e^(S_ij − m_new)", state.l, h, b, queries).tile = tile;
+        recorder_.record("u", "u_new = e^(m_old − m_new) u_old + e^(S_ij − m_new) V_j", state.u, h, b, queries).tile = tile;
+    }
+
+    const Problem& p_;
+    RunOptions options_;
+    std::unique_ptr<Backend> backend_;
+    Trace trace_;
+    StepRecorder recorder_;
+    std::size_t Br_, Bc_;  // block sizes, at most n and m
+    std::size_t tiles_computed_ = 0, tiles_skipped_ = 0;
+};
+
+}  // namespace
+
+Trace pipeline_tiled(const Problem& problem, const RunOptions& options, const TiledOptions& tiled) {
+    return TiledPipeline(problem, options, tiled).run();
+}
+
+}  // namespace attn_trace
