@@ -159,3 +159,13 @@ TEST_CASE("softcap bounds the scaled scores by c, before the mask") {
     REQUIRE(capped(0, 2) == Approx(0.5 * std::tanh(3.0 / 0.5)).margin(1e-15));
     REQUIRE(step_values(trace, "masked")(0, 2) == -inf);  // the mask still blocks after the cap
 }
+
+TEST_CASE("Q, K, V per head (heads, rows, width) equal the same columns side by side, and set heads") {
+    const Trace per_head = run_json(R"({"Q": [[[1, 0]], [[0, 1]]], "K": [[[1, 0], [0, 1]]], "V": [[[1], [2]]]})");
+    REQUIRE(per_head.problem.heads == 2);
+    REQUIRE(per_head.problem.kv_heads == 1);
+    const Trace side_by_side = run_json(R"({"Q": [[1, 0, 0, 1]], "K": [[1, 0], [0, 1]], "V": [[1], [2]], "heads": 2, "kv_heads": 1})");
+    for (int h = 0; h < 2; ++h) REQUIRE(step_values(per_head, "out", h).data() == step_values(side_by_side, "out", h).data());
+    REQUIRE_THROWS_WITH(run_json(R"({"Q": [[[1, 0]], [[0, 1]]], "K": [[[1, 0]]], "V": [[[1]]], "heads": 3})"),
+                        Catch::Contains("$.Q: a per-head Q is (3, rows, width) with heads = 3, found 2 heads"));
+}

@@ -202,8 +202,8 @@ private:
     }
 
     // Q, K, V given directly: (rows, heads·width) or per head (heads, rows, width).
+    // A per-head array without "heads" (or "kv_heads") sets it: its first extent is unambiguous.
     void read_direct_qkv() {
-        struct Direct { const char* key; std::optional<Matrix>& into; int heads; };
         const bool any = has("Q") || has("K") || has("V");
         if (!any) return;
         if (has("X")) reader_.fail("$.Q", "give either X (with W_Q, W_K, W_V) or Q, K, V directly, not both");
@@ -211,23 +211,28 @@ private:
             if (!has(key)) reader_.fail(path_of(key), fmt::format("Q, K and V go together: {} is missing", key));
         for (const char* key : {"W_Q", "W_K", "W_V", "b_Q", "b_K", "b_V"})
             if (has(key)) reader_.fail(path_of(key), "projections apply to X; with Q, K, V given directly leave them out");
-        Direct items[] = {{"Q", problem_.Q, problem_.heads}, {"K", problem_.K, problem_.kv_heads}, {"V", problem_.V, problem_.kv_heads}};
-        for (auto& item : items) {
-            const auto array = reader_.array(at(item.key), path_of(item.key));
-            if (array.shape.size() == 2) {
-                Matrix m(array.shape[0], array.shape[1]);
-                m.data() = array.data;
-                item.into = std::move(m);
-            } else if (array.shape.size() == 3) {
-                if (static_cast<int>(array.shape[0]) != item.heads)
-                    reader_.fail(path_of(item.key), fmt::format("a per-head {} is ({}, rows, width) with {} = {}, found {} heads",
-                                                                item.key, item.heads, item.key[0] == 'Q' ? "heads" : "kv_heads",
-                                                                item.heads, array.shape[0]));
-                item.into = heads_side_by_side(array);
-            } else {
-                reader_.fail(path_of(item.key), fmt::format("expected {} as (rows, width) or per head (heads, rows, width), found 1 dimension", item.key));
-            }
+        problem_.Q = direct_matrix("Q", problem_.heads, "heads");
+        if (!has("kv_heads")) problem_.kv_heads = problem_.heads;
+        problem_.K = direct_matrix("K", problem_.kv_heads, "kv_heads");
+        problem_.V = direct_matrix("V", problem_.kv_heads, "kv_heads");
+        if (problem_.heads % problem_.kv_heads != 0)
+            reader_.fail("$.K", fmt::format("{} KV heads do not divide {} query heads", problem_.kv_heads, problem_.heads));
+    }
+
+    Matrix direct_matrix(const char* key, int& heads, const char* heads_key) {
+        const auto array = reader_.array(at(key), path_of(key));
+        if (array.shape.size() == 2) {
+            Matrix m(array.shape[0], array.shape[1]);
+            m.data() = array.data;
+            return m;
         }
+        if (array.shape.size() != 3)
+            reader_.fail(path_of(key), fmt::format("expected {} as (rows, width) or per head (heads, rows, width), found 1 dimension", key));
+        if (!has(heads_key)) heads = static_cast<int>(array.shape[0]);
+        if (static_cast<int>(array.shape[0]) != heads)
+            reader_.fail(path_of(key), fmt::format("a per-head {} is ({}, rows, width) with {} = {}, found {} heads", key, heads, heads_key, heads,
+                                                   array.shape[0]));
+        return heads_side_by_side(array);
     }
 
     void need(bool condition, const std::string& path, const std::string& what) const {
@@ -248,15 +253,15 @@ private:
             p.m = source.rows();
             p.d_model = x.cols();
             p.d_src = source.cols();
-            const char* layout_hint = torch_layout_ ? " (torch layout: (out, in), so columns)" : "";
-            auto rows_needed = [&](const std::optional<Matrix>& w, const char* key, const char* input, std::size_t width) {
-                need(w->rows() == width, weight_path(key),
-                     fmt::format("{} is {} so {} needs {} {}{}, found {}", input, shape_string(input == std::string("X") ? x : source),
-                                 key, width, torch_layout_ ? "columns" : "rows", layout_hint, torch_layout_ ? w->rows() : w->rows()));
+            // In torch layout the file's W is (out, in): its input side is the columns.
+            const char* input_side = torch_layout_ ? "columns" : "rows";
+            auto rows_needed = [&](const std::optional<Matrix>& w, const char* key, const char* input_name, const Matrix& input) {
+                need(w->rows() == input.cols(), weight_path(key),
+                     fmt::format("{} is {} so {} needs {} {}, found {}", input_name, shape_string(input), key, input.cols(), input_side, w->rows()));
             };
-            rows_needed(p.W_Q, "W_Q", "X", p.d_model);
-            rows_needed(p.W_K, "W_K", source_name, p.d_src);
-            rows_needed(p.W_V, "W_V", source_name, p.d_src);
+            rows_needed(p.W_Q, "W_Q", "X", x);
+            rows_needed(p.W_K, "W_K", source_name, source);
+            rows_needed(p.W_V, "W_V", source_name, source);
             split_widths(p.W_Q->cols(), p.W_K->cols(), p.W_V->cols(), weight_path("W_Q"), weight_path("W_K"), weight_path("W_V"));
             check_bias(p.b_Q, "b_Q", p.W_Q->cols(), "W_Q");
             check_bias(p.b_K, "b_K", p.W_K->cols(), "W_K");
