@@ -47,7 +47,7 @@ CostAnswer compute_cost(const CostQuestion& question);
 std::string cost_text(const CostAnswer& answer);
 std::string cost_json(const CostAnswer& answer);
 
-// "230,400 bytes = 0.23 MB = 230.4 kB", "1,073,741,824 bytes = 1073.74 MB (1.00 GiB)":
+// "512 bytes", "230,400 bytes = 0.23 MB = 230.4 kB", "1,073,741,824 bytes = 1073.74 MB (1.00 GiB)":
 // MB = 10⁶ bytes with two decimals (as the seeds write score matrices), kB for
 // small sizes, MiB or GiB (2²⁰, 2³⁰) for large ones.
 std::string bytes_text(double bytes);

@@ -29,6 +29,7 @@ std::string plural(std::uint64_t count, const char* word) { return fmt::format("
 }  // namespace
 
 std::string bytes_text(double bytes) {
+    if (bytes < 1e3) return fmt::format("{} bytes", grouped(bytes));
     std::string text = fmt::format("{} bytes = {:.2f} MB", grouped(bytes), bytes / 1e6);
     if (bytes < 1e6) text += fmt::format(" = {:.4g} kB", bytes / 1e3);
     else if (bytes >= (1 << 30)) text += fmt::format(" ({:.2f} GiB)", bytes / (1 << 30));

@@ -1,0 +1,58 @@
+# decode, tiled and cost from the command line: help with examples, the text
+# and JSON forms, the seeds' figures, check's options, and bad options (exit 2).
+source "$SOURCE_DIR/tests/cli/lib.sh"
+T=$ATTN_TRACE
+E="$SOURCE_DIR/examples"
+
+expect_exit 0 "Examples:" -- "$T" decode --help
+expect_exit 0 "Examples:" -- "$T" tiled --help
+expect_exit 0 "Examples:" -- "$T" cost --help
+
+# decode: one line per step with the cache length, the weights and the output row.
+expect_exit 0 "t = 2 \(arrival\)  cache 3  weights \[0\.5035 0\.2483 0\.2483\]  out \[1\.0070 0\.2483\]" -- "$T" decode "$E/damaged_on_arrival.json"
+expect_exit 0 "max_abs_diff_vs_full = 0" -- "$T" decode "$E/damaged_on_arrival.json" --prefill 2
+expect_exit 0 '"name":"k_cache","head":0,"t":2,"formula":"[^"]*","shape":\[3,2\]' -- "$T" decode "$E/damaged_on_arrival.json" --format json
+expect_exit 0 '"max_abs_diff_vs_full":0' -- "$T" decode "$E/damaged_on_arrival.json" --format json
+expect_exit 0 "k_cache  .*\(2, 2\)  head 1  t = 1" -- "$T" decode "$E/gqa_8q_2kv.json" --steps k_cache
+# The textbook cache: 32 layers, 8 KV heads, d = 128, fp16, 8192 tokens → 1 GiB.
+expect_exit 0 "1,073,741,824 bytes .*1\.00 GiB" -- "$T" cost --n 8192 --d-model 4096 --heads 32 --kv-heads 8 --layers 32 --bytes 2
+
+# tiled: the tile steps carry tile, causal tiles above the diagonal are skipped.
+expect_exit 0 '"tile":\[0,1\]' -- "$T" tiled "$E/damaged_on_arrival.json" --format json
+expect_exit 0 "tiles_skipped = 1" -- "$T" tiled "$E/damaged_on_arrival.json" --mask causal
+expect_exit 0 "tiles_skipped = 3" -- "$T" tiled "$E/damaged_on_arrival.json" --mask causal --block-q 1 --block-k 1
+expect_exit 0 "scores_held = 6" -- "$T" tiled "$E/damaged_on_arrival.json" --block-q 3 --block-k 2
+expect_exit 0 "rescale  .*tile \[0, 1\]" -- "$T" tiled "$E/damaged_on_arrival.json" --steps rescale
+
+# check runs decode and tiled files, with block sizes after the file names.
+expect_exit 0 "^1 passed, 0 failed$" -- "$T" check "$E/damaged_on_arrival_decode.json"
+expect_exit 0 "^1 passed, 0 failed$" -- "$T" check "$E/damaged_on_arrival_tiled.json" --block-q 2 --block-k 2
+expect_exit 1 "no such step" -- "$T" check "$E/damaged_on_arrival_tiled.json" --block-k 3
+
+# cost: the seeds' figures.
+expect_exit 0 "with biases +4d² \+ 4d = 16,640" -- "$T" cost --n 30 --d-model 64 --heads 4
+expect_exit 0 "4d² \+ 4d = 1,050,624" -- "$T" cost --n 30 --d-model 512 --heads 8
+expect_exit 0 "per head .*0\.07 MB" -- "$T" cost --n 128 --d-model 64 --heads 1
+expect_exit 0 "per head .*4\.19 MB" -- "$T" cost --n 1024 --d-model 64 --heads 1
+expect_exit 0 "per head .*268\.44 MB" -- "$T" cost --n 8192 --d-model 64 --heads 1
+expect_exit 0 "57,600 scores .*230\.4 kB" -- "$T" cost --n 120 --d-model 64 --heads 4
+expect_exit 0 "N > 2·d = 8,192" -- "$T" cost --n 1000 --d-model 4096 --heads 32
+expect_exit 0 '"crossover_length": 8192' -- "$T" cost --n 1000 --d-model 4096 --heads 32 --format json
+expect_exit 0 '"parameters_with_biases": 16640' -- "$T" cost --n 120 --d-model 64 --heads 4 --format json
+
+# Bad options: exit 2 with a message naming the option and what it needs.
+expect_exit 2 "error: --block-q 0: expected a whole number of at least 1" -- "$T" tiled "$E/damaged_on_arrival.json" --block-q 0
+expect_exit 2 "error: --block-k 0: " -- "$T" tiled "$E/damaged_on_arrival.json" --block-k 0
+expect_exit 2 "error: --block-k -3: " -- "$T" tiled "$E/damaged_on_arrival.json" --block-k -3
+expect_exit 2 "error: --block-q 0: " -- "$T" check "$E/damaged_on_arrival_tiled.json" --block-q 0
+expect_exit 2 "error: --prefill 4: .*n = 3 queries" -- "$T" decode "$E/damaged_on_arrival.json" --prefill 4
+expect_exit 2 "error: --prefill -1: " -- "$T" decode "$E/damaged_on_arrival.json" --prefill -1
+expect_exit 2 "error: --layers 0: " -- "$T" decode "$E/damaged_on_arrival.json" --layers 0
+expect_exit 2 "error: --bytes -2: " -- "$T" decode "$E/damaged_on_arrival.json" --bytes -2
+expect_exit 2 "decode needs at least as many keys as queries" -- bash -c "echo '{\"Q\": [[1, 0], [0, 1]], \"K\": [[1, 0]], \"V\": [[1, 2]]}' | \"$T\" decode -"
+expect_exit 2 "error: --n -5: " -- "$T" cost --n -5 --d-model 64
+expect_exit 2 "error: --heads 3 must divide --d-model 64" -- "$T" cost --n 5 --d-model 64 --heads 3
+expect_exit 2 "error: --kv-heads 3 must divide --heads 4" -- "$T" cost --n 5 --d-model 64 --heads 4 --kv-heads 3
+expect_exit 2 "error: --bytes 0: " -- "$T" cost --n 5 --d-model 64 --bytes 0
+expect_exit 2 "d-model" -- "$T" cost --n 5
+finish
