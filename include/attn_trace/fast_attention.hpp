@@ -1,0 +1,83 @@
+#pragma once
+// The fast path (SPEC §12): the tiled online-softmax algorithm of SPEC §7 without
+// the printing. Queries go in blocks of Br rows, keys in tiles of Bc; per query
+// row it keeps the running max m, the running sum ℓ and the running weighted sum
+// u, so it holds Br × Bc scores per worker and never the n × m matrix.
+// Block products go through BLAS; the (head, query block) pairs are shared out
+// among worker threads. float32 and float64.
+#include <cstddef>
+#include <optional>
+#include <vector>
+
+#include "attn_trace/matrix.hpp"
+
+namespace attn_trace {
+
+// Which keys each query may read, in the form the kernel can use tile by tile.
+// Combines like the additive mask M of SPEC §3: a key is visible only if every
+// part allows it; biases add.
+struct FastMask {
+    // Query i reads only keys in [first_key[i], end_key[i]) (causal, window, `lengths`).
+    // Empty = all keys. Tiles outside every row's range of a block are skipped.
+    std::vector<std::size_t> first_key, end_key;
+    // Key j is visible only if key_valid[j] (key_valid / padding specs); empty = all.
+    std::vector<unsigned char> key_valid;
+    // (n, m) additive values (additive, allowed, blocked specs: 0, −∞ or a bias); empty = none.
+    Matrix dense;
+    // ALiBi slope per query head; empty = none. Adds −slope·|i + (m − n) − j|.
+    std::vector<double> alibi_slopes;
+
+    // Whether some entries need more than the row ranges.
+    bool has_elementwise() const { return !key_valid.empty() || !dense.empty() || !alibi_slopes.empty(); }
+};
+
+// One sequence, all heads, as strided row-major views: row i of query head h
+// starts at q + i·q_stride + h·d_k; query head h reads KV head h / (H / H_kv)
+// (GQA), whose rows are read in place, never copied per query head.
+template <typename T>
+struct FastAttentionInput {
+    const T* q = nullptr;  // (n, ≥ H·d_k)
+    const T* k = nullptr;  // (m, ≥ H_kv·d_k)
+    const T* v = nullptr;  // (m, ≥ H_kv·d_v)
+    std::size_t q_stride = 0, k_stride = 0, v_stride = 0;
+    std::size_t n = 0, m = 0, d_k = 0, d_v = 0;
+    int heads = 1, kv_heads = 1;
+    double scale = 1.0;             // s of Z = s·Q Kᵀ + M
+    std::optional<double> softcap;  // c: Z = c·tanh(s·Q Kᵀ / c) + M
+    const FastMask* mask = nullptr; // null = every key visible
+};
+
+template <typename T>
+struct FastAttentionOutput {
+    T* out = nullptr;            // (n, H·d_v): head h in columns h·d_v … (the concat of SPEC §4)
+    T* row_max = nullptr;        // (H, n) the final m of each row (−∞ when it read no key); may be null
+    T* row_sum = nullptr;        // (H, n) the final ℓ = Σ_j e^(z_ij − m_i); may be null
+    T empty_row_value = 0;       // out of a row that reads no key: 0 or NaN (the empty-row policy)
+};
+
+struct FastAttentionSettings {
+    // Br × Bc scores per worker: 64 × 512 floats = 128 KiB, and the K and V tiles
+    // (Bc × 64 each, 128 KiB each) stay in a 512 KiB L2 while a block is worked.
+    // See docs/PERFORMANCE.md for the measurements behind the defaults.
+    std::size_t block_q = 64;   // Br
+    std::size_t block_k = 512;  // Bc
+    int threads = 1;
+};
+
+struct FastAttentionStats {
+    std::size_t tiles_computed = 0, tiles_skipped = 0;
+    std::size_t score_bytes_held = 0;  // Br·Bc·sizeof(T) per worker, all workers together
+    int workers = 0;                   // threads used: at most one per (head, query block)
+};
+
+// out_h = softmax(s·Q_h K_gᵀ + M) V_g for every query head h, written to `output`.
+template <typename T>
+FastAttentionStats fast_attention(const FastAttentionInput<T>& input, const FastAttentionOutput<T>& output,
+                                  const FastAttentionSettings& settings);
+
+extern template FastAttentionStats fast_attention<float>(const FastAttentionInput<float>&, const FastAttentionOutput<float>&,
+                                                         const FastAttentionSettings&);
+extern template FastAttentionStats fast_attention<double>(const FastAttentionInput<double>&, const FastAttentionOutput<double>&,
+                                                          const FastAttentionSettings&);
+
+}  // namespace attn_trace

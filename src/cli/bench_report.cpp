@@ -1,0 +1,142 @@
+#include "bench_report.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "attn_trace/problem.hpp"
+
+namespace attn_trace::cli {
+
+namespace {
+
+std::string describe_setting(const BenchConfig& c) {
+    return fmt::format("d_k = {}, heads = {}, {}, {}, {} thread{}, {} repeat{} after {} warm-up (ms: median, min–max)", c.d_k, c.heads,
+                       c.causal ? "causal" : "no mask", dtype_name(c.dtype), c.threads, c.threads == 1 ? "" : "s", c.repeats,
+                       c.repeats == 1 ? "" : "s", c.warmup);
+}
+
+std::string bytes_text(std::size_t bytes) {
+    if (bytes >= (1u << 30)) return fmt::format("{:.1f} GiB", static_cast<double>(bytes) / (1 << 30));
+    if (bytes >= (1u << 20)) return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1 << 20));
+    return fmt::format("{:.0f} KiB", static_cast<double>(bytes) / (1 << 10));
+}
+
+}  // namespace
+
+std::string bench_text(const BenchConfig& c, const std::vector<BenchResult>& results) {
+    std::string out = fmt::format("attn-trace bench: {}\n\n", describe_setting(c));
+    out += fmt::format("{:>7}  {:<6} {:>10}  {:>19}  {:>8}  {:>12}  {}\n", "n", "impl", "ms", "min–max", "GFLOP/s", "scores held", "max diff");
+    for (const auto& r : results) {
+        if (r.status != "ok") {
+            out += fmt::format("{:>7}  {:<6} {}: {}\n", r.n, r.impl, r.status, r.reason);
+            continue;
+        }
+        const std::string diff = r.max_abs_diff ? fmt::format("{:.2e} vs {}", *r.max_abs_diff, r.compared_with) : "";
+        out += fmt::format("{:>7}  {:<6} {:>10.3f}  {:>19}  {:>8.1f}  {:>12}  {}\n", r.n, r.impl, r.median_ms,
+                           fmt::format("{:.3f}–{:.3f}", r.min_ms, r.max_ms), r.gflops, bytes_text(r.score_bytes), diff);
+    }
+    return out;
+}
+
+std::string bench_json(const BenchConfig& c, const std::vector<BenchResult>& results) {
+    nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+    for (const auto& r : results) {
+        nlohmann::ordered_json row = {{"n", r.n}, {"m", r.m}, {"d_k", c.d_k}, {"heads", c.heads}, {"causal", c.causal}, {"impl", r.impl}, {"status", r.status}};
+        if (r.status == "ok") {
+            row["median_ms"] = r.median_ms;
+            row["min_ms"] = r.min_ms;
+            row["max_ms"] = r.max_ms;
+            row["times_ms"] = r.times_ms;
+            row["gflops"] = r.gflops;
+            row["score_bytes"] = r.score_bytes;
+            row["max_abs_diff"] = r.max_abs_diff ? nlohmann::ordered_json(*r.max_abs_diff) : nlohmann::ordered_json(nullptr);
+            if (r.max_abs_diff) row["compared_with"] = r.compared_with;
+        } else {
+            row["reason"] = r.reason;
+        }
+        rows.push_back(std::move(row));
+    }
+    const nlohmann::ordered_json out = {{"attn_trace_bench", 1},
+                                        {"dtype", dtype_name(c.dtype)},
+                                        {"threads", c.threads},
+                                        {"repeats", c.repeats},
+                                        {"warmup", c.warmup},
+                                        {"seed", c.seed},
+                                        {"results", rows}};
+    return out.dump(1) + "\n";
+}
+
+std::string bench_csv(const BenchConfig& c, const std::vector<BenchResult>& results) {
+    std::string out = "n,m,d_k,heads,causal,impl,status,median_ms,min_ms,max_ms,gflops,score_bytes,max_abs_diff\n";
+    for (const auto& r : results) {
+        if (r.status != "ok") {
+            out += fmt::format("{},{},{},{},{},{},{},,,,,,\n", r.n, r.m, c.d_k, c.heads, c.causal, r.impl, r.status);
+            continue;
+        }
+        out += fmt::format("{},{},{},{},{},{},ok,{},{},{},{},{},{}\n", r.n, r.m, c.d_k, c.heads, c.causal, r.impl, r.median_ms, r.min_ms, r.max_ms,
+                           r.gflops, r.score_bytes, r.max_abs_diff ? fmt::format("{}", *r.max_abs_diff) : "");
+    }
+    return out;
+}
+
+// Median time against n, log-log, one line per implementation, and a dashed
+// n² line through the last point of the first implementation: where the
+// measured line runs parallel to it, cost grows as n².
+std::string bench_svg(const BenchConfig& c, const std::vector<BenchResult>& results) {
+    std::map<std::string, std::vector<std::pair<double, double>>> lines;  // impl -> (n, ms)
+    double n_low = INFINITY, n_high = 0, ms_low = INFINITY, ms_high = 0;
+    for (const auto& r : results) {
+        if (r.status != "ok" || r.median_ms <= 0) continue;
+        lines[r.impl].emplace_back(static_cast<double>(r.n), r.median_ms);
+        n_low = std::min(n_low, static_cast<double>(r.n));
+        n_high = std::max(n_high, static_cast<double>(r.n));
+        ms_low = std::min(ms_low, r.median_ms);
+        ms_high = std::max(ms_high, r.median_ms);
+    }
+    const double width = 640, height = 420, left = 70, right = 150, top = 40, bottom = 50;
+    std::string svg = fmt::format(R"(<svg xmlns="http://www.w3.org/2000/svg" width="{}" height="{}" font-family="sans-serif" font-size="12">)"
+                                  "\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n",
+                                  width, height);
+    svg += fmt::format(R"(<text x="{}" y="22" font-size="14">attention time vs n ({})</text>)" "\n", left, describe_setting(c));
+    if (lines.empty()) return svg + "<text x=\"70\" y=\"200\">no timings</text>\n</svg>\n";
+    const double x0 = std::log10(n_low) - 0.1, x1 = std::log10(n_high) + 0.1;
+    const double y0 = std::floor(std::log10(ms_low)), y1 = std::ceil(std::log10(ms_high)) + (ms_high == ms_low ? 1 : 0);
+    auto px = [&](double n) { return left + (std::log10(n) - x0) / (x1 - x0) * (width - left - right); };
+    auto py = [&](double ms) { return height - bottom - (std::log10(ms) - y0) / (y1 - y0) * (height - top - bottom); };
+    svg += fmt::format(R"(<rect x="{}" y="{}" width="{}" height="{}" fill="none" stroke="#888"/>)" "\n", left, top, width - left - right,
+                       height - top - bottom);
+    for (double e = y0; e <= y1; e += 1)
+        svg += fmt::format(R"(<text x="{}" y="{:.1f}" text-anchor="end">{:g} ms</text>)" "\n", left - 6, py(std::pow(10, e)) + 4, std::pow(10, e));
+    for (const std::size_t n : c.lengths)
+        svg += fmt::format(R"(<text x="{:.1f}" y="{}" text-anchor="middle">{}</text>)" "\n", px(static_cast<double>(n)), height - bottom + 18, n);
+    svg += fmt::format(R"(<text x="{}" y="{}" text-anchor="middle">n (log scale)</text>)" "\n", left + (width - left - right) / 2, height - 10);
+
+    // The n² reference: ms = ms_ref · (n / n_ref)², clipped to the plot.
+    const auto& [n_ref, ms_ref] = lines.begin()->second.back();
+    auto reference = [&](double n) { return ms_ref * (n / n_ref) * (n / n_ref); };
+    const double n_from = std::max(std::pow(10, x0), n_ref * std::sqrt(std::pow(10, y0) / ms_ref));
+    svg += fmt::format(R"(<line x1="{:.1f}" y1="{:.1f}" x2="{:.1f}" y2="{:.1f}" stroke="#999" stroke-dasharray="5,4"/>)" "\n", px(n_from),
+                       py(reference(n_from)), px(n_ref), py(ms_ref));
+    svg += fmt::format(R"(<text x="{:.1f}" y="{:.1f}" fill="#777">∝ n²</text>)" "\n", px(n_from) + 4, py(reference(n_from)) - 6);
+
+    const char* colors[] = {"#d62728", "#1f77b4", "#2ca02c", "#9467bd"};
+    std::size_t index = 0;
+    for (const auto& [impl, points] : lines) {
+        const char* color = colors[index % 4];
+        std::string path;
+        for (const auto& [n, ms] : points) {
+            path += fmt::format("{:.1f},{:.1f} ", px(n), py(ms));
+            svg += fmt::format(R"(<circle cx="{:.1f}" cy="{:.1f}" r="3" fill="{}"/>)" "\n", px(n), py(ms), color);
+        }
+        svg += fmt::format(R"(<polyline points="{}" fill="none" stroke="{}" stroke-width="2"/>)" "\n", path, color);
+        svg += fmt::format(R"(<text x="{}" y="{}" fill="{}">{}</text>)" "\n", width - right + 12, top + 16 + 18 * static_cast<double>(index), color, impl);
+        ++index;
+    }
+    return svg + "</svg>\n";
+}
+
+}  // namespace attn_trace::cli

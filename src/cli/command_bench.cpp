@@ -1,0 +1,95 @@
+// `bench` (SPEC §12): the attention implementations timed side by side.
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <thread>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "attn_trace/bench.hpp"
+#include "attn_trace/errors.hpp"
+#include "bench_report.hpp"
+#include "commands.hpp"
+
+namespace attn_trace::cli {
+
+namespace {
+
+struct BenchOptions {
+    BenchConfig config;
+    std::string dtype = "f32";
+    std::string format = "text";
+    std::string svg;
+};
+
+// "\r[2/3] n = 8192  fast  run 4/6" on standard error, only when it is a terminal.
+BenchProgress progress_line() {
+    if (!isatty(fileno(stderr))) return nullptr;
+    return [](std::size_t setting, std::size_t settings, const std::string& impl, int run, int runs) {
+        std::cerr << fmt::format("\r[{}/{}] {:<6} run {}/{}   ", setting + 1, settings, impl, run, runs) << std::flush;
+    };
+}
+
+void add_bench_command(CLI::App& app, int& exit_code) {
+    static BenchOptions o;
+    o.config.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    auto* bench = app.add_subcommand("bench", "time the attention implementations side by side (naive, fast, cuda)");
+    bench->footer(R"(Implementations (all on the same random inputs, those of `attn-trace random --seed S`):
+  naive  the whole (n, n) score matrix (one row block per thread), full-row softmax,
+         then P V; skipped when one score matrix would pass 2 GiB
+  fast   the fused tiled kernel with online softmax (what `run --fast` uses)
+  cuda   the GPU path: reported unavailable in builds without CUDA
+Each setting prints the median of the repeats after the warm-up runs with min–max,
+GFLOP/s counting 4·n·m·d_k per head (half when causal), the bytes of scores held at
+once, and the largest difference from the first implementation's output.
+
+Examples:
+  attn-trace bench --n 128,1024,8192 --dk 64 --heads 1 --threads 2
+  attn-trace bench --n 1024,4096,16384 --causal --impl naive,fast --repeats 5 --svg time.svg
+  attn-trace bench --n 65536 --impl fast --repeats 1 --warmup 0 --format json
+  attn-trace bench --n 1024,8192 --dtype f64 --format csv > f64.csv)");
+    bench->add_option("--n", o.config.lengths, "sequence lengths n (= m), comma-separated")
+        ->delimiter(',')
+        ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 20))
+        ->capture_default_str();
+    bench->add_option("--dk", o.config.d_k, "width per head (d_k = d_v)")->check(CLI::Range(1, 4096))->capture_default_str();
+    bench->add_option("--heads", o.config.heads, "heads")->check(CLI::Range(1, 1024))->capture_default_str();
+    bench->add_flag("--causal", o.config.causal, "causal mask (tiles above the diagonal are skipped)");
+    bench->add_option("--threads", o.config.threads, "worker threads (default: one per core)")->check(CLI::Range(1, 1024))->capture_default_str();
+    bench->add_option("--impl", o.config.impls, "implementations, comma-separated: naive, fast, cuda")
+        ->delimiter(',')
+        ->check(CLI::IsMember({"naive", "fast", "cuda"}))
+        ->capture_default_str();
+    bench->add_option("--repeats", o.config.repeats, "timed runs per setting")->check(CLI::Range(1, 1000))->capture_default_str();
+    bench->add_option("--warmup", o.config.warmup, "untimed runs first")->check(CLI::Range(0, 1000))->capture_default_str();
+    bench->add_option("--dtype", o.dtype, "f32 or f64")->check(CLI::IsMember({"f32", "f64"}))->capture_default_str();
+    bench->add_option("--seed", o.config.seed, "seed of Q; K and V use seed+1, seed+2")->capture_default_str();
+    bench->add_option("--block-q", o.config.block_q, "fast: query rows per block Br (default 64)");
+    bench->add_option("--block-k", o.config.block_k, "fast: keys per tile Bc (default 512)");
+    bench->add_option("--format", o.format, "text, json or csv")->check(CLI::IsMember({"text", "json", "csv"}))->capture_default_str();
+    bench->add_option("--svg", o.svg, "also draw time vs n (log-log, with an n² line) to this file");
+    bench->add_option("--dump", o.config.dump_dir,
+                      "write each n's inputs and outputs to this directory as raw little-endian arrays (nN_q.bin, nN_out_fast.bin, ...) "
+                      "for bench/compare_torch.py");
+    bench->callback([&exit_code] {
+        o.config.dtype = o.dtype == "f64" ? Dtype::f64 : Dtype::f32;
+        const BenchProgress progress = progress_line();
+        const std::vector<BenchResult> results = run_bench(o.config, progress);
+        if (progress) std::cerr << "\r\x1b[K" << std::flush;
+        if (o.format == "json") std::cout << bench_json(o.config, results);
+        else if (o.format == "csv") std::cout << bench_csv(o.config, results);
+        else std::cout << bench_text(o.config, results);
+        if (!o.svg.empty()) {
+            std::ofstream out(o.svg);
+            if (!out || !(out << bench_svg(o.config, results))) throw InputError(fmt::format("--svg {}: cannot write the chart", o.svg));
+        }
+        exit_code = 0;
+    });
+}
+
+const CommandRegistration registration{70, add_bench_command};
+
+}  // namespace
+
+}  // namespace attn_trace::cli

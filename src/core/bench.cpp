@@ -1,0 +1,165 @@
+// `bench`: the implementations of attention timed on identical inputs.
+//   naive  the whole (n, m) score matrix, split in one row block per thread,
+//          softmax over full rows, then P V: what a straightforward program does.
+//   fast   the tiled online-softmax kernel with its cache-sized blocks.
+//   cuda   the GPU path, when this build has one (it has not yet).
+// Both CPU implementations are the same kernel (src/backend/cpu/fast_attention.cpp)
+// with different block sizes: with one key tile per row the online softmax is
+// the plain softmax, so the only difference measured is what the blocking buys.
+#include "attn_trace/bench.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "attn_trace/errors.hpp"
+#include "attn_trace/fast_attention.hpp"
+#include "attn_trace/random.hpp"
+
+namespace attn_trace {
+
+namespace {
+
+template <typename T>
+std::vector<T> random_normal(std::size_t count, std::uint64_t seed) {
+    PortableRandom generator(seed);
+    std::vector<T> out(count);
+    for (auto& x : out) x = static_cast<T>(generator.normal());
+    return out;
+}
+
+template <typename T>
+void write_raw(const std::string& dir, const std::string& name, const std::vector<T>& values) {
+    const std::string path = dir + "/" + name;
+    std::ofstream out(path, std::ios::binary);
+    if (!out || !out.write(reinterpret_cast<const char*>(values.data()), static_cast<std::streamsize>(values.size() * sizeof(T))))
+        throw InputError(fmt::format("--dump: cannot write {}", path));
+}
+
+double median(std::vector<double> values) {
+    std::sort(values.begin(), values.end());
+    const std::size_t mid = values.size() / 2;
+    return values.size() % 2 ? values[mid] : (values[mid - 1] + values[mid]) / 2;
+}
+
+template <typename T>
+class BenchRunner {
+public:
+    BenchRunner(const BenchConfig& config, const BenchProgress& progress) : c_(config), progress_(progress) {}
+
+    std::vector<BenchResult> run() {
+        std::vector<BenchResult> results;
+        for (std::size_t s = 0; s < c_.lengths.size(); ++s) run_setting(s, results);
+        return results;
+    }
+
+private:
+    void run_setting(std::size_t setting, std::vector<BenchResult>& results) {
+        const std::size_t n = c_.lengths[setting], width = static_cast<std::size_t>(c_.heads) * c_.d_k;
+        const std::vector<T> q = random_normal<T>(n * width, c_.seed), k = random_normal<T>(n * width, c_.seed + 1),
+                             v = random_normal<T>(n * width, c_.seed + 2);
+        if (!c_.dump_dir.empty()) {
+            write_raw(c_.dump_dir, fmt::format("n{}_q.bin", n), q);
+            write_raw(c_.dump_dir, fmt::format("n{}_k.bin", n), k);
+            write_raw(c_.dump_dir, fmt::format("n{}_v.bin", n), v);
+        }
+        FastMask causal;
+        if (c_.causal) {  // query i reads keys 0 … i
+            causal.first_key.assign(n, 0);
+            for (std::size_t i = 0; i < n; ++i) causal.end_key.push_back(i + 1);
+        }
+        FastAttentionInput<T> input;
+        input.q = q.data();
+        input.k = k.data();
+        input.v = v.data();
+        input.q_stride = input.k_stride = input.v_stride = width;
+        input.n = input.m = n;
+        input.d_k = input.d_v = c_.d_k;
+        input.heads = input.kv_heads = c_.heads;
+        input.scale = 1.0 / std::sqrt(static_cast<double>(c_.d_k));
+        input.mask = c_.causal ? &causal : nullptr;
+
+        std::vector<T> reference;  // the output of the first implementation that ran
+        std::string reference_impl;
+        for (const auto& impl : c_.impls) {
+            BenchResult result;
+            result.n = result.m = n;
+            result.impl = impl;
+            std::vector<T> out(n * width);
+            if (impl == "cuda") {
+                result.status = "unavailable";
+                result.reason = "this build has no CUDA backend";
+            } else if (impl == "naive" && static_cast<double>(n) * static_cast<double>(n) * sizeof(T) > c_.naive_budget_bytes) {
+                result.status = "skipped";
+                result.reason = fmt::format("one (n, m) score matrix would take {:.1f} GiB, over the {:.0f} GiB budget",
+                                            static_cast<double>(n) * static_cast<double>(n) * sizeof(T) / (1 << 30), c_.naive_budget_bytes / (1 << 30));
+            } else {
+                time_impl(setting, input, impl, out, result);
+                if (!c_.dump_dir.empty()) write_raw(c_.dump_dir, fmt::format("n{}_out_{}.bin", n, impl), out);
+                if (reference.empty()) {
+                    reference = std::move(out);
+                    reference_impl = impl;
+                } else {
+                    double worst = 0;
+                    for (std::size_t i = 0; i < out.size(); ++i) worst = std::max(worst, std::fabs(static_cast<double>(out[i]) - reference[i]));
+                    result.max_abs_diff = worst;
+                    result.compared_with = reference_impl;
+                }
+            }
+            results.push_back(std::move(result));
+        }
+    }
+
+    FastAttentionSettings settings_for(const std::string& impl, std::size_t n) const {
+        FastAttentionSettings settings;
+        settings.threads = c_.threads;
+        if (impl == "naive") {
+            // One row block per thread, each holding all m keys' scores: n × m in all.
+            settings.block_q = (n + static_cast<std::size_t>(c_.threads) - 1) / static_cast<std::size_t>(c_.threads);
+            settings.block_k = n;
+        } else {
+            if (c_.block_q) settings.block_q = c_.block_q;
+            if (c_.block_k) settings.block_k = c_.block_k;
+        }
+        return settings;
+    }
+
+    void time_impl(std::size_t setting, const FastAttentionInput<T>& input, const std::string& impl, std::vector<T>& out, BenchResult& result) {
+        const FastAttentionSettings settings = settings_for(impl, input.n);
+        const FastAttentionOutput<T> output{out.data(), nullptr, nullptr, T(0)};
+        const int runs = c_.warmup + c_.repeats;
+        for (int run = 0; run < runs; ++run) {
+            if (progress_) progress_(setting, c_.lengths.size(), impl, run + 1, runs);
+            const auto start = std::chrono::steady_clock::now();
+            const FastAttentionStats stats = fast_attention(input, output, settings);
+            const auto stop = std::chrono::steady_clock::now();
+            result.score_bytes = stats.score_bytes_held;
+            if (run >= c_.warmup) result.times_ms.push_back(std::chrono::duration<double, std::milli>(stop - start).count());
+        }
+        result.median_ms = median(result.times_ms);
+        result.min_ms = *std::min_element(result.times_ms.begin(), result.times_ms.end());
+        result.max_ms = *std::max_element(result.times_ms.begin(), result.times_ms.end());
+        result.gflops = attention_flops(input.n, input.m, input.d_k, input.heads, c_.causal) / (result.median_ms * 1e6);
+    }
+
+    const BenchConfig& c_;
+    const BenchProgress& progress_;
+};
+
+}  // namespace
+
+double attention_flops(std::size_t n, std::size_t m, std::size_t d_k, int heads, bool causal) {
+    // Q Kᵀ and P V: 2·n·m·d_k each, per head; a causal mask leaves about half.
+    const double full = 4.0 * static_cast<double>(n) * static_cast<double>(m) * static_cast<double>(d_k) * heads;
+    return causal ? full / 2 : full;
+}
+
+std::vector<BenchResult> run_bench(const BenchConfig& config, const BenchProgress& progress) {
+    return config.dtype == Dtype::f32 ? BenchRunner<float>(config, progress).run() : BenchRunner<double>(config, progress).run();
+}
+
+}  // namespace attn_trace

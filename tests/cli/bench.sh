@@ -1,0 +1,29 @@
+# `bench` and the fast path of `run`, at tiny sizes so the suite stays fast.
+source "$SOURCE_DIR/tests/cli/lib.sh"
+bench=("$ATTN_TRACE" bench --n 8,33 --dk 4 --heads 2 --threads 2 --repeats 2 --warmup 1)
+
+# JSON: per setting and implementation the timings, GFLOP/s, score bytes and the difference between implementations.
+expect_exit 0 '"attn_trace_bench": 1' -- "${bench[@]}" --format json
+for field in n m d_k heads causal impl status median_ms min_ms max_ms times_ms gflops score_bytes max_abs_diff compared_with; do
+  expect_exit 0 "\"$field\": " -- "${bench[@]}" --format json
+done
+expect_exit 0 '"impl": "fast",' -- "${bench[@]}" --format json --causal --impl naive,fast
+# naive and fast agree to float32 rounding.
+expect_exit 0 '"max_abs_diff": [0-9.]+(e-0[6-9])?,' -- "${bench[@]}" --format json
+expect_exit 0 '"status": "unavailable"' -- "${bench[@]}" --format json --impl fast,cuda
+expect_exit 0 '^n,m,d_k,heads,causal,impl,status,median_ms' -- "${bench[@]}" --format csv
+expect_exit 0 'fast .* vs naive' -- "${bench[@]}" --dtype f64
+expect_exit 0 '' -- "${bench[@]}" --svg chart.svg
+expect_exit 0 '<polyline' -- cat chart.svg
+expect_exit 0 'n²' -- cat chart.svg
+expect_exit 2 'impl' -- "$ATTN_TRACE" bench --impl slow
+expect_exit 0 'Examples:' -- "$ATTN_TRACE" bench --help
+
+# run --fast keeps row_max, row_sum and out, and says why it took the fast path.
+"$ATTN_TRACE" random --n 40 --dk 4 --mask causal --seed 3 -o small.json
+expect_exit 0 'note: fast path \(--fast\)' -- "$ATTN_TRACE" run small.json --fast
+expect_exit 0 '"name": ?"row_sum"' -- "$ATTN_TRACE" run small.json --fast --format json
+# ... and equals the full trace's out (check reads the fast trace as a golden file).
+"$ATTN_TRACE" run small.json --fast --format json --steps out > fast_out.json
+expect_exit 0 '1 passed, 0 failed' -- "$ATTN_TRACE" check small.json --golden fast_out.json
+finish
