@@ -1,5 +1,6 @@
 #pragma once
-// Renderers: a trace in, text for people or JSON for scripts out.
+// Renderers: a trace in, text for people, JSON for scripts, Markdown and LaTeX
+// for worksheets, CSV for one matrix, SVG and terminal heatmaps for the weights.
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,6 +15,7 @@ struct RenderOptions {
     bool color = false;                // text: ANSI colours (only on a terminal)
     std::vector<std::string> steps;    // only these step names; empty = all
     std::optional<int> head;           // only this head's per-head steps
+    std::optional<int> batch;          // only this batch element's steps
 };
 
 // The steps that pass the --steps / --head filters, in trace order.
@@ -25,9 +27,35 @@ std::string render(const Trace& trace, const std::string& format, const RenderOp
 
 std::string render_text(const Trace& trace, const RenderOptions& options);
 std::string render_json(const Trace& trace, const RenderOptions& options);
+// Markdown: a table per step with its formula and shape, ready for a worksheet.
+std::string render_markdown(const Trace& trace, const RenderOptions& options);
+// LaTeX (amsmath): a bmatrix per step with its formula and shape.
+std::string render_latex(const Trace& trace, const RenderOptions& options);
+// CSV of exactly one step (labels in the first row and column, full precision);
+// throws InputError when the filters leave more or fewer than one step.
+std::string render_csv(const Trace& trace, const RenderOptions& options);
+
+// One step as render_text writes it: the header line and the aligned table.
+std::string render_step_text(const Step& step, const RenderOptions& options);
+// "n = 3 queries, m = 3 keys, ...": the problem line under a trace's title.
+std::string describe_problem(const TraceSummary& problem);
+
+// The attention weights of every (batch, head) as pictures: a grid of coloured
+// cells with the numbers inside (plain shading characters without colour), and
+// an SVG with one panel per head, a colour scale and the masked cells marked.
+// Both throw InputError when the trace has no full weights matrix.
+std::string render_heatmap(const Trace& trace, const RenderOptions& options);
+std::string render_weights_svg(const Trace& trace, const RenderOptions& options);
 
 // One number as the text renderer writes it: "0" for an exact zero, "-inf",
 // "nan", otherwise fixed with `precision` decimals.
 std::string format_number(double x, int precision);
+// A number rounded to `precision` decimals without trailing zeros ("0.5", "2",
+// "0.1243"): how explanations and exercises write the arithmetic, so every number
+// of one explanation is rounded the same way.
+std::string format_rounded(double x, int precision);
+// Text-mode LaTeX for a formula or label: escapes LaTeX's special characters and
+// writes the Unicode symbols the trace uses (ᵀ, ·, √, −, …, Σ, ∞) as LaTeX.
+std::string latex_text(const std::string& text);
 
 }  // namespace attn_trace

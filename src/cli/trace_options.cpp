@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <iostream>
 #include <unistd.h>
 
@@ -17,6 +18,13 @@ const std::vector<std::string> known_steps = {"x", "x_source", "q", "k", "v", "q
                                                "mask", "masked", "row_max", "exp", "row_sum", "weights", "out", "concat", "final",
                                                "k_cache", "v_cache", "m", "l", "u", "rescale"};
 
+void write_file(const std::string& path, const std::string& text) {
+    std::ofstream out(path);
+    if (!out || !(out << text)) throw InputError(fmt::format("{}: cannot write the file", path));
+}
+
+}  // namespace
+
 bool use_color(const std::string& setting) {
     if (setting == "always") return true;
     if (setting == "never") return false;
@@ -25,25 +33,30 @@ bool use_color(const std::string& setting) {
     return isatty(fileno(stdout)) && (no_color == nullptr || *no_color == '\0');
 }
 
-}  // namespace
-
-void add_trace_options(CLI::App& command, TraceOptions& o) {
+void add_problem_options(CLI::App& command, TraceOptions& o) {
     command.add_option("PROBLEM", o.problem_path, "problem file (JSON, SPEC §3), or - for standard input")->required();
     command.add_option("--mask", o.mask, "mask, overriding the file: none, causal, causal-bottom-right, window:W, padding:1,1,0");
     command.add_option("--scale", o.scale, "auto (1/sqrt(d_k)), none (1) or a number, overriding the file");
     command.add_option("--dtype", o.dtype, "f64 or f32")->check(CLI::IsMember({"f64", "f32"}))->capture_default_str();
     command.add_option("--backend", o.backend, "cpu or cuda")->capture_default_str();
-    command.add_option("--format", o.format, fmt::format("{}", fmt::join(render_formats(), ", ")))
+    command.add_option("--head", o.head, "only this head's per-head steps (0-based)");
+    command.add_option("--batch", o.batch, "only this sequence of a batch (0-based)");
+    command.add_option("--precision", o.precision, "decimals in text tables")->check(CLI::Range(0, 17))->capture_default_str();
+    command.add_option("--empty-rows", o.empty_rows, "a query row that can read no key: error, zero or nan");
+}
+
+void add_trace_options(CLI::App& command, TraceOptions& o) {
+    add_problem_options(command, o);
+    command.add_option("--format", o.format, fmt::format("{} (csv: one step, see below)", fmt::join(render_formats(), ", ")))
         ->check(CLI::IsMember(render_formats()))
         ->capture_default_str();
     command.add_option("--steps", o.steps, "only these steps, comma-separated (e.g. scores,weights,out)");
-    command.add_option("--head", o.head, "only this head's per-head steps (0-based)");
-    command.add_option("--precision", o.precision, "decimals in text tables")->check(CLI::Range(0, 17))->capture_default_str();
-    command.add_option("--empty-rows", o.empty_rows, "a query row that can read no key: error, zero or nan");
+    command.add_flag("--full", o.full, "print every row and column of large matrices");
     command.add_option("--color", o.color, "auto (a terminal without NO_COLOR), always or never")
         ->check(CLI::IsMember({"auto", "always", "never"}))
         ->capture_default_str();
-    command.add_flag("--full", o.full, "print every row and column of large matrices");
+    command.add_flag("--heatmap", o.heatmap, "draw the weights of each head as a coloured grid instead of the tables");
+    command.add_option("--svg", o.svg, "also write the weights of each head as an SVG heatmap to this file");
 }
 
 Problem load_with_overrides(const TraceOptions& o) {
@@ -62,6 +75,9 @@ Problem load_with_overrides(const TraceOptions& o) {
     }
     if (o.head && (*o.head < 0 || *o.head >= problem.heads))
         throw InputError(fmt::format("--head {}: the problem has {} head{} (0 to {})", *o.head, problem.heads, problem.heads == 1 ? "" : "s", problem.heads - 1));
+    if (o.batch && (*o.batch < 0 || static_cast<std::size_t>(*o.batch) >= problem.batch))
+        throw InputError(fmt::format("--batch {}: the problem has {} sequence{} (0 to {})", *o.batch, problem.batch, problem.batch == 1 ? "" : "s",
+                                     problem.batch - 1));
     return problem;
 }
 
@@ -73,6 +89,7 @@ RenderOptions render_options(const TraceOptions& o, const Problem&) {
     r.full = o.full;
     r.color = o.format == "text" && use_color(o.color);
     r.head = o.head;
+    r.batch = o.batch;
     std::size_t start = 0;
     while (!o.steps.empty() && start <= o.steps.size()) {
         const auto comma = o.steps.find(',', start);
@@ -88,7 +105,10 @@ RenderOptions render_options(const TraceOptions& o, const Problem&) {
 
 void print_trace(const Trace& trace, const TraceOptions& o, const Problem& problem) {
     const RenderOptions r = render_options(o, problem);
-    std::cout << render(trace, o.format, r);
+    if (o.heatmap && o.format != "text") throw InputError(fmt::format("--heatmap draws in the terminal: leave out --format {}", o.format));
+    // The SVG first: a bad --svg path fails before anything is printed.
+    if (!o.svg.empty()) write_file(o.svg, render_weights_svg(trace, r));
+    std::cout << (o.heatmap ? render_heatmap(trace, r) : render(trace, o.format, r));
 }
 
 }  // namespace attn_trace::cli

@@ -19,21 +19,30 @@ struct TraceOptions {
     std::string backend = "cpu";
     std::string format = "text";
     std::string steps;
-    std::optional<int> head;
+    std::optional<int> head, batch;
     int precision = 4;
     std::string color = "auto";
     bool full = false;
+    bool heatmap = false;  // the weights as a terminal grid instead of the tables
+    std::string svg;       // also write the weights heatmap to this SVG file
 };
 
-// Adds PROBLEM and the shared options to a subcommand.
+// Adds PROBLEM and the options that say what to compute (mask, scale, dtype,
+// backend, empty rows, head, batch, precision): what explain shares.
+void add_problem_options(CLI::App& command, TraceOptions& options);
+// add_problem_options plus how to print a whole trace (format, steps, full,
+// colour, heatmap, svg): what run, decode and tiled share.
 void add_trace_options(CLI::App& command, TraceOptions& options);
 
 // Loads the problem and applies --mask, --scale, --empty-rows over the file's values.
 Problem load_with_overrides(const TraceOptions& options);
 RunOptions run_options(const TraceOptions& options);
 RenderOptions render_options(const TraceOptions& options, const Problem& problem);
+// --color after NO_COLOR and the terminal test: whether to print ANSI colours.
+bool use_color(const std::string& setting);
 
-// Writes the trace in the chosen format to standard output.
+// Writes the trace in the chosen format (or --heatmap) to standard output, and
+// the --svg file when asked.
 void print_trace(const Trace& trace, const TraceOptions& options, const Problem& problem);
 
 }  // namespace attn_trace::cli

@@ -1,0 +1,85 @@
+// The weights as a terminal picture: one grid per head, query rows × key columns,
+// each cell coloured by its weight (256-colour background) with the number inside.
+// Without colour, a shading character after each number keeps the picture, and
+// masked cells show "×" either way.
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "attn_trace/render.hpp"
+#include "render_table.hpp"
+
+namespace attn_trace {
+
+namespace {
+
+// The nearest colour of xterm's 6×6×6 cube (indices 16–231): 256 colours work in
+// more terminals than 24-bit colour does.
+int cube_index(Rgb c) {
+    auto level = [](int v) { return v < 48 ? 0 : v < 115 ? 1 : (v - 35) / 40; };
+    return 16 + 36 * level(c.r) + 6 * level(c.g) + level(c.b);
+}
+
+std::string shade(double weight) {
+    static const char* shades[] = {" ", "░", "▒", "▓", "█"};
+    return shades[std::clamp(static_cast<int>(std::lround(weight * 4)), 0, 4)];
+}
+
+std::string heatmap_panel(const WeightsPanel& panel, const RenderOptions& options) {
+    const Step& step = *panel.weights;
+    const Matrix& w = step.values;
+    // Every cell is as wide as the widest number, so the grid stays square-ish.
+    std::size_t width = 1;
+    for (double x : w.data()) width = std::max(width, display_width(format_number(x, options.precision)));
+    const std::size_t cell_width = width + (options.color ? 2 : 1);
+    const auto rows = visible_rows(w.rows(), options.full);
+    const auto cols = visible_columns(w.cols(), options.full);
+    std::size_t label_width = 0;
+    for (auto i : rows) label_width = std::max(label_width, display_width(row_label(step, i)));
+
+    std::string out = fmt::format("weights  {}  {}  (rows read columns; × = masked)\n", panel.title(), shape_string(w));
+    out += std::string(label_width, ' ');
+    for (auto j : cols) {
+        std::string label = column_label(step, j);
+        // Long tokens are cut to the cell so the columns stay aligned.
+        while (display_width(label) > cell_width) label.pop_back();
+        out += " " + pad_left(label, cell_width);
+    }
+    out += "\n";
+    for (auto i : rows) {
+        out += pad_right(row_label(step, i), label_width);
+        for (auto j : cols) {
+            out += " ";
+            if (i == gap || j == gap) {
+                out += pad_left("…", cell_width);
+                continue;
+            }
+            const double x = w(i, j);
+            if (panel.masked(i, j)) {
+                const std::string text = pad_left("×", cell_width - (options.color ? 1 : 0)) + (options.color ? " " : "");
+                out += options.color ? fmt::format("\x1b[48;5;252;38;5;244m{}\x1b[0m", text) : text;
+            } else if (options.color) {
+                // Dark cells get white digits, light cells black ones.
+                const int foreground = x > 0.55 ? 231 : 16;
+                out += fmt::format("\x1b[48;5;{};38;5;{}m {} \x1b[0m", cube_index(weight_colour(x)), foreground,
+                                   pad_left(format_number(x, options.precision), width));
+            } else {
+                out += pad_left(format_number(x, options.precision), width) + shade(x);
+            }
+        }
+        out += "\n";
+    }
+    return out;
+}
+
+}  // namespace
+
+std::string render_heatmap(const Trace& trace, const RenderOptions& options) {
+    std::string out;
+    for (const auto& panel : weights_panels(trace, options, "--heatmap")) out += (out.empty() ? "" : "\n") + heatmap_panel(panel, options);
+    if (!options.color) out += "\nshading: ' ' 0, '░' 0.25, '▒' 0.5, '▓' 0.75, '█' 1\n";
+    return out;
+}
+
+}  // namespace attn_trace

@@ -1,0 +1,79 @@
+// LaTeX for worksheets (needs amsmath): per step a bold line with the formula and
+// shape, the row and column labels, and the values as a bmatrix.
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "attn_trace/render.hpp"
+#include "render_table.hpp"
+
+namespace attn_trace {
+
+namespace {
+
+// A cell as the text renderer writes it, in math mode: "-inf" → -\infty, "1.2e-05" → 1.2\times10^{-5}.
+std::string latex_number(const std::string& text) {
+    if (text == "-inf") return "-\\infty";
+    if (text == "inf") return "\\infty";
+    if (text == "nan") return "\\mathrm{NaN}";
+    const auto e = text.find('e');
+    if (e == std::string::npos) return text;
+    return fmt::format("{}\\times10^{{{}}}", text.substr(0, e), std::stoi(text.substr(e + 1)));
+}
+
+std::string latex_heading(const Step& step) {
+    std::string where;
+    if (step.batch) where += fmt::format(", batch {}", *step.batch);
+    if (step.head) where += fmt::format(", head {}", *step.head);
+    if (step.t) where += fmt::format(", $t = {}$", *step.t);
+    if (step.tile) where += fmt::format(", tile $[{}, {}]$", (*step.tile)[0], (*step.tile)[1]);
+    return fmt::format("\\noindent\\textbf{{{}}}{}: {}, shape ${}$\\\\\n", latex_text(step.name), where, latex_text(step.formula),
+                       shape_string(step.values));
+}
+
+std::string latex_labels(const Step& step, const std::vector<std::size_t>& rows, const std::vector<std::size_t>& cols) {
+    if (step.row_labels.empty() && step.column_labels.empty()) return "";
+    auto join = [&](const std::vector<std::size_t>& indices, bool columns) {
+        std::vector<std::string> names;
+        for (auto i : indices) names.push_back(latex_text(columns ? column_label(step, i) : row_label(step, i)));
+        return fmt::format("{}", fmt::join(names, ", "));
+    };
+    std::string out = "\\noindent rows: " + join(rows, false);
+    if (!step.column_labels.empty()) out += "; columns: " + join(cols, true);
+    return out + "\n";
+}
+
+std::string latex_matrix(const Step& step, const RenderOptions& options) {
+    const Matrix& m = step.values;
+    const CellFormat cell(m, options.precision);
+    const auto rows = visible_rows(m.rows(), options.full);
+    const auto cols = visible_columns(m.cols(), options.full);
+    std::string out = latex_labels(step, rows, cols);
+    out += fmt::format("\\[\n\\mathrm{{{}}} = \\begin{{bmatrix}}\n", latex_text(step.name));
+    for (auto i : rows) {
+        std::vector<std::string> cells;
+        for (auto j : cols) cells.push_back(i == gap && j == gap ? "\\ddots" : i == gap ? "\\vdots" : j == gap ? "\\cdots" : latex_number(cell(m(i, j))));
+        out += fmt::format("{} \\\\\n", fmt::join(cells, " & "));
+    }
+    return out + "\\end{bmatrix}\n\\]\n";
+}
+
+}  // namespace
+
+std::string render_latex(const Trace& trace, const RenderOptions& options) {
+    const auto& p = trace.problem;
+    const auto steps = selected_steps(trace, options);
+    std::string out = fmt::format("% attn-trace {}: needs \\usepackage{{amsmath}}\n", trace.command);
+    // amsmath's bmatrix holds 10 columns unless told otherwise (--full on wide steps).
+    std::size_t widest = 0;
+    for (const Step* step : steps) widest = std::max(widest, visible_columns(step->values.cols(), options.full).size());
+    if (widest > 10) out += fmt::format("\\setcounter{{MaxMatrixCols}}{{{}}}\n", widest);
+    out += fmt::format("\\noindent\\textbf{{attn-trace {}{}}}\\\\\n{}\n", trace.command, p.title.empty() ? "" : ": " + latex_text(p.title),
+                       latex_text(describe_problem(p)));
+    for (const auto& note : trace.notes) out += "\n\\noindent\\emph{note: " + latex_text(note) + "}\n";
+    for (const Step* step : steps) out += "\n" + latex_heading(*step) + latex_matrix(*step, options);
+    for (const auto& [key, value] : trace.numbers) out += fmt::format("\n\\noindent {} $= {:.6g}$\n", latex_text(key), value);
+    return out;
+}
+
+}  // namespace attn_trace

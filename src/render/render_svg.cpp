@@ -1,0 +1,151 @@
+// The weights as an SVG heatmap: one panel per head (query rows × key columns),
+// token labels, the numbers inside cells large enough to hold them, masked cells
+// hatched grey with a ×, and a colour scale from 0 to 1 on the right.
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "attn_trace/errors.hpp"
+#include "attn_trace/render.hpp"
+#include "render_table.hpp"
+
+namespace attn_trace {
+
+namespace {
+
+// An SVG of a million rectangles is no use to anyone: past this, show fewer heads
+// (--head, --batch) or a smaller problem.
+constexpr std::size_t max_svg_cells = 250000;
+constexpr int panels_per_row = 4;
+constexpr double char_width = 7.5;  // 12px sans-serif, on average, with room to spare
+constexpr double gutter = 30.0;
+
+std::string xml_escape(const std::string& text) {
+    std::string out;
+    for (char c : text) {
+        switch (c) {
+            case '&': out += "&amp;"; break;
+            case '<': out += "&lt;"; break;
+            case '>': out += "&gt;"; break;
+            case '"': out += "&quot;"; break;
+            default: out += c;
+        }
+    }
+    return out;
+}
+
+std::string hex(Rgb c) { return fmt::format("#{:02x}{:02x}{:02x}", c.r, c.g, c.b); }
+
+// Sizes shared by every panel: cells shrink as the matrices grow.
+struct Layout {
+    double cell, left, top, panel_width, panel_height;
+    bool numbers;
+};
+
+Layout layout_for(const std::vector<WeightsPanel>& panels, int precision) {
+    std::size_t rows = 1, cols = 1, row_label_width = 1, column_label_width = 1;
+    for (const auto& p : panels) {
+        const Step& s = *p.weights;
+        rows = std::max(rows, s.values.rows());
+        cols = std::max(cols, s.values.cols());
+        for (std::size_t i = 0; i < s.values.rows(); ++i) row_label_width = std::max(row_label_width, display_width(row_label(s, i)));
+        for (std::size_t j = 0; j < s.values.cols(); ++j) column_label_width = std::max(column_label_width, display_width(column_label(s, j)));
+    }
+    Layout l;
+    l.cell = std::clamp(480.0 / static_cast<double>(std::max(rows, cols)), 4.0, 48.0);
+    // "0.1243" needs about precision + 2 characters of 6px at 10px font.
+    l.numbers = l.cell >= 6.0 * (precision + 2) + 4;
+    l.left = char_width * static_cast<double>(row_label_width) + 16;
+    l.top = 24 + char_width * 0.75 * static_cast<double>(column_label_width) + 10;  // titles, then labels at 45°
+    l.panel_width = l.left + l.cell * static_cast<double>(cols) + gutter;
+    l.panel_height = l.top + l.cell * static_cast<double>(rows) + gutter;
+    return l;
+}
+
+std::string svg_panel(const WeightsPanel& panel, const Layout& l, double x0, double y0, int precision) {
+    const Step& s = *panel.weights;
+    const Matrix& w = s.values;
+    std::string out = fmt::format("<g transform=\"translate({:.1f},{:.1f})\">\n", x0, y0);
+    out += fmt::format("<text x=\"{:.1f}\" y=\"14\" class=\"title\">{}</text>\n", l.left, xml_escape(panel.title()));
+    for (std::size_t j = 0; j < w.cols(); ++j) {
+        const double x = l.left + (static_cast<double>(j) + 0.5) * l.cell, y = l.top - 6;
+        out += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" transform=\"rotate(-45 {:.1f} {:.1f})\" class=\"key\">{}</text>\n", x, y, x, y,
+                           xml_escape(column_label(s, j)));
+    }
+    for (std::size_t i = 0; i < w.rows(); ++i) {
+        const double y = l.top + static_cast<double>(i) * l.cell;
+        out += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" class=\"query\">{}</text>\n", l.left - 6, y + l.cell / 2 + 4,
+                           xml_escape(row_label(s, i)));
+        for (std::size_t j = 0; j < w.cols(); ++j) {
+            const double x = l.left + static_cast<double>(j) * l.cell;
+            const bool masked = panel.masked(i, j);
+            out += fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"{}\"><title>{} → {}: {}</title></rect>\n",
+                               x, y, l.cell, l.cell, masked ? "url(#masked)" : hex(weight_colour(w(i, j))), xml_escape(row_label(s, i)),
+                               xml_escape(column_label(s, j)), masked ? "masked" : format_number(w(i, j), precision));
+            if (!l.numbers) continue;
+            const std::string text = masked ? "×" : format_number(w(i, j), precision);
+            out += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" class=\"{}\">{}</text>\n", x + l.cell / 2, y + l.cell / 2 + 4,
+                               masked ? "mask" : w(i, j) > 0.55 ? "light" : "dark", text);
+        }
+    }
+    out += fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" class=\"frame\"/>\n", l.left, l.top,
+                       l.cell * static_cast<double>(w.cols()), l.cell * static_cast<double>(w.rows()));
+    return out + "</g>\n";
+}
+
+// The colour scale's gradient, bottom (0) to top (1), for <defs>.
+std::string svg_scale_gradient() {
+    std::string out = "<linearGradient id=\"scale\" x1=\"0\" y1=\"1\" x2=\"0\" y2=\"0\">\n";
+    for (int k = 0; k <= 10; ++k) out += fmt::format("<stop offset=\"{:.1f}\" stop-color=\"{}\"/>\n", k / 10.0, hex(weight_colour(k / 10.0)));
+    return out + "</linearGradient>\n";
+}
+
+// A vertical bar from 1 (top) to 0 (bottom) with ticks, and the masked swatch.
+std::string svg_colour_scale(double x, double y, double height) {
+    std::string out = fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" class=\"title\">weight</text>\n", x, y - 10);
+    out += fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"16\" height=\"{:.1f}\" fill=\"url(#scale)\" stroke=\"#555\"/>\n", x, y, height);
+    for (int k = 0; k <= 4; ++k) {
+        const double ty = y + height * (1 - k / 4.0);
+        out += fmt::format("<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#333\"/>\n", x + 16, ty, x + 20, ty);
+        out += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" class=\"tick\">{}</text>\n", x + 23, ty + 4, format_rounded(k / 4.0, 2));
+    }
+    out += fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"16\" height=\"16\" fill=\"url(#masked)\" stroke=\"#555\"/>\n", x, y + height + 14);
+    out += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" class=\"tick\">masked</text>\n", x + 23, y + height + 26);
+    return out;
+}
+
+}  // namespace
+
+std::string render_weights_svg(const Trace& trace, const RenderOptions& options) {
+    const auto panels = weights_panels(trace, options, "--svg");
+    std::size_t cells = 0;
+    for (const auto& p : panels) cells += p.weights->values.rows() * p.weights->values.cols();
+    if (cells > max_svg_cells)
+        throw InputError(fmt::format("--svg would draw {} cells (the limit is {}): choose one head with --head, one sequence with --batch, "
+                                     "or a smaller problem", cells, max_svg_cells));
+    const Layout l = layout_for(panels, options.precision);
+    const int columns = std::min<int>(panels_per_row, static_cast<int>(panels.size()));
+    const int rows = (static_cast<int>(panels.size()) + panels_per_row - 1) / panels_per_row;
+    const double scale_x = columns * l.panel_width, scale_height = std::min(200.0, rows * l.panel_height - l.top - 60);
+    const auto& p = trace.problem;
+    const std::string heading = fmt::format("attention weights{}: rows read columns", p.title.empty() ? "" : " — " + p.title);
+    const double width = std::max(scale_x + 90, 20 + char_width * static_cast<double>(display_width(heading))), height = rows * l.panel_height + 40;
+    std::string out = fmt::format("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{:.0f}\" height=\"{:.0f}\" viewBox=\"0 0 {:.0f} {:.0f}\" "
+                                  "font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\">\n", width, height, width, height);
+    out += "<defs>\n<pattern id=\"masked\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\" patternTransform=\"rotate(45)\">"
+           "<rect width=\"6\" height=\"6\" fill=\"#e6e6e6\"/><line x1=\"0\" y1=\"0\" x2=\"0\" y2=\"6\" stroke=\"#b0b0b0\" stroke-width=\"2\"/></pattern>\n";
+    out += svg_scale_gradient() + "</defs>\n";
+    out += "<style>text{font-size:12px;fill:#222} .title{font-weight:bold} .query{text-anchor:end} .key{text-anchor:start}"
+           " .tick{font-size:11px} .dark,.light,.mask{font-size:10px;text-anchor:middle} .light{fill:#fff} .mask{fill:#777}"
+           " .frame{fill-opacity:0;stroke:#555;stroke-width:1}</style>\n";
+    out += "<rect width=\"100%\" height=\"100%\" fill=\"#fff\"/>\n";
+    out += svg_colour_scale(scale_x, l.top + 40, std::max(60.0, scale_height));
+    out += fmt::format("<text x=\"10\" y=\"20\" class=\"title\">{}</text>\n", xml_escape(heading));
+    for (std::size_t k = 0; k < panels.size(); ++k)
+        out += svg_panel(panels[k], l, static_cast<double>(k % panels_per_row) * l.panel_width, 30 + static_cast<double>(k / panels_per_row) * l.panel_height,
+                         options.precision);
+    return out + "</svg>\n";
+}
+
+}  // namespace attn_trace

@@ -1,0 +1,117 @@
+#include "render_table.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "attn_trace/errors.hpp"
+#include "attn_trace/render.hpp"
+
+namespace attn_trace {
+
+namespace {
+
+// Summaries keep the first `head` and last `tail` indices when there are more than `limit`.
+struct Window {
+    std::size_t limit, head, tail;
+};
+constexpr Window row_window{16, 6, 3};
+constexpr Window column_window{12, 5, 3};
+
+std::vector<std::size_t> visible_indices(std::size_t count, Window window, bool full) {
+    std::vector<std::size_t> out;
+    if (full || count <= window.limit) {
+        for (std::size_t i = 0; i < count; ++i) out.push_back(i);
+        return out;
+    }
+    for (std::size_t i = 0; i < window.head; ++i) out.push_back(i);
+    out.push_back(gap);
+    for (std::size_t i = count - window.tail; i < count; ++i) out.push_back(i);
+    return out;
+}
+
+bool all_integers(const Matrix& m) {
+    return std::all_of(m.data().begin(), m.data().end(), [](double x) { return !std::isfinite(x) || (std::fabs(x) < 1e15 && x == std::floor(x)); });
+}
+
+}  // namespace
+
+std::vector<std::size_t> visible_rows(std::size_t count, bool full) { return visible_indices(count, row_window, full); }
+std::vector<std::size_t> visible_columns(std::size_t count, bool full) { return visible_indices(count, column_window, full); }
+
+std::string row_label(const Step& step, std::size_t i) {
+    return i == gap ? "…" : (i < step.row_labels.size() ? step.row_labels[i] : std::to_string(i));
+}
+std::string column_label(const Step& step, std::size_t j) {
+    return j == gap ? "…" : (j < step.column_labels.size() ? step.column_labels[j] : std::to_string(j));
+}
+
+std::string step_title(const Step& step) {
+    std::string where;
+    if (step.batch) where += fmt::format("  batch {}", *step.batch);
+    if (step.head) where += fmt::format("  head {}", *step.head);
+    if (step.t) where += fmt::format("  t = {}", *step.t);
+    if (step.tile) where += fmt::format("  tile [{}, {}]", (*step.tile)[0], (*step.tile)[1]);
+    return fmt::format("{}  {}  {}{}", step.name, step.formula, shape_string(step.values), where);
+}
+
+CellFormat::CellFormat(const Matrix& values, int precision) : integers_(all_integers(values)), precision_(precision) {}
+
+std::string CellFormat::operator()(double x) const {
+    return integers_ && std::isfinite(x) ? fmt::format("{}", static_cast<long long>(x)) : format_number(x, precision_);
+}
+
+bool is_blocked_cell(const Step& step, double x) {
+    return (std::isinf(x) && x < 0) || (x == 0.0 && (step.name == "weights" || step.name == "exp"));
+}
+
+std::size_t display_width(const std::string& text) {
+    return static_cast<std::size_t>(std::count_if(text.begin(), text.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
+}
+
+std::string pad_left(const std::string& text, std::size_t width) {
+    const std::size_t w = display_width(text);
+    return w >= width ? text : std::string(width - w, ' ') + text;
+}
+std::string pad_right(const std::string& text, std::size_t width) {
+    const std::size_t w = display_width(text);
+    return w >= width ? text : text + std::string(width - w, ' ');
+}
+
+Rgb weight_colour(double weight) {
+    constexpr Rgb low{247, 251, 255}, middle{107, 174, 214}, high{8, 48, 107};
+    const double w = std::clamp(std::isfinite(weight) ? weight : 0.0, 0.0, 1.0);
+    const Rgb& a = w < 0.5 ? low : middle;
+    const Rgb& b = w < 0.5 ? middle : high;
+    const double t = w < 0.5 ? w / 0.5 : (w - 0.5) / 0.5;
+    auto mix = [t](int x, int y) { return static_cast<int>(std::lround(x + (y - x) * t)); };
+    return {mix(a.r, b.r), mix(a.g, b.g), mix(a.b, b.b)};
+}
+
+bool WeightsPanel::masked(std::size_t i, std::size_t j) const {
+    if (weights->values(i, j) != 0.0) return false;
+    return mask ? std::isinf(mask->values(i, j)) && mask->values(i, j) < 0 : true;
+}
+
+std::string WeightsPanel::title() const {
+    std::vector<std::string> where;
+    if (weights->batch) where.push_back(fmt::format("batch {}", *weights->batch));
+    if (weights->head) where.push_back(fmt::format("head {}", *weights->head));
+    return where.empty() ? "weights" : fmt::format("{}", fmt::join(where, ", "));
+}
+
+std::vector<WeightsPanel> weights_panels(const Trace& trace, const RenderOptions& options, const std::string& what) {
+    RenderOptions only_weights = options;
+    only_weights.steps = {"weights"};
+    std::vector<WeightsPanel> panels;
+    for (const Step* step : selected_steps(trace, only_weights)) {
+        if (step->t || step->tile) continue;
+        const Step* mask = trace.find("mask", step->head, step->batch, std::nullopt, std::nullopt);
+        panels.push_back({step, mask && mask->values.rows() == step->values.rows() && mask->values.cols() == step->values.cols() ? mask : nullptr});
+    }
+    if (panels.empty()) throw InputError(fmt::format("{} draws the full weights matrix of each head, and this {} trace has none", what, trace.command));
+    return panels;
+}
+
+}  // namespace attn_trace

@@ -1,0 +1,50 @@
+#pragma once
+// The shape every explanation takes, whatever the format: a heading, then lines
+// of prose each followed by a line of mathematics. The mathematics is written with
+// a Notation, so one explanation serves text (Unicode), Markdown and LaTeX.
+#include <string>
+#include <vector>
+
+namespace attn_trace {
+
+class Notation {
+public:
+    Notation(bool latex, int precision) : latex_(latex), precision_(precision) {}
+    bool latex() const { return latex_; }
+    int precision() const { return precision_; }
+
+    std::string number(double x) const;  // rounded to `precision`; -inf as -inf or -\infty
+    std::string factor(double x) const;  // a number in a product: negatives in parentheses
+    std::string sub(const std::string& base, const std::string& index) const;  // q_0, A_{12}
+    std::string times() const { return latex_ ? " \\times " : " × "; }
+    std::string dot() const { return latex_ ? " \\cdot " : " · "; }
+    std::string exp(const std::string& argument) const;  // e^(…) / e^{…}
+    std::string fraction(const std::string& top, const std::string& bottom) const;
+    std::string max_of(const std::string& index) const { return latex_ ? "\\max_{" + index + "}" : "max_" + index; }
+    std::string sum_symbol() const { return latex_ ? "\\sum" : "Σ"; }      // the operator, Σ_j
+    std::string total(const std::string& index) const { return latex_ ? "\\Sigma_{" + index + "}" : "Σ_" + index; }  // a sum's value
+    std::string vector(const std::vector<double>& values) const;  // (0.5, 1.5)
+    std::string words(const std::string& text) const;  // text inside mathematics
+    std::string sqrt(const std::string& x) const { return latex_ ? "\\sqrt{" + x + "}" : "√" + x; }
+
+private:
+    bool latex_;
+    int precision_;
+};
+
+struct ExplainLine {
+    std::string prose;  // plain text; the renderers escape it
+    std::string math;   // written with the document's Notation; may be empty
+};
+
+struct ExplainDocument {
+    std::string heading;
+    std::vector<ExplainLine> lines;
+    std::string footnote;
+};
+
+// text: prose, then the mathematics indented; markdown: paragraphs with $$…$$;
+// latex: paragraphs with \[…\]. The Notation must be LaTeX for the last two.
+std::string render_explanation(const ExplainDocument& document, const std::string& format);
+
+}  // namespace attn_trace
