@@ -24,7 +24,7 @@ TEST_CASE("the generator's stream is pinned") {
     REQUIRE(normals.normal() == 0.96436185272551833);
 }
 
-TEST_CASE("normal draws have mean 0 and variance 1; uniform and integers stay in range") {
+TEST_CASE("normal draws have mean 0 and variance 1, uniform and integers stay in range") {
     PortableRandom generator(42);
     double sum = 0, squares = 0;
     const int count = 200000;

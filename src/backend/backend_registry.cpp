@@ -4,13 +4,23 @@
 #include "attn_trace/backend.hpp"
 #include "attn_trace/errors.hpp"
 #include "cpu/backend_cpu.hpp"
+#ifdef ATTN_TRACE_HAS_CUDA
+#include "cuda/backend_cuda.hpp"
+#endif
 
 namespace attn_trace {
 
 std::unique_ptr<Backend> make_backend(const std::string& name) {
     if (name == "cpu") return std::make_unique<CpuBackend>();
-    if (name == "cuda")
-        throw BackendUnavailable("--backend cuda: this build has no CUDA backend (configure with -DATTN_TRACE_CUDA=ON on a machine with nvcc)");
+    if (name == "cuda") {
+#ifdef ATTN_TRACE_HAS_CUDA
+        std::string why;
+        if (!cuda_device_available(why)) throw BackendUnavailable("--backend cuda: " + why);
+        return std::make_unique<CudaBackend>();
+#else
+        throw BackendUnavailable("--backend cuda: this build has no CUDA backend (it is built when CMake finds nvcc; -DATTN_TRACE_CUDA=ON)");
+#endif
+    }
     throw InputError(fmt::format("--backend: expected cpu or cuda, found '{}'", name));
 }
 

@@ -1,0 +1,25 @@
+# The optional CUDA backend (SPEC §13): built when ATTN_TRACE_CUDA is ON and a
+# CUDA compiler is found; otherwise the project builds and tests without it.
+# Sanitizer builds leave it out: ASan's shadow memory and the CUDA runtime clash.
+option(ATTN_TRACE_CUDA "Build the CUDA backend when a CUDA compiler is found" ON)
+set(ATTN_TRACE_HAS_CUDA OFF)
+if(ATTN_TRACE_CUDA AND NOT ATTN_TRACE_SANITIZE)
+  include(CheckLanguage)
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+      set(CMAKE_CUDA_ARCHITECTURES 90)  # H100/H200; pass -DCMAKE_CUDA_ARCHITECTURES=80 etc. for others
+    endif()
+    enable_language(CUDA)
+    find_package(CUDAToolkit REQUIRED)
+    set(CMAKE_CUDA_STANDARD 17)  # CMake 3.25 knows no CUDA20 dialect; the headers it includes need only C++17
+    add_library(attn_trace_cuda STATIC src/backend/cuda/backend_cuda.cu)
+    target_include_directories(attn_trace_cuda PUBLIC include PRIVATE src)
+    target_link_libraries(attn_trace_cuda PUBLIC CUDA::cudart_static)
+    target_link_libraries(attn_trace_lib PUBLIC attn_trace_cuda)
+    # The one place code asks whether CUDA was built: src/backend/backend_registry.cpp.
+    target_compile_definitions(attn_trace_lib PRIVATE ATTN_TRACE_HAS_CUDA)
+    set(ATTN_TRACE_HAS_CUDA ON)
+  endif()
+endif()
+message(STATUS "attn-trace: CUDA backend ${ATTN_TRACE_HAS_CUDA}")

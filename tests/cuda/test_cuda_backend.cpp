@@ -1,0 +1,76 @@
+// Every CUDA kernel against the CPU reference on random inputs. Without a GPU
+// the program exits 77, which CTest reports as skipped (not failed).
+#define CATCH_CONFIG_RUNNER
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include <iostream>
+
+#include "attn_trace/compare.hpp"
+#include "attn_trace/pipeline.hpp"
+#include "attn_trace/tolerances.hpp"
+#include "backend/cpu/backend_cpu.hpp"
+#include "backend/cuda/backend_cuda.hpp"
+
+using namespace attn_trace;
+
+namespace {
+
+Problem random_problem(std::size_t n, std::size_t m, std::size_t d, std::size_t dv, const std::string& extra) {
+    return parse_problem(fmt::format(R"({{"Q": {{"random": {{"shape": [{}, {}], "seed": 11}}}}, "K": {{"random": {{"shape": [{}, {}], "seed": 12}}}},
+                                        "V": {{"random": {{"shape": [{}, {}], "seed": 13}}}} {}}})",
+                                     n, d, m, d, m, dv, extra),
+                         "cuda-test.json");
+}
+
+// The first few mismatches, for a readable failure.
+void require_close(const Matrix& got, const Matrix& want, Tolerance tolerance, const std::string& what) {
+    const Comparison c = compare_matrices(got, want, tolerance);
+    INFO(what << ": " << c.failed << " of " << c.compared << " differ, max error " << c.max_error);
+    REQUIRE(c.passed());
+}
+
+}  // namespace
+
+TEST_CASE("CUDA matrix products equal the CPU reference") {
+    const CpuBackend cpu;
+    const CudaBackend cuda;
+    for (auto [n, k, m] : {std::array<std::size_t, 3>{1, 1, 1}, {17, 33, 5}, {64, 64, 64}, {100, 7, 129}}) {
+        const Problem p = random_problem(n, m, k, k, "");
+        for (Dtype dtype : {Dtype::f64, Dtype::f32}) {
+            const Tolerance tolerance = dtype == Dtype::f64 ? tolerances::same_math_f64 : tolerances::f32_vs_f64;
+            require_close(cuda.multiply_transposed(*p.Q, *p.K, dtype), cpu.multiply_transposed(*p.Q, *p.K, dtype), tolerance, "Q Kᵀ");
+            require_close(cuda.multiply(p.K->transposed(), *p.V, dtype), cpu.multiply(p.K->transposed(), *p.V, dtype), tolerance, "Kᵀ V");
+        }
+    }
+}
+
+TEST_CASE("the whole trace on --backend cuda equals the CPU trace") {
+    const Problem p = random_problem(9, 13, 8, 6, R"(, "heads": 2, "mask": "causal-bottom-right")");
+    const Trace cpu = pipeline_full(p, {Dtype::f64, "cpu"});
+    const Trace cuda = pipeline_full(p, {Dtype::f64, "cuda"});
+    REQUIRE(cuda.problem.backend == "cuda");
+    REQUIRE(cuda.steps.size() == cpu.steps.size());
+    for (std::size_t s = 0; s < cpu.steps.size(); ++s) require_close(cuda.steps[s].values, cpu.steps[s].values, tolerances::same_math_f64, cpu.steps[s].name);
+}
+
+TEST_CASE("the fused CUDA kernel equals the reference: no mask, both causal alignments, edge sizes") {
+    struct Case { std::size_t n, m, d; const char* mask; long offset; };
+    for (const Case c : {Case{1, 1, 4, "none", -1}, Case{1, 300, 64, "none", -1}, Case{100, 77, 64, "causal", 0},
+                         Case{77, 100, 128, "causal-bottom-right", 23}, Case{65, 65, 32, "causal", 0}}) {
+        const Problem p = random_problem(c.n, c.m, c.d, c.d, fmt::format(R"(, "mask": "{}", "empty_rows": "zero")", c.mask));
+        const Trace reference = pipeline_full(p, {Dtype::f64, "cpu"});
+        const Matrix fused = cuda_fused_attention(*p.Q, *p.K, *p.V, p.scale_factor(), c.offset);
+        require_close(fused, reference.find("out", 0, std::nullopt, std::nullopt, std::nullopt)->values, tolerances::f32_vs_f64,
+                      fmt::format("fused n={} m={} d={} {}", c.n, c.m, c.d, c.mask));
+    }
+}
+
+int main(int argc, char** argv) {
+    std::string why;
+    if (!cuda_device_available(why)) {
+        std::cout << "skipped: " << why << "\n";
+        return 77;  // CTest SKIP_RETURN_CODE
+    }
+    return Catch::Session().run(argc, argv);
+}
