@@ -17,11 +17,9 @@
 #include <cmath>
 #include <functional>
 #include <limits>
-#include <mutex>
 #include <thread>
 
-#include <cblas.h>
-
+#include "blas_library.hpp"
 #include "softmax_row_kernels.hpp"
 
 namespace attn_trace {
@@ -35,21 +33,13 @@ constexpr T minus_infinity = -std::numeric_limits<T>::infinity();
 // op(B) = Bᵀ with B stored (cols, inner) when transpose_b, else B (inner, cols).
 void gemm(bool transpose_b, std::size_t rows, std::size_t cols, std::size_t inner, float alpha, const float* a, std::size_t lda,
           const float* b, std::size_t ldb, float beta, float* c, std::size_t ldc) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, transpose_b ? CblasTrans : CblasNoTrans, static_cast<int>(rows), static_cast<int>(cols),
-                static_cast<int>(inner), alpha, a, static_cast<int>(lda), b, static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
+    blas_library().sgemm(CblasRowMajor, CblasNoTrans, transpose_b ? CblasTrans : CblasNoTrans, static_cast<int>(rows), static_cast<int>(cols),
+                         static_cast<int>(inner), alpha, a, static_cast<int>(lda), b, static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
 }
 void gemm(bool transpose_b, std::size_t rows, std::size_t cols, std::size_t inner, double alpha, const double* a, std::size_t lda,
           const double* b, std::size_t ldb, double beta, double* c, std::size_t ldc) {
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, transpose_b ? CblasTrans : CblasNoTrans, static_cast<int>(rows), static_cast<int>(cols),
-                static_cast<int>(inner), alpha, a, static_cast<int>(lda), b, static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
-}
-
-// Our workers each call BLAS on their own block; OpenBLAS threading inside
-// those calls as well would put two threads on each core. Set once, lazily, so
-// commands that never take the fast path pay nothing for it.
-void use_single_threaded_blas() {
-    static std::once_flag once;
-    std::call_once(once, [] { openblas_set_num_threads(1); });
+    blas_library().dgemm(CblasRowMajor, CblasNoTrans, transpose_b ? CblasTrans : CblasNoTrans, static_cast<int>(rows), static_cast<int>(cols),
+                         static_cast<int>(inner), alpha, a, static_cast<int>(lda), b, static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
 }
 
 // Runs work(item, worker) for item = 0 … count−1 on `threads` workers (this
@@ -198,7 +188,7 @@ private:
 template <typename T>
 FastAttentionStats fast_attention(const FastAttentionInput<T>& input, const FastAttentionOutput<T>& output,
                                   const FastAttentionSettings& settings) {
-    use_single_threaded_blas();
+    (void)blas_library();  // opened here, before the workers start, so a missing library is one clean error
     const std::size_t block_q = std::max<std::size_t>(1, std::min(settings.block_q, input.n));
     const std::size_t block_k = std::max<std::size_t>(1, std::min(settings.block_k, input.m));
     const std::size_t blocks = (input.n + block_q - 1) / block_q;
