@@ -129,12 +129,12 @@ private:
         const double full_bytes = static_cast<double>(p_.batch) * p_.heads * static_cast<double>(p_.n) * static_cast<double>(p_.m) * bytes;
         return fmt::format(
             "fast path{}: fused tiled attention with online softmax (Br = {} queries × Bc = {} keys per tile, {} thread{}); "
-            "it held {:.3g} MiB of scores at once, where the (n, m) scores of every head would take {:.3g} MiB. Shapes per head: "
+            "it held {:.3g} MiB of scores at once, where the (n, m) scores of every head would take {:.3g} GiB. Shapes per head: "
             "scores, mask, exp and weights ({}, {}) are not kept; row_max and row_sum ({}, 1) are the final running max m and sum ℓ; "
             "out ({}, {})",
             fast_.reason.empty() ? "" : " (" + fast_.reason + ")", std::min(settings_.block_q, p_.n), std::min(settings_.block_k, p_.m),
             stats.workers, stats.workers == 1 ? "" : "s", static_cast<double>(stats.score_bytes_held) / (1 << 20),
-            full_bytes / (1 << 20), p_.n, p_.m, p_.n, p_.n, p_.d_v);
+            full_bytes / (1 << 30), p_.n, p_.m, p_.n, p_.n, p_.d_v);
     }
 
     void record(std::string name, std::string formula, Matrix values, std::optional<int> head, std::size_t batch) {
