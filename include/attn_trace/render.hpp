@@ -16,6 +16,7 @@ struct RenderOptions {
     std::vector<std::string> steps;    // only these step names; empty = all
     std::optional<int> head;           // only this head's per-head steps
     std::optional<int> batch;          // only this batch element's steps
+    bool header = true;                // markdown/latex: the title, problem line and notes
 };
 
 // The steps that pass the --steps / --head filters, in trace order.

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "attn_trace/errors.hpp"
+#include "attn_trace/pitfalls.hpp"
 
 namespace attn_trace::cli {
 
@@ -57,6 +58,10 @@ void add_trace_options(CLI::App& command, TraceOptions& o) {
         ->capture_default_str();
     command.add_flag("--heatmap", o.heatmap, "draw the weights of each head as a coloured grid instead of the tables");
     command.add_option("--svg", o.svg, "also write the weights of each head as an SVG heatmap to this file");
+    // A pitfall is a variation of the full computation: decode and tiled have no use for it.
+    if (command.get_name() == "run")
+        command.add_option("--pitfall", o.pitfall, fmt::format("show a mistake next to the right computation: {}", fmt::join(pitfall_names(), ", ")))
+            ->check(CLI::IsMember(pitfall_names()));
 }
 
 Problem load_with_overrides(const TraceOptions& o) {
@@ -108,6 +113,11 @@ void print_trace(const Trace& trace, const TraceOptions& o, const Problem& probl
     if (o.heatmap && o.format != "text") throw InputError(fmt::format("--heatmap draws in the terminal: leave out --format {}", o.format));
     // The SVG first: a bad --svg path fails before anything is printed.
     if (!o.svg.empty()) write_file(o.svg, render_weights_svg(trace, r));
+    if (!o.pitfall.empty()) {
+        if (o.format != "text" || o.heatmap) throw InputError("--pitfall prints the two computations side by side as text: leave out --format and --heatmap");
+        std::cout << render_pitfall(compute_pitfall(o.pitfall, problem, trace, run_options(o)), r);
+        return;
+    }
     std::cout << (o.heatmap ? render_heatmap(trace, r) : render(trace, o.format, r));
 }
 

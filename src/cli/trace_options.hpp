@@ -25,13 +25,14 @@ struct TraceOptions {
     bool full = false;
     bool heatmap = false;  // the weights as a terminal grid instead of the tables
     std::string svg;       // also write the weights heatmap to this SVG file
+    std::string pitfall;   // run only: a mistake shown next to the right computation
 };
 
 // Adds PROBLEM and the options that say what to compute (mask, scale, dtype,
 // backend, empty rows, head, batch, precision): what explain shares.
 void add_problem_options(CLI::App& command, TraceOptions& options);
 // add_problem_options plus how to print a whole trace (format, steps, full,
-// colour, heatmap, svg): what run, decode and tiled share.
+// colour, heatmap, svg): what run, decode and tiled share; run also gets --pitfall.
 void add_trace_options(CLI::App& command, TraceOptions& options);
 
 // Loads the problem and applies --mask, --scale, --empty-rows over the file's values.
@@ -41,8 +42,8 @@ RenderOptions render_options(const TraceOptions& options, const Problem& problem
 // --color after NO_COLOR and the terminal test: whether to print ANSI colours.
 bool use_color(const std::string& setting);
 
-// Writes the trace in the chosen format (or --heatmap) to standard output, and
-// the --svg file when asked.
+// Writes the trace in the chosen format (or --heatmap, or --pitfall) to standard
+// output, and the --svg file when asked.
 void print_trace(const Trace& trace, const TraceOptions& options, const Problem& problem);
 
 }  // namespace attn_trace::cli

@@ -48,8 +48,11 @@ std::string markdown_table(const Step& step, const RenderOptions& options) {
 
 std::string render_markdown(const Trace& trace, const RenderOptions& options) {
     const auto& p = trace.problem;
-    std::string out = fmt::format("## attn-trace {}{}\n\n{}\n", trace.command, p.title.empty() ? "" : ": " + p.title, describe_problem(p));
-    for (const auto& note : trace.notes) out += "\n> note: " + note + "\n";
+    std::string out;
+    if (options.header) {
+        out = fmt::format("## attn-trace {}{}\n\n{}\n", trace.command, p.title.empty() ? "" : ": " + p.title, describe_problem(p));
+        for (const auto& note : trace.notes) out += "\n> note: " + note + "\n";
+    }
     for (const Step* step : selected_steps(trace, options)) out += "\n" + markdown_heading(*step) + "\n" + markdown_table(*step, options);
     for (const auto& [key, value] : trace.numbers) out += fmt::format("\n- {} = {:.6g}", key, value);
     if (!trace.numbers.empty()) out += "\n";

@@ -47,4 +47,39 @@ fi
 expect_exit 2 "cannot write" -- "$A" run "$E" --svg /nonexistent/dir/w.svg
 expect_exit 2 "--batch 3: the problem has 1 sequence" -- "$A" run "$E" --batch 3
 
+# pitfalls: seed 001's wrong numbers next to the right ones
+expect_exit 0 "damaged   0.4159  0.2920   0.2920" -- "$A" run "$E" --mask causal --pitfall zero-scores
+expect_exit 0 "damaged  0  0.8308" -- "$A" run "$E" --mask causal --pitfall bool-polarity
+expect_exit 0 "row sums: 0.1242, 0.6667, 1" -- "$A" run "$E" --mask causal --pitfall mask-after-softmax
+expect_exit 0 "why it is wrong" -- "$A" run "$E" --pitfall column-softmax
+expect_exit 0 "0.8421" -- "$A" run "$E" --pitfall no-scale
+expect_exit 2 "no key is masked" -- "$A" run "$E" --pitfall zero-scores
+expect_exit 2 "pitfall" -- "$A" run "$E" --pitfall softmax-twice
+expect_exit 2 "side by side as text" -- "$A" run "$E" --mask causal --pitfall zero-scores --format json
+
+# exercises: every topic's JSON passes check; same seed, same exercise
+for topic in scores softmax causal padding multihead gqa kv-cache tiled scale cost; do
+  "$A" exercise --topic "$topic" --seed 4 --format json > "exercise_$topic.json"
+  expect_exit 0 "^1 passed, 0 failed$" -- "$A" check "exercise_$topic.json"
+done
+expect_exit 0 "### Answer" -- "$A" exercise --topic softmax --seed 3
+expect_exit 0 "begin\{enumerate\}" -- "$A" exercise --topic causal --seed 3 --format latex
+"$A" exercise --topic gqa --seed 9 > a.md
+"$A" exercise --topic gqa --seed 9 > b.md
+expect_exit 0 "" -- cmp a.md b.md
+expect_exit 2 "--topic 'attention'" -- "$A" exercise --topic attention --seed 1
+expect_exit 2 "format" -- "$A" exercise --topic scores --format csv
+expect_exit 2 "" -- "$A" exercise --seed 1
+
+# variance: small and fast here; the figures are tested in test_variance.cpp
+expect_exit 0 "^ +16 +1[0-9]\.[0-9]+ +[01]\.[0-9]+" -- "$A" variance --dk 4,16 --samples 2000 --queries 200
+expect_exit 0 '"d_k": 8' -- "$A" variance --dk 8 --samples 500 --queries 50 --format json
+expect_exit 0 "" -- "$A" variance --dk 4,16,64 --samples 500 --queries 50 --svg chart.svg
+if command -v python3 > /dev/null; then
+  expect_exit 0 "" -- python3 -c "import xml.dom.minidom,sys; xml.dom.minidom.parse(sys.argv[1])" chart.svg
+fi
+expect_exit 2 "at least 1" -- "$A" variance --dk 0,4
+expect_exit 2 "at least 2 pairs" -- "$A" variance --samples 1
+expect_exit 2 "" -- "$A" variance --dk four
+
 finish

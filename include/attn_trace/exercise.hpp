@@ -1,0 +1,25 @@
+#pragma once
+// Generated exercises (SPEC §10): a small problem with hand-friendly numbers
+// (integers; d_k = 4 so that 1/√d_k = 1/2 and the scaled scores are halves) and
+// its complete worked answer, computed by the pipelines themselves.
+// The numbers come from PortableRandom, so a seed gives the same exercise on
+// every machine.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace attn_trace {
+
+// scores, softmax, causal, padding, multihead, gqa, kv-cache, tiled, scale, cost.
+const std::vector<std::string>& exercise_topics();
+// markdown (default), latex, json.
+const std::vector<std::string>& exercise_formats();
+
+// markdown/latex: the question, the given matrices, the tasks, then the answer
+// (every intermediate step and the arithmetic of at least one row).
+// json: the problem file with `expect` filled in, which `attn-trace check` passes
+// (entries with "t" run decode, with "tile" run tiled, at check's default options).
+// Throws InputError for an unknown topic or format.
+std::string write_exercise(const std::string& topic, std::uint64_t seed, const std::string& format);
+
+}  // namespace attn_trace

@@ -1,0 +1,46 @@
+// `exercise`: a generated problem with hand-friendly numbers and its worked answer (SPEC §10).
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "attn_trace/exercise.hpp"
+#include "commands.hpp"
+
+namespace attn_trace::cli {
+
+namespace {
+
+struct ExerciseOptions {
+    std::string topic;
+    std::uint64_t seed = 0;
+    std::string format = "markdown";
+};
+
+void add_exercise_command(CLI::App& app, int& exit_code) {
+    static ExerciseOptions o;
+    auto* exercise = app.add_subcommand("exercise", "a generated problem with small, hand-friendly numbers and its complete worked answer");
+    exercise->footer(R"(Queries and keys have d_k = 4, so the scale is exactly 1/2; entries are small integers.
+The same seed gives the same exercise on every machine; another seed, another exercise.
+markdown and latex: the question, the given matrices, the tasks, then every intermediate
+step and the arithmetic of at least one row. json: the problem file with "expect" filled
+in (4 decimals), which `attn-trace check` passes; kv-cache entries carry "t" (decode) and
+tiled entries "tile" (check's default tiles, 2 × 2).
+
+Examples:
+  attn-trace exercise --topic softmax --seed 3
+  attn-trace exercise --topic causal --seed 1 --format latex > causal.tex
+  attn-trace exercise --topic kv-cache --seed 2 --format json > kv.json && attn-trace check kv.json)");
+    exercise->add_option("--topic", o.topic, fmt::format("{}", fmt::join(exercise_topics(), ", ")))->required();
+    exercise->add_option("--seed", o.seed, "which exercise of the topic")->capture_default_str();
+    exercise->add_option("--format", o.format, "markdown, latex or json")->check(CLI::IsMember(exercise_formats()))->capture_default_str();
+    exercise->callback([&exit_code] {
+        std::cout << write_exercise(o.topic, o.seed, o.format);
+        exit_code = 0;
+    });
+}
+
+const CommandRegistration registration{80, add_exercise_command};
+
+}  // namespace
+
+}  // namespace attn_trace::cli

@@ -1,0 +1,178 @@
+// Exercises: a topic's plan → the problem file → the pipelines' trace → `expect`
+// and the worked answer. The answer is the trace itself, rendered, plus `explain`
+// for the arithmetic of a row, so it cannot disagree with `attn-trace check`.
+#include "attn_trace/exercise.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "attn_trace/check.hpp"
+#include "attn_trace/errors.hpp"
+#include "attn_trace/render.hpp"
+#include "exercise_plan.hpp"
+
+namespace attn_trace {
+
+namespace {
+
+// Expected values are written with 4 decimals: readable, and within check's
+// default atol of 1e-4 (the rounding error is at most 5e-5).
+constexpr int expect_decimals = 4;
+
+// FNV-1a: a topic's own random stream, the same on every platform (std::hash is not).
+std::uint64_t topic_seed(const std::string& topic, std::uint64_t seed) {
+    std::uint64_t hash = 14695981039346656037ull;
+    for (unsigned char c : topic) hash = (hash ^ c) * 1099511628211ull;
+    return hash ^ (seed * 0x9E3779B97F4A7C15ull);
+}
+
+nlohmann::ordered_json rounded_json(const Matrix& m) {
+    nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+    for (std::size_t i = 0; i < m.rows(); ++i) {
+        nlohmann::ordered_json row = nlohmann::ordered_json::array();
+        for (std::size_t j = 0; j < m.cols(); ++j) {
+            const double x = m(i, j);
+            if (std::isinf(x)) row.push_back(x < 0 ? "-inf" : "inf");
+            else if (std::isnan(x)) row.push_back("nan");
+            else row.push_back(std::stod(format_rounded(x, expect_decimals)));
+        }
+        rows.push_back(std::move(row));
+    }
+    return rows;
+}
+
+nlohmann::ordered_json expectations(const Trace& trace, const std::vector<std::string>& names) {
+    nlohmann::ordered_json expect = nlohmann::ordered_json::array();
+    for (const auto& step : trace.steps) {
+        if (std::find(names.begin(), names.end(), step.name) == names.end()) continue;
+        nlohmann::ordered_json entry = {{"name", step.name}};
+        if (step.head) entry["head"] = *step.head;
+        if (step.t) entry["t"] = *step.t;
+        if (step.tile) entry["tile"] = {(*step.tile)[0], (*step.tile)[1]};
+        entry["data"] = rounded_json(step.values);
+        expect.push_back(std::move(entry));
+    }
+    return expect;
+}
+
+// One key per line, each value compact; the expect entries one per line.
+std::string problem_file_text(const nlohmann::ordered_json& file) {
+    std::vector<std::string> lines;
+    for (const auto& [key, value] : file.items()) {
+        if (key != "expect") {
+            lines.push_back(fmt::format(" \"{}\": {}", key, value.dump()));
+            continue;
+        }
+        std::vector<std::string> entries;
+        for (const auto& entry : value) entries.push_back("  " + entry.dump());
+        lines.push_back(fmt::format(" \"expect\": [\n{}\n ]", fmt::join(entries, ",\n")));
+    }
+    return fmt::format("{{\n{}\n}}\n", fmt::join(lines, ",\n"));
+}
+
+// The matrices the problem gives, as steps, so the worksheet renderers can show them.
+Trace given_matrices(const nlohmann::ordered_json& file, const Problem& problem) {
+    Trace given;
+    given.problem.title = problem.title;
+    const auto& keys = problem.source_tokens.empty() ? problem.tokens : problem.source_tokens;
+    for (const auto& [key, value] : file.items()) {
+        if (!value.is_array() || value.empty() || !value[0].is_array()) continue;
+        Step step;
+        step.name = key;
+        step.formula = "given";
+        step.values = Matrix(value.size(), value[0].size());
+        for (std::size_t i = 0; i < value.size(); ++i)
+            for (std::size_t j = 0; j < value[i].size(); ++j) step.values(i, j) = value[i][j].get<double>();
+        if (key == "Q" || key == "X") step.row_labels = problem.tokens;
+        if (key == "K" || key == "V") step.row_labels = keys;
+        given.steps.push_back(std::move(step));
+    }
+    return given;
+}
+
+class ExerciseWriter {
+public:
+    ExerciseWriter(const std::string& format) : format_(format), latex_(format == "latex") {}
+
+    std::string write(const std::string& topic, std::uint64_t seed, const ExercisePlan& plan, const nlohmann::ordered_json& file,
+                      const Problem& problem, const Trace& trace, const Trace& full) const {
+        std::string out = heading(1, fmt::format("Exercise: {} (topic {}, seed {})", plan.title, topic, seed));
+        out += paragraph(plan.question + " " + describe(problem));
+        out += paragraph("Given:") + steps(given_matrices(file, problem), {});
+        out += paragraph("Compute:") + list(plan.tasks);
+        out += heading(2, "Answer") + steps(trace, plan.answer_steps);
+        if (plan.compare_unscaled) {
+            Problem unscaled = problem;
+            unscaled.scale.kind = Scale::Kind::none;
+            out += paragraph("Without the scale (s = 1), the weights would be:") + steps(pipeline_full(unscaled, RunOptions{}), {"weights"});
+        }
+        out += heading(2, "The arithmetic, step by step");
+        for (const auto& worked : plan.worked) {
+            const bool is_row = worked.spec.find(',') == std::string::npos;
+            const ExplainTarget target = is_row ? parse_row_spec(worked.spec) : parse_cell_spec(worked.spec);
+            out += explain(full, problem, target, ExplainOptions{worked.head, 0, 4, format_}) + "\n";
+        }
+        for (const auto& note : plan.notes) out += paragraph(note);
+        if (!plan.preformatted.empty())
+            out += latex_ ? "\\begin{verbatim}\n" + plan.preformatted + "\\end{verbatim}\n" : "```\n" + plan.preformatted + "```\n";
+        return out;
+    }
+
+private:
+    std::string text(const std::string& s) const { return latex_ ? latex_text(s) : s; }
+    std::string heading(int level, const std::string& s) const {
+        if (latex_) return fmt::format("\n\\{}{{{}}}\n", level == 1 ? "section*" : "subsection*", text(s));
+        return fmt::format("\n{} {}\n", level == 1 ? "##" : "###", s);
+    }
+    std::string paragraph(const std::string& s) const { return "\n" + text(s) + "\n"; }
+    std::string list(const std::vector<std::string>& items) const {
+        std::string out = latex_ ? "\\begin{enumerate}\n" : "\n";
+        for (std::size_t k = 0; k < items.size(); ++k) out += latex_ ? "\\item " + text(items[k]) + "\n" : fmt::format("{}. {}\n", k + 1, items[k]);
+        return out + (latex_ ? "\\end{enumerate}\n" : "");
+    }
+    std::string steps(const Trace& trace, const std::vector<std::string>& names) const {
+        RenderOptions options;
+        options.steps = names;
+        options.header = false;
+        return latex_ ? render_latex(trace, options) : render_markdown(trace, options);
+    }
+    static std::string describe(const Problem& p) {
+        return fmt::format("(n = {} queries, m = {} keys, {} head{}{}, d_k = {}, d_v = {}, indices 0-based.)", p.n, p.m, p.heads, p.heads == 1 ? "" : "s",
+                           p.kv_heads != p.heads ? fmt::format(" sharing {} KV heads", p.kv_heads) : "", p.d_k, p.d_v);
+    }
+
+    std::string format_;
+    bool latex_;
+};
+
+}  // namespace
+
+const std::vector<std::string>& exercise_topics() {
+    static const std::vector<std::string> topics = {"scores", "softmax", "causal", "padding", "multihead", "gqa", "kv-cache", "tiled", "scale", "cost"};
+    return topics;
+}
+
+const std::vector<std::string>& exercise_formats() {
+    static const std::vector<std::string> formats = {"markdown", "latex", "json"};
+    return formats;
+}
+
+std::string write_exercise(const std::string& topic, std::uint64_t seed, const std::string& format) {
+    if (std::find(exercise_formats().begin(), exercise_formats().end(), format) == exercise_formats().end())
+        throw InputError(fmt::format("--format '{}': exercises are written as markdown, latex or json", format));
+    HandNumbers numbers(topic_seed(topic, seed));
+    const ExercisePlan plan = plan_exercise(topic, numbers);
+    nlohmann::ordered_json file = {{"title", fmt::format("exercise {} (seed {}): {}", topic, seed, plan.title)}};
+    for (const auto& [key, value] : plan.problem.items()) file[key] = value;
+    const std::string label = fmt::format("exercise {} seed {}", topic, seed);
+    const Problem problem = parse_problem(file.dump(), label);
+    const Trace trace = compute_trace(plan.pipeline, problem, RunOptions{});
+    file["expect"] = expectations(trace, plan.expect_steps);
+    if (format == "json") return problem_file_text(file);
+    const Trace full = plan.pipeline == "run" ? trace : pipeline_full(problem, RunOptions{});
+    return ExerciseWriter(format).write(topic, seed, plan, file, problem, trace, full);
+}
+
+}  // namespace attn_trace

@@ -1,0 +1,57 @@
+#pragma once
+// What a topic decides (the problem, which steps are asked for, the prose);
+// exercise.cpp does the rest the same way for every topic: computes the trace,
+// fills `expect`, writes the question and the worked answer.
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "attn_trace/explain.hpp"
+#include "attn_trace/random.hpp"
+
+namespace attn_trace {
+
+struct WorkedArithmetic {
+    std::string spec;  // "weights[1]" (a row) or "scores[0,2]" (a cell)
+    int head = 0;
+};
+
+struct ExercisePlan {
+    std::string title;
+    nlohmann::ordered_json problem;          // the problem file, without title and expect
+    std::string pipeline = "run";            // run, decode or tiled: what `check` will run
+    std::vector<std::string> expect_steps;   // every head / t / tile of these goes in expect
+    std::vector<std::string> answer_steps;   // shown in the worked answer
+    std::string question;
+    std::vector<std::string> tasks;
+    std::vector<WorkedArithmetic> worked;    // explained on the full (run) trace
+    std::vector<std::string> notes;          // closing paragraphs of the answer
+    std::string preformatted;                // a block printed as is (cost tables)
+    bool compare_unscaled = false;           // also show the weights without 1/√d_k
+};
+
+// Small integers drawn from the portable generator.
+class HandNumbers {
+public:
+    explicit HandNumbers(std::uint64_t seed) : random_(seed) {}
+    std::int64_t integer(std::int64_t low, std::int64_t high) { return random_.integer(low, high); }
+    template <typename T>
+    const T& pick(const std::vector<T>& choices) {
+        return choices[static_cast<std::size_t>(random_.integer(0, static_cast<std::int64_t>(choices.size()) - 1))];
+    }
+    // rows × cols drawn from `values`; no row all zero (a zero query reads every key alike,
+    // which is worth one exercise, not half of them).
+    nlohmann::ordered_json matrix(std::size_t rows, std::size_t cols, const std::vector<double>& values);
+    // n different words for the tokens.
+    std::vector<std::string> words(std::size_t n);
+
+private:
+    PortableRandom random_;
+};
+
+ExercisePlan plan_exercise(const std::string& topic, HandNumbers& numbers);
+
+}  // namespace attn_trace

@@ -1,0 +1,261 @@
+// One plan per exercise topic. Queries and keys have d_k = 4, so the scale is
+// exactly 1/2 and every scaled score is a whole number or a half.
+#include <cmath>
+#include <functional>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "attn_trace/cost.hpp"
+#include "attn_trace/errors.hpp"
+#include "exercise_plan.hpp"
+
+namespace attn_trace {
+
+namespace {
+
+const std::vector<double> query_values = {-1, 0, 1, 2};
+const std::vector<double> key_values = {-1, 0, 1};
+const std::vector<double> value_values = {0, 1, 2, 3};
+constexpr std::size_t d_k = 4, d_v = 2;
+
+const std::vector<std::string> word_pool = {"the", "cat", "sat", "on", "mat", "a", "dog", "ran", "home", "late", "my", "card",
+                                            "was", "charged", "twice", "please", "fix", "it", "now", "order", "arrived", "broken"};
+
+// Q (n, heads·d_k), K and V (m, kv_heads·d_k / ·d_v) and the token labels.
+void add_qkv(ExercisePlan& plan, HandNumbers& numbers, std::size_t n, std::size_t m, int heads = 1, int kv_heads = 1,
+             const std::vector<double>& queries = query_values, const std::vector<double>& keys = key_values) {
+    plan.problem["tokens"] = numbers.words(std::max(n, m));
+    if (n != m) {
+        // Keys beyond the queries get their own labels (the loader labels keys only when m = n).
+        plan.problem["source_tokens"] = plan.problem["tokens"];
+        plan.problem["tokens"].erase(plan.problem["tokens"].begin() + static_cast<long>(n), plan.problem["tokens"].end());
+    }
+    plan.problem["Q"] = numbers.matrix(n, static_cast<std::size_t>(heads) * d_k, queries);
+    plan.problem["K"] = numbers.matrix(m, static_cast<std::size_t>(kv_heads) * d_k, keys);
+    plan.problem["V"] = numbers.matrix(m, static_cast<std::size_t>(kv_heads) * d_v, value_values);
+    if (heads > 1) plan.problem["heads"] = heads;
+    if (kv_heads != heads) plan.problem["kv_heads"] = kv_heads;
+}
+
+std::string cell(std::size_t i, std::size_t j) { return fmt::format("scores[{},{}]", i, j); }
+std::string row(const std::string& step, std::size_t i) { return fmt::format("{}[{}]", step, i); }
+
+ExercisePlan scores(HandNumbers& numbers) {
+    ExercisePlan plan;
+    plan.title = "Scores: Q Kᵀ and the scale";
+    add_qkv(plan, numbers, 3, 3);
+    plan.question = "Three tokens have the queries Q and the keys K below, one row per token (d_k = 4). Compute every score and scale it.";
+    plan.tasks = {"S = Q Kᵀ, a (3, 3) matrix: S_ij = q_i · k_j, the sum of four products",
+                  "the scale s = 1/√d_k = 1/√4 = 1/2, and the scaled scores s·S"};
+    plan.expect_steps = plan.answer_steps = {"scores", "scaled"};
+    plan.worked = {{cell(static_cast<std::size_t>(numbers.integer(0, 2)), static_cast<std::size_t>(numbers.integer(0, 2)))}};
+    return plan;
+}
+
+ExercisePlan softmax(HandNumbers& numbers) {
+    ExercisePlan plan;
+    plan.title = "Softmax row by row, then the weighted sum";
+    add_qkv(plan, numbers, 3, 3);
+    plan.question = "Three tokens have the queries, keys and values below (d_k = 4, no mask). Compute the attention weights and the outputs.";
+    plan.tasks = {"the scaled scores Q Kᵀ / 2", "for each row: its max, e^(z − max) for every key, their sum, and the weights",
+                  "check that every row of weights adds up to 1", "the outputs O = A V"};
+    plan.expect_steps = {"scaled", "weights", "out"};
+    plan.answer_steps = {"scaled", "row_max", "exp", "row_sum", "weights", "out"};
+    const auto r = static_cast<std::size_t>(numbers.integer(0, 2));
+    plan.worked = {{row("weights", r)}, {row("out", r)}};
+    return plan;
+}
+
+ExercisePlan causal(HandNumbers& numbers) {
+    ExercisePlan plan;
+    plan.title = "The causal mask";
+    add_qkv(plan, numbers, 3, 3);
+    plan.problem["mask"] = "causal";
+    plan.question = "Three tokens of a decoder read only themselves and the tokens before them (a causal mask). Compute the weights and outputs.";
+    plan.tasks = {"the mask M: 0 where token i may read token j (j ≤ i), −∞ above the diagonal", "the masked scores Q Kᵀ / 2 + M",
+                  "the weights, row by row (why is the first row (1, 0, 0)?)", "the outputs O = A V"};
+    plan.expect_steps = {"mask", "masked", "weights", "out"};
+    plan.answer_steps = {"scaled", "mask", "masked", "weights", "out"};
+    const auto r = static_cast<std::size_t>(numbers.integer(1, 2));
+    plan.worked = {{row("weights", r)}, {row("out", r)}};
+    plan.notes = {"A masked key gets the score −∞ and the weight e^(−∞) = 0 exactly; the visible keys share the whole weight of 1."};
+    return plan;
+}
+
+ExercisePlan padding(HandNumbers& numbers) {
+    ExercisePlan plan;
+    plan.title = "Padding: keys that are not there";
+    add_qkv(plan, numbers, 4, 4);
+    const auto padded = numbers.integer(1, 2);
+    std::vector<int> valid(4, 1);
+    for (std::int64_t k = 0; k < padded; ++k) valid[3 - static_cast<std::size_t>(k)] = 0;
+    for (std::int64_t k = 0; k < padded; ++k) plan.problem["tokens"][3 - static_cast<std::size_t>(k)] = "<pad>";
+    plan.problem["mask"] = {{"key_valid", valid}};
+    plan.question = fmt::format("A sequence of {} tokens was padded to length 4 with {} <pad> token{}. No token may read the padding.", 4 - padded,
+                                padded, padded == 1 ? "" : "s");
+    plan.tasks = {"the padding mask M: −∞ in the columns of the <pad> keys", "the weights of every row (the <pad> rows too: they read the real tokens)",
+                  "the outputs O = A V"};
+    plan.expect_steps = {"mask", "weights", "out"};
+    plan.answer_steps = {"scaled", "mask", "weights", "out"};
+    plan.worked = {{row("weights", 0)}, {row("out", 0)}};
+    plan.notes = {"The outputs of the <pad> rows are computed but thrown away later (the loss ignores them)."};
+    return plan;
+}
+
+ExercisePlan multihead(HandNumbers& numbers) {
+    ExercisePlan plan;
+    plan.title = "Two heads, concatenated and mixed by W_O";
+    add_qkv(plan, numbers, 3, 3, 2, 2);
+    plan.problem["W_O"] = numbers.matrix(2 * d_v, 2, key_values);
+    plan.question = "Q, K and V hold two heads side by side: head 0 uses columns 0–3 of Q and K (0–1 of V), head 1 the next ones.";
+    plan.tasks = {"split Q, K, V into the two heads", "the weights of each head (d_k = 4, scale 1/2)", "each head's output A_h V_h, (3, 2)",
+                  "concat = [O_0 O_1], (3, 4)", "final = concat W_O, (3, 2)"};
+    plan.expect_steps = {"weights", "out", "concat", "final"};
+    plan.answer_steps = {"scaled", "weights", "out", "concat", "final"};
+    const auto r = static_cast<std::size_t>(numbers.integer(0, 2));
+    plan.worked = {{row("weights", r), 1}, {row("out", r), 1}};
+    return plan;
+}
+
+ExercisePlan gqa(HandNumbers& numbers) {
+    ExercisePlan plan;
+    plan.title = "Grouped-query attention: 4 query heads, 2 KV heads";
+    add_qkv(plan, numbers, 2, 2, 4, 2);
+    plan.question = "Two tokens, 4 query heads and 2 key/value heads (d_k = 4, d_v = 2). Q holds 4 heads side by side, K and V hold 2.";
+    plan.tasks = {"which KV head each query head reads: ⌊h / (H / H_kv)⌋", "the scores of every query head against its KV head",
+                  "the weights and the output of every head",
+                  "how many numbers per token the KV cache holds, against multi-head attention with 4 KV heads"};
+    plan.expect_steps = {"scores", "weights", "out"};
+    plan.answer_steps = {"scores", "weights", "out"};
+    plan.worked = {{cell(1, 0), 3}, {row("weights", 1), 3}};
+    plan.notes = {"Query heads 0 and 1 read KV head 0; heads 2 and 3 read KV head 1.",
+                  fmt::format("The cache holds 2 · H_kv · d_k = 2 · 2 · {} = {} numbers per token and layer, against 2 · 4 · {} = {} with 4 KV heads.", d_k,
+                              4 * d_k, d_k, 8 * d_k)};
+    return plan;
+}
+
+ExercisePlan kv_cache(HandNumbers& numbers) {
+    ExercisePlan plan;
+    plan.title = "Decoding with a KV cache";
+    add_qkv(plan, numbers, 3, 3);
+    plan.problem["mask"] = "causal";
+    plan.pipeline = "decode";
+    plan.question = "Generate three tokens one at a time. At step t the new token's key and value are appended to the cache, and its query reads the whole cache.";
+    plan.tasks = {"for t = 0, 1, 2: the cache K and V after appending (t + 1 rows)", "the query's scores against the cache, its weights and its output",
+                  "compare the stacked outputs with the full causal computation", "the size of the cache for the model below"};
+    plan.expect_steps = {"weights", "out"};
+    plan.answer_steps = {"k_cache", "v_cache", "weights", "out"};
+    plan.worked = {{row("weights", 2)}, {row("out", 2)}};
+    CostQuestion model;
+    model.layers = static_cast<std::uint64_t>(numbers.pick<int>({12, 24, 32}));
+    model.kv_heads = static_cast<std::uint64_t>(numbers.pick<int>({4, 8}));
+    model.heads = 4 * model.kv_heads;
+    model.d_model = model.heads * static_cast<std::uint64_t>(numbers.pick<int>({64, 128}));
+    model.bytes = 2;
+    model.n = model.tokens = static_cast<std::uint64_t>(numbers.pick<int>({1024, 4096, 8192}));
+    const CostAnswer cost = compute_cost(model);
+    plan.tasks.back() += fmt::format(": {} layers, {} KV heads of d_k = {}, 2 bytes per number, {} tokens", model.layers, model.kv_heads, cost.d_head, model.n);
+    plan.notes = {"Decoding computes row t of the causal weights at step t: the arithmetic below is the full computation's row 2, which step t = 2 repeats.",
+                  fmt::format("Cache per token: 2 · layers · H_kv · d_k · bytes = 2 · {} · {} · {} · 2 = {}; for {} tokens: {}.", model.layers, model.kv_heads,
+                              cost.d_head, bytes_text(cost.kv_cache_bytes_per_token), model.n, bytes_text(cost.kv_cache_bytes_total))};
+    return plan;
+}
+
+ExercisePlan tiled(HandNumbers& numbers) {
+    ExercisePlan plan;
+    plan.title = "Tiles and the online softmax";
+    add_qkv(plan, numbers, 4, 4);
+    plan.pipeline = "tiled";
+    plan.question = "Compute attention for four tokens in tiles of 2 queries × 2 keys, never holding the 4 × 4 score matrix (FlashAttention's online softmax).";
+    plan.tasks = {"for each query block and key tile: the tile's scaled scores", "the running max m; when it grows, the rescale factor e^(m_old − m_new)",
+                  "the running sum ℓ and the running weighted sum u, both rescaled before the tile's terms are added", "out = u / ℓ, and the same as the full computation"};
+    plan.expect_steps = {"m", "l", "out"};
+    plan.answer_steps = {"scores", "m", "rescale", "l", "u", "out"};
+    plan.worked = {{row("weights", 0)}};
+    plan.notes = {"The full computation's row 0 (below) gives the same weights as the tiles: ℓ at the end is the full row's sum of e^(z − max).",
+                  "At most 2 × 2 = 4 scores are held at once, against 4 × 4 = 16 for the whole matrix."};
+    return plan;
+}
+
+ExercisePlan scale(HandNumbers& numbers) {
+    ExercisePlan plan;
+    plan.title = "Why divide by √d_k";
+    add_qkv(plan, numbers, 2, 3, 1, 1, {-2, -1, 1, 2}, {-2, -1, 0, 1, 2});
+    plan.question = "Queries and keys with larger numbers (d_k = 4). Compare softmax of the raw scores with softmax of the scaled scores.";
+    plan.tasks = {"S = Q Kᵀ", "the weights without scaling, softmax(S)", "the weights with scaling, softmax(S / 2)",
+                  "which row is closer to picking a single key, and why that slows learning"};
+    plan.expect_steps = {"scores", "scaled", "weights"};
+    plan.answer_steps = {"scores", "scaled", "weights"};
+    plan.compare_unscaled = true;
+    plan.worked = {{row("weights", 0)}};
+    plan.notes = {"For random q and k with unit-variance entries, Var(q · k) = d_k: dividing by √d_k brings the spread back to 1 for every d_k.",
+                  "A saturated softmax (one weight near 1) has a Jacobian diag(p) − p pᵀ near 0, so almost no gradient reaches the scores."};
+    return plan;
+}
+
+ExercisePlan cost(HandNumbers& numbers) {
+    ExercisePlan plan;
+    plan.title = "What attention costs";
+    plan.problem["tokens"] = numbers.words(3);
+    plan.problem["X"] = numbers.matrix(3, 4, {0, 1});
+    for (const char* w : {"W_Q", "W_K", "W_V", "W_O"}) plan.problem[w] = numbers.matrix(4, 4, key_values);
+    plan.problem["heads"] = 2;
+    plan.question = "A layer with d = 4 and 2 heads (d_k = 2) reads 3 tokens. Count its shapes and its work; then scale the count up to the model below.";
+    plan.tasks = {"the shapes of Q, K, V, each head's scores and weights, concat and final",
+                  "the parameters: 4 d² (no biases here) and 4 d² + 4 d with biases",
+                  "the multiply-adds: 4 · N · d² for the projections, 2 · N² · d for Q Kᵀ and A V", "the same for the larger model, with the score memory and the length where N² wins"};
+    plan.expect_steps = {"q", "scores", "final"};
+    plan.answer_steps = {"q", "k", "v", "scores", "weights", "concat", "final"};
+    plan.worked = {{cell(0, 0)}};
+    CostQuestion small;
+    small.n = 3;
+    small.d_model = 4;
+    small.heads = 2;
+    CostQuestion large;
+    large.n = static_cast<std::uint64_t>(numbers.pick<int>({1024, 2048, 4096, 8192}));
+    large.d_model = static_cast<std::uint64_t>(numbers.pick<int>({512, 768, 1024}));
+    large.heads = static_cast<std::uint64_t>(numbers.pick<int>({8, 16}));
+    plan.tasks.back() += fmt::format(": N = {}, d = {}, {} heads, float32", large.n, large.d_model, large.heads);
+    plan.preformatted = "this layer:\n" + cost_text(compute_cost(small)) + "\nthe larger model:\n" + cost_text(compute_cost(large));
+    return plan;
+}
+
+}  // namespace
+
+nlohmann::ordered_json HandNumbers::matrix(std::size_t rows, std::size_t cols, const std::vector<double>& values) {
+    nlohmann::ordered_json out = nlohmann::ordered_json::array();
+    for (std::size_t i = 0; i < rows; ++i) {
+        std::vector<double> row;
+        do {
+            row.clear();
+            for (std::size_t j = 0; j < cols; ++j) row.push_back(pick(values));
+        } while (std::all_of(row.begin(), row.end(), [](double x) { return x == 0; }) && cols > 1);
+        nlohmann::ordered_json json_row = nlohmann::ordered_json::array();
+        // Whole numbers as integers, so the file reads 2 rather than 2.0.
+        for (double x : row) x == std::floor(x) ? json_row.push_back(static_cast<std::int64_t>(x)) : json_row.push_back(x);
+        out.push_back(std::move(json_row));
+    }
+    return out;
+}
+
+std::vector<std::string> HandNumbers::words(std::size_t n) {
+    std::vector<std::string> pool = word_pool, out;
+    for (std::size_t k = 0; k < n; ++k) {
+        const auto at = static_cast<std::size_t>(integer(0, static_cast<std::int64_t>(pool.size()) - 1));
+        out.push_back(pool[at]);
+        pool.erase(pool.begin() + static_cast<long>(at));
+    }
+    return out;
+}
+
+ExercisePlan plan_exercise(const std::string& topic, HandNumbers& numbers) {
+    static const std::map<std::string, std::function<ExercisePlan(HandNumbers&)>> planners = {
+        {"scores", scores}, {"softmax", softmax}, {"causal", causal}, {"padding", padding}, {"multihead", multihead},
+        {"gqa", gqa},       {"kv-cache", kv_cache}, {"tiled", tiled}, {"scale", scale},     {"cost", cost}};
+    const auto planner = planners.find(topic);
+    if (planner == planners.end()) throw InputError(fmt::format("--topic '{}': expected one of scores, softmax, causal, padding, multihead, gqa, kv-cache, tiled, scale, cost", topic));
+    return planner->second(numbers);
+}
+
+}  // namespace attn_trace
