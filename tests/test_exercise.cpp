@@ -49,7 +49,7 @@ TEST_CASE("a seed's numbers are pinned, so every platform writes the same exerci
 
 TEST_CASE("the worked answer shows the steps and the arithmetic of a row, in Markdown and LaTeX") {
     const std::string md = write_exercise("causal", 2, "markdown");
-    CHECK(md.find("### Answer") != std::string::npos);
+    CHECK(md.find("## Answer") != std::string::npos);
     CHECK(md.find("### `mask`") != std::string::npos);
     CHECK(md.find("the softmax of row") != std::string::npos);
     CHECK(md.find("$$") != std::string::npos);

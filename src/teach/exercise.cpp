@@ -124,7 +124,7 @@ private:
     std::string text(const std::string& s) const { return latex_ ? latex_text(s) : s; }
     std::string heading(int level, const std::string& s) const {
         if (latex_) return fmt::format("\n\\{}{{{}}}\n", level == 1 ? "section*" : "subsection*", text(s));
-        return fmt::format("\n{} {}\n", level == 1 ? "##" : "###", s);
+        return fmt::format("\n{} {}\n", level == 1 ? "#" : "##", s);
     }
     std::string paragraph(const std::string& s) const { return "\n" + text(s) + "\n"; }
     std::string list(const std::vector<std::string>& items) const {

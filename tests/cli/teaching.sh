@@ -62,7 +62,7 @@ for topic in scores softmax causal padding multihead gqa kv-cache tiled scale co
   "$A" exercise --topic "$topic" --seed 4 --format json > "exercise_$topic.json"
   expect_exit 0 "^1 passed, 0 failed$" -- "$A" check "exercise_$topic.json"
 done
-expect_exit 0 "### Answer" -- "$A" exercise --topic softmax --seed 3
+expect_exit 0 "## Answer" -- "$A" exercise --topic softmax --seed 3
 expect_exit 0 "begin\{enumerate\}" -- "$A" exercise --topic causal --seed 3 --format latex
 "$A" exercise --topic gqa --seed 9 > a.md
 "$A" exercise --topic gqa --seed 9 > b.md
