@@ -12,10 +12,7 @@ using namespace attn_trace::testing;
 
 namespace {
 
-const char* damaged = R"({"tokens": ["damaged", "on", "arrival"],
-  "X": [[1, 0, 0, 1], [0, 1, 0, 0], [0, 0, 1, 0]],
-  "W_Q": [[0.5, 0.5], [0, 0], [1, 0], [0, 1]], "W_K": [[1, 0], [0, 0.5], [0, 2], [0, 0]],
-  "W_V": [[1, 0], [0, 0], [0, 1], [1, 0]]})";
+const std::string damaged = damaged_keys + "}";
 
 Trace decode(const std::string& json, DecodeOptions options = {}, Dtype dtype = Dtype::f64) {
     return pipeline_decode(parse_problem(json, "test.json"), RunOptions{dtype, "cpu"}, options);

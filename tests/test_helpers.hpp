@@ -13,6 +13,13 @@ namespace attn_trace::testing {
 
 inline constexpr double inf = std::numeric_limits<double>::infinity();
 
+// Seed 001's "damaged on arrival" (X and the three W matrices) without its closing
+// brace, so a test can add keys: damaged_keys + R"(, "mask": "causal"})".
+inline const std::string damaged_keys = R"({"tokens": ["damaged", "on", "arrival"],
+  "X": [[1, 0, 0, 1], [0, 1, 0, 0], [0, 0, 1, 0]],
+  "W_Q": [[0.5, 0.5], [0, 0], [1, 0], [0, 1]], "W_K": [[1, 0], [0, 0.5], [0, 2], [0, 0]],
+  "W_V": [[1, 0], [0, 0], [0, 1], [1, 0]])";
+
 inline Trace run_json(const std::string& json, Dtype dtype = Dtype::f64) {
     return pipeline_full(parse_problem(json, "test.json"), RunOptions{dtype, "cpu"});
 }

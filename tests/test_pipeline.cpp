@@ -12,17 +12,12 @@ using namespace attn_trace::testing;
 
 namespace {
 
-const char* damaged = R"({"tokens": ["damaged", "on", "arrival"],
-  "X": [[1, 0, 0, 1], [0, 1, 0, 0], [0, 0, 1, 0]],
-  "W_Q": [[0.5, 0.5], [0, 0], [1, 0], [0, 1]], "W_K": [[1, 0], [0, 0.5], [0, 2], [0, 0]],
-  "W_V": [[1, 0], [0, 0], [0, 1], [1, 0]])";
-
-std::string with(const char* base, const std::string& extra) { return std::string(base) + extra + "}"; }
+std::string with(const std::string& extra) { return damaged_keys + extra + "}"; }
 
 }  // namespace
 
 TEST_CASE("seed 001: the steps of 'damaged on arrival' by hand") {
-    const Trace trace = run_json(with(damaged, ""));
+    const Trace trace = run_json(with(""));
     REQUIRE(step_values(trace, "scores").data() == matrix({{0.5, 0.75, 3.0}, {0, 0, 0}, {1, 0, 0}}).data());
     // damaged's row: e^(z - max) / Σ with z = s·(0.5, 0.75, 3), s = 1/√2.
     const double s = 1 / std::sqrt(2.0);
@@ -38,7 +33,7 @@ TEST_CASE("seed 001: the steps of 'damaged on arrival' by hand") {
 }
 
 TEST_CASE("the steps come in SPEC §4 order with formulas and shapes") {
-    const Trace trace = run_json(with(damaged, R"(, "mask": "causal")"));
+    const Trace trace = run_json(with(R"(, "mask": "causal")"));
     std::vector<std::string> names;
     for (const auto& step : trace.steps) names.push_back(step.name);
     REQUIRE(names == std::vector<std::string>{"x", "q", "k", "v", "scores", "scaled", "mask", "masked", "row_max", "exp", "row_sum", "weights", "out"});
@@ -49,10 +44,10 @@ TEST_CASE("the steps come in SPEC §4 order with formulas and shapes") {
 }
 
 TEST_CASE("scale: auto is 1/sqrt(d_k), none is 1, a number is used as given") {
-    const Matrix scores = step_values(run_json(with(damaged, "")), "scores");
-    const Matrix autoscaled = step_values(run_json(with(damaged, R"(, "scale": "auto")")), "scaled");
-    const Matrix unscaled = step_values(run_json(with(damaged, R"(, "scale": "none")")), "scaled");
-    const Matrix quarter = step_values(run_json(with(damaged, R"(, "scale": 0.25)")), "scaled");
+    const Matrix scores = step_values(run_json(with("")), "scores");
+    const Matrix autoscaled = step_values(run_json(with(R"(, "scale": "auto")")), "scaled");
+    const Matrix unscaled = step_values(run_json(with(R"(, "scale": "none")")), "scaled");
+    const Matrix quarter = step_values(run_json(with(R"(, "scale": 0.25)")), "scaled");
     REQUIRE(autoscaled(0, 2) == 3.0 / std::sqrt(2.0));
     REQUIRE(unscaled.data() == scores.data());
     REQUIRE(quarter(0, 2) == 0.75);
@@ -60,12 +55,12 @@ TEST_CASE("scale: auto is 1/sqrt(d_k), none is 1, a number is used as given") {
 
 TEST_CASE("empty rows: error names the row, zero gives zeros, nan gives NaN") {
     const std::string blocked = R"(, "mask": {"key_valid": [0, 0, 0]})";
-    REQUIRE_THROWS_WITH(run_json(with(damaged, blocked)), Catch::Contains("query 0 (\"damaged\") can read no key") && Catch::Contains("empty_rows"));
-    const Trace zero = run_json(with(damaged, blocked + R"(, "empty_rows": "zero")"));
+    REQUIRE_THROWS_WITH(run_json(with(blocked)), Catch::Contains("query 0 (\"damaged\") can read no key") && Catch::Contains("empty_rows"));
+    const Trace zero = run_json(with(blocked + R"(, "empty_rows": "zero")"));
     for (double x : step_values(zero, "weights").data()) REQUIRE(x == 0.0);
     for (double x : step_values(zero, "out").data()) REQUIRE(x == 0.0);
     REQUIRE_THAT(zero.notes.back(), Catch::Contains("empty_rows = zero"));
-    const Trace nan = run_json(with(damaged, blocked + R"(, "empty_rows": "nan")"));
+    const Trace nan = run_json(with(blocked + R"(, "empty_rows": "nan")"));
     for (double x : step_values(nan, "weights").data()) REQUIRE(std::isnan(x));
     REQUIRE(step_values(nan, "row_max")(0, 0) == -inf);
 }
@@ -153,7 +148,7 @@ TEST_CASE("RoPE keeps norms and is the identity at position 0") {
 }
 
 TEST_CASE("softcap bounds the scaled scores by c, before the mask") {
-    const Trace trace = run_json(with(damaged, R"(, "softcap": 0.5, "mask": "causal", "scale": "none")"));
+    const Trace trace = run_json(with(R"(, "softcap": 0.5, "mask": "causal", "scale": "none")"));
     const Matrix& capped = step_values(trace, "capped");
     for (double x : capped.data()) REQUIRE(std::fabs(x) < 0.5);
     REQUIRE(capped(0, 2) == Approx(0.5 * std::tanh(3.0 / 0.5)).margin(1e-15));

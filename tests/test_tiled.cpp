@@ -12,11 +12,6 @@ using namespace attn_trace::testing;
 
 namespace {
 
-const char* damaged = R"({"tokens": ["damaged", "on", "arrival"],
-  "X": [[1, 0, 0, 1], [0, 1, 0, 0], [0, 0, 1, 0]],
-  "W_Q": [[0.5, 0.5], [0, 0], [1, 0], [0, 1]], "W_K": [[1, 0], [0, 0.5], [0, 2], [0, 0]],
-  "W_V": [[1, 0], [0, 0], [0, 1], [1, 0]])";
-
 Trace tiled(const std::string& json, std::size_t block_q, std::size_t block_k, Dtype dtype = Dtype::f64) {
     return pipeline_tiled(parse_problem(json, "test.json"), RunOptions{dtype, "cpu"}, TiledOptions{block_q, block_k});
 }
@@ -36,7 +31,7 @@ bool any_nan(const Matrix& m) {
 }  // namespace
 
 TEST_CASE("tiled: seed 001 with two key tiles equals the full computation") {
-    const std::string problem = std::string(damaged) + "}";
+    const std::string problem = damaged_keys + "}";
     const Trace trace = tiled(problem, 3, 2);
     REQUIRE(matches(step_values(trace, "out"), matrix({{0.248, 0.728}, {0.667, 0.333}, {1.007, 0.248}}), 5e-4));
     REQUIRE(trace_number(trace, "max_abs_diff_vs_full") <= 1e-15);
@@ -54,7 +49,7 @@ TEST_CASE("tiled: seed 001 with two key tiles equals the full computation") {
 }
 
 TEST_CASE("tiled: a causal mask skips the tiles above the diagonal and counts them") {
-    const std::string problem = std::string(damaged) + R"(, "mask": "causal"})";
+    const std::string problem = damaged_keys + R"(, "mask": "causal"})";
     const Trace trace = tiled(problem, 1, 1);
     REQUIRE(trace_number(trace, "tiles_skipped") == 3);  // (0,1), (0,2), (1,2)
     REQUIRE(trace_number(trace, "tiles_computed") == 6);
@@ -131,7 +126,7 @@ TEST_CASE("tiled: fully masked rows follow the empty-row policy") {
 }
 
 TEST_CASE("tiled: block sizes of 0 are input errors") {
-    const std::string problem = std::string(damaged) + "}";
+    const std::string problem = damaged_keys + "}";
     REQUIRE_THROWS_WITH(tiled(problem, 0, 2), Catch::Contains("--block-q 0"));
     REQUIRE_THROWS_WITH(tiled(problem, 2, 0), Catch::Contains("--block-k 0"));
 }

@@ -15,9 +15,9 @@ using nlohmann::json;
 
 namespace {
 
-// Random matrices larger than this are refused before allocation: 2^28 values are
+// Matrices larger than this are refused before allocation: 2^28 values are
 // 2 GiB of doubles, more than any trace can show and more than a file should ask.
-constexpr std::size_t max_random_values = std::size_t{1} << 28;
+constexpr std::size_t max_matrix_values = std::size_t{1} << 28;
 
 std::string join_shape(const std::vector<std::size_t>& shape) {
     std::string text = "(";
@@ -151,16 +151,31 @@ NumericArray JsonReader::nested(const json& value, const std::string& path) cons
     return out;
 }
 
+std::vector<std::size_t> JsonReader::shape(const json& value, const std::string& path) const {
+    if (!value.is_array() || value.empty() || value.size() > 3) fail(path, "expected 1 to 3 whole numbers, found " + describe_json(value));
+    std::vector<std::size_t> extents;
+    double total = 1;
+    for (std::size_t i = 0; i < value.size(); ++i) {
+        extents.push_back(static_cast<std::size_t>(whole_number(value[i], fmt::format("{}[{}]", path, i), 1, 1L << 32)));
+        total *= static_cast<double>(extents.back());
+    }
+    // Refused before anything is allocated.
+    if (total > static_cast<double>(max_matrix_values))
+        fail(path, fmt::format("{} values would need more than {} GiB; the limit is {} values", join_shape(extents),
+                               (max_matrix_values * 8) >> 30, max_matrix_values));
+    return extents;
+}
+
+std::size_t element_count(const std::vector<std::size_t>& shape) {
+    std::size_t total = 1;
+    for (auto extent : shape) total *= extent;
+    return total;
+}
+
 NumericArray JsonReader::shaped(const json& value, const std::string& path) const {
     NumericArray out;
-    const auto& shape = value["shape"];
-    if (!shape.is_array() || shape.empty() || shape.size() > 3)
-        fail(path + ".shape", "expected 1 to 3 whole numbers, found " + describe_json(shape));
-    std::size_t total = 1;
-    for (std::size_t i = 0; i < shape.size(); ++i) {
-        out.shape.push_back(static_cast<std::size_t>(whole_number(shape[i], fmt::format("{}.shape[{}]", path, i), 1, 1L << 40)));
-        total *= out.shape.back();
-    }
+    out.shape = shape(value["shape"], path + ".shape");
+    const std::size_t total = element_count(out.shape);
     for (const auto& [key, item] : value.items())
         if (key != "shape" && key != "data") fail(path + "." + key, "unknown key: a shaped matrix has only \"shape\" and \"data\"");
     if (!value.contains("data")) fail(path, "a matrix with \"shape\" needs \"data\" (the values, row-major)");
@@ -186,17 +201,8 @@ NumericArray JsonReader::random(const json& value, const std::string& path) cons
         }
     if (!spec.contains("shape")) fail(at, "needs \"shape\", e.g. [8192, 64]");
     NumericArray out;
-    const auto& shape = spec["shape"];
-    if (!shape.is_array() || shape.empty() || shape.size() > 3)
-        fail(at + ".shape", "expected 1 to 3 whole numbers, found " + describe_json(shape));
-    std::size_t total = 1;
-    for (std::size_t i = 0; i < shape.size(); ++i) {
-        out.shape.push_back(static_cast<std::size_t>(whole_number(shape[i], fmt::format("{}.shape[{}]", at, i), 1, 1L << 32)));
-        total *= out.shape.back();
-        if (total > max_random_values)
-            fail(at + ".shape", fmt::format("{} values would need more than {} GiB; the limit is {} values",
-                                            join_shape(out.shape), (max_random_values * 8) >> 30, max_random_values));
-    }
+    out.shape = shape(spec["shape"], at + ".shape");
+    const std::size_t total = element_count(out.shape);
     const std::uint64_t seed = spec.contains("seed") ? static_cast<std::uint64_t>(whole_number(spec["seed"], at + ".seed", 0, std::numeric_limits<long>::max())) : 0;
     const std::string dist = spec.contains("dist") ? string(spec["dist"], at + ".dist") : "normal";
     auto option = [&](const char* key, double fallback) { return spec.contains(key) ? number(spec[key], at + "." + key) : fallback; };

@@ -37,11 +37,15 @@ public:
     std::vector<std::string> strings(const nlohmann::json& value, const std::string& path) const;
 
 private:
+    // [r, c] (or 1 or 3 extents), each >= 1, their product within the size limit.
+    std::vector<std::size_t> shape(const nlohmann::json& value, const std::string& path) const;
     NumericArray nested(const nlohmann::json& value, const std::string& path) const;
     NumericArray shaped(const nlohmann::json& value, const std::string& path) const;
     NumericArray random(const nlohmann::json& value, const std::string& path) const;
     std::string file_;
 };
+
+std::size_t element_count(const std::vector<std::size_t>& shape);
 
 // "a string \"abc\"", "an array of 3 items", "an object", "null", ...
 std::string describe_json(const nlohmann::json& value);
