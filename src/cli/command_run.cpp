@@ -3,6 +3,7 @@
 #include "attn_trace/errors.hpp"
 #include "attn_trace/pipeline_fast.hpp"
 #include "commands.hpp"
+#include "trace_budget.hpp"
 #include "trace_options.hpp"
 
 namespace attn_trace::cli {
@@ -10,11 +11,9 @@ namespace attn_trace::cli {
 namespace {
 
 // The full trace keeps about eight n×m matrices per head (scores, scaled, capped,
-// mask, masked, exp, weights and their rendering). Past this budget `run` takes
-// the fast path (SPEC §12) instead, which never holds n×m, rather than swapping
-// or being killed.
-constexpr double trace_budget_bytes = 4.0 * (1 << 30);
-
+// mask, masked, exp, weights and their rendering). Past trace_budget_bytes `run`
+// takes the fast path (SPEC §12) instead, which never holds n×m, rather than
+// swapping or being killed.
 double full_trace_bytes(const Problem& p) {
     return 8.0 * 8.0 * static_cast<double>(p.batch) * p.heads * static_cast<double>(p.n) * static_cast<double>(p.m);
 }

@@ -6,10 +6,6 @@
 
 namespace attn_trace::cli {
 
-namespace {
-constexpr double trace_budget_bytes = 4.0 * (1 << 30);
-}
-
 void refuse_over_budget(const Problem& p, const std::string& command, double bytes) {
     if (bytes <= trace_budget_bytes) return;
     throw InputError(fmt::format("{}: the {} trace of n = {} queries × m = {} keys × {} head{} would hold about {:.1f} GiB; the limit is "

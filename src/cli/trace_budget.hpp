@@ -8,6 +8,10 @@
 
 namespace attn_trace::cli {
 
+// The most bytes a kept trace may hold: well inside this project's 24 GiB machines,
+// with room for the renderers' copies.
+inline constexpr double trace_budget_bytes = 4.0 * (1 << 30);
+
 // Throws InputError when `bytes` (the command's own estimate) passes the budget.
 void refuse_over_budget(const Problem& problem, const std::string& command, double bytes);
 
