@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "attention_parts.hpp"
+#include "stepwise_parts.hpp"
 #include "attn_trace/errors.hpp"
 #include "attn_trace/fast_attention.hpp"
 #include "attn_trace/pipeline_fast.hpp"
@@ -138,14 +139,7 @@ private:
     }
 
     void record(std::string name, std::string formula, Matrix values, std::optional<int> head, std::size_t batch) {
-        Step step;
-        step.name = std::move(name);
-        step.formula = std::move(formula);
-        step.values = std::move(values);
-        step.head = head;
-        if (p_.batched) step.batch = static_cast<int>(batch);
-        step.row_labels = query_labels(p_);
-        trace_.steps.push_back(std::move(step));
+        steps_.record(std::move(name), std::move(formula), std::move(values), head, batch, query_labels(p_));
     }
 
     FastAttentionStats run_sequence(std::size_t b) {
@@ -244,6 +238,7 @@ private:
     FastPathOptions fast_;
     FastAttentionSettings settings_;
     Trace trace_;
+    StepRecorder steps_{p_, trace_};
 };
 
 }  // namespace
