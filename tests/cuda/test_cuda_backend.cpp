@@ -60,7 +60,7 @@ TEST_CASE("the fused CUDA kernel equals the reference: no mask, both causal alig
                          Case{77, 100, 128, "causal-bottom-right", 23}, Case{65, 65, 32, "causal", 0}}) {
         const Problem p = random_problem(c.n, c.m, c.d, c.d, fmt::format(R"(, "mask": "{}", "empty_rows": "zero")", c.mask));
         const Trace reference = pipeline_full(p, {Dtype::f64, "cpu"});
-        const Matrix fused = cuda_fused_attention(*p.Q, *p.K, *p.V, p.scale_factor(), c.offset);
+        const Matrix fused = CudaBackend().fused_attention(*p.Q, *p.K, *p.V, p.scale_factor(), c.offset).value();
         require_close(fused, reference.find("out", 0, std::nullopt, std::nullopt, std::nullopt)->values, tolerances::f32_vs_f64,
                       fmt::format("fused n={} m={} d={} {}", c.n, c.m, c.d, c.mask));
     }

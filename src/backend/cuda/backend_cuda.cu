@@ -159,7 +159,7 @@ Matrix CudaBackend::multiply_transposed(const Matrix& a, const Matrix& b, Dtype 
     return dtype == Dtype::f32 ? product_on_device<float>(a, b, true) : product_on_device<double>(a, b, true);
 }
 
-Matrix cuda_fused_attention(const Matrix& q, const Matrix& k, const Matrix& v, double scale, long causal_offset) {
+std::optional<Matrix> CudaBackend::fused_attention(const Matrix& q, const Matrix& k, const Matrix& v, double scale, long causal_offset) const {
     const int n = static_cast<int>(q.rows()), m = static_cast<int>(k.rows()), d = static_cast<int>(q.cols()), dv = static_cast<int>(v.cols());
     if (d > max_width || dv > max_width)
         throw InputError("the CUDA fused kernel takes head widths up to " + std::to_string(max_width) + ", found d_k = " + std::to_string(d) +

@@ -15,16 +15,12 @@ public:
     Matrix multiply(const Matrix& a, const Matrix& b, Dtype dtype) const override;
     // CPU twin: CpuBackend::multiply_transposed
     Matrix multiply_transposed(const Matrix& a, const Matrix& b, Dtype dtype) const override;
+    // One thread per query row, K and V tiles in shared memory, online softmax.
+    // CPU twin: pipeline_tiled / fast_attention. Head widths up to 128.
+    std::optional<Matrix> fused_attention(const Matrix& q, const Matrix& k, const Matrix& v, double scale, long causal_offset) const override;
 };
 
 // Whether a CUDA device can be used; when not, `why` says what is missing.
 bool cuda_device_available(std::string& why);
-
-// The GPU fast path: fused attention for one head in float32, online softmax,
-// never holding the n×m scores. CPU twin: pipeline_tiled / the fast CPU kernel.
-// q (n, d), k (m, d), v (m, d_v) -> out (n, d_v). `causal_offset` < 0 means no
-// mask; otherwise key j is visible to query i iff j <= i + causal_offset
-// (0 = top-left, m − n = bottom-right). Rows with no visible key give 0.
-Matrix cuda_fused_attention(const Matrix& q, const Matrix& k, const Matrix& v, double scale, long causal_offset);
 
 }  // namespace attn_trace
