@@ -390,7 +390,8 @@ private:
         if (!value.is_object() || value.size() != 1)
             reader_.fail(path, "expected a mask name such as \"causal\" or an object with one key (window, key_valid, additive, allowed, blocked), found " +
                                    describe_json(value));
-        const auto& [kind, body] = *value.items().begin();
+        const std::string kind = value.begin().key();  // the object has exactly one key
+        const json& body = value.begin().value();
         const std::string at = path + "." + kind;
         MaskSpec spec;
         if (kind == "window") {
