@@ -3,8 +3,9 @@
 // the printing. Queries go in blocks of Br rows, keys in tiles of Bc; per query
 // row it keeps the running max m, the running sum ℓ and the running weighted sum
 // u, so it holds Br × Bc scores per worker and never the n × m matrix.
-// Block products go through BLAS; the (head, query block) pairs are shared out
-// among worker threads. float32 and float64.
+// Block products are register-tiled micro-kernels on packed panels
+// (src/backend/cpu/panel_kernels.hpp); the (head, query block) pairs are shared
+// out among worker threads. float32 and float64.
 #include <cstddef>
 #include <optional>
 #include <vector>
@@ -56,18 +57,21 @@ struct FastAttentionOutput {
 };
 
 struct FastAttentionSettings {
-    // Br × Bc scores per worker: 64 × 512 floats = 128 KiB, and the K and V tiles
-    // (Bc × 64 each, 128 KiB each) stay in a 512 KiB L2 while a block is worked.
-    // See docs/PERFORMANCE.md for the measurements behind the defaults.
-    std::size_t block_q = 64;   // Br
-    std::size_t block_k = 512;  // Bc
+    // A worker packs each K and V tile once per query block and reuses it for all
+    // Br rows, so Br is large; Br shrinks for short sequences so that every worker
+    // gets several blocks. Per panel of 16 queries the scores are Bc × 16 floats
+    // (16 KiB at Bc = 256, in L1); the packed K and V tiles (Bc × 64 floats each at
+    // d_k = 64) stay in L2. See docs/PERFORMANCE.md for the measurements.
+    std::size_t block_q = 512;  // Br
+    std::size_t block_k = 256;  // Bc
     int threads = 1;
 };
 
 struct FastAttentionStats {
     std::size_t tiles_computed = 0, tiles_skipped = 0;
-    std::size_t score_bytes_held = 0;  // Br·Bc·sizeof(T) per worker, all workers together
+    std::size_t score_bytes_held = 0;  // one panel's scores (Bc × 16 floats) per worker, all workers together
     int workers = 0;                   // threads used: at most one per (head, query block)
+    std::size_t block_q = 0, block_k = 0;  // the Br and Bc used
 };
 
 // out_h = softmax(s·Q_h K_gᵀ + M) V_g for every query head h, written to `output`.

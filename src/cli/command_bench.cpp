@@ -36,8 +36,8 @@ void add_bench_command(CLI::App& app, int& exit_code) {
     o.config.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     auto* bench = app.add_subcommand("bench", "time the attention implementations side by side (naive, fast, cuda)");
     bench->footer(R"(Implementations (all on the same random inputs, those of `attn-trace random --seed S`):
-  naive  the whole (n, n) score matrix (one row block per thread), full-row softmax,
-         then P V; skipped when one score matrix would pass 2 GiB
+  naive  the whole (n, n) score matrix (one row block per thread, OpenBLAS),
+         full-row softmax, then P V; skipped when one score matrix would pass 2 GiB
   fast   the fused tiled kernel with online softmax (what `run --fast` uses)
   cuda   the GPU path: reported unavailable in builds without CUDA
 Each setting prints the median of the repeats after the warm-up runs with min–max,
@@ -65,8 +65,8 @@ Examples:
     bench->add_option("--warmup", o.config.warmup, "untimed runs first")->check(CLI::Range(0, 1000))->capture_default_str();
     bench->add_option("--dtype", o.dtype, "f32 or f64")->check(CLI::IsMember({"f32", "f64"}))->capture_default_str();
     bench->add_option("--seed", o.config.seed, "seed of Q; K and V use seed+1, seed+2")->capture_default_str();
-    bench->add_option("--block-q", o.config.block_q, "fast: query rows per block Br (default 64)");
-    bench->add_option("--block-k", o.config.block_k, "fast: keys per tile Bc (default 512)");
+    bench->add_option("--block-q", o.config.block_q, "fast: query rows per block Br (default 512; smaller for short sequences)");
+    bench->add_option("--block-k", o.config.block_k, "fast: keys per tile Bc (default 256)");
     bench->add_option("--format", o.format, "text, json or csv")->check(CLI::IsMember({"text", "json", "csv"}))->capture_default_str();
     bench->add_option("--svg", o.svg, "also draw time vs n (log-log, with an n² line) to this file");
     bench->add_option("--dump", o.config.dump_dir,

@@ -1,12 +1,10 @@
 // `bench`: the implementations of attention timed on identical inputs.
-//   naive  the whole (n, m) score matrix, split in one row block per thread,
-//          softmax over full rows, then P V: what a straightforward program does.
-//   fast   the tiled online-softmax kernel with its cache-sized blocks.
+//   naive  the whole (n, m) score matrix (OpenBLAS), split in one row block per
+//          thread, softmax over full rows, then P V: what a straightforward
+//          program does (src/backend/cpu/naive_attention.cpp).
+//   fast   the tiled online-softmax kernel (src/backend/cpu/fast_attention.cpp).
 //   cuda   the backend's fused GPU kernel (float32), one head at a time, timed
 //          with its host-device copies; "unavailable" without a CUDA build or GPU.
-// Both CPU implementations are the same kernel (src/backend/cpu/fast_attention.cpp)
-// with different block sizes: with one key tile per row the online softmax is
-// the plain softmax, so the only difference measured is what the blocking buys.
 #include "attn_trace/bench.hpp"
 
 #include <algorithm>
@@ -21,6 +19,7 @@
 #include "attn_trace/backend.hpp"
 #include "attn_trace/errors.hpp"
 #include "attn_trace/fast_attention.hpp"
+#include "attn_trace/naive_attention.hpp"
 #include "attn_trace/random.hpp"
 
 namespace attn_trace {
@@ -118,17 +117,11 @@ private:
         }
     }
 
-    FastAttentionSettings settings_for(const std::string& impl, std::size_t n) const {
+    FastAttentionSettings fast_settings() const {
         FastAttentionSettings settings;
         settings.threads = c_.threads;
-        if (impl == "naive") {
-            // One row block per thread, each holding all m keys' scores: n × m in all.
-            settings.block_q = (n + static_cast<std::size_t>(c_.threads) - 1) / static_cast<std::size_t>(c_.threads);
-            settings.block_k = n;
-        } else {
-            if (c_.block_q) settings.block_q = c_.block_q;
-            if (c_.block_k) settings.block_k = c_.block_k;
-        }
+        if (c_.block_q) settings.block_q = c_.block_q;
+        if (c_.block_k) settings.block_k = c_.block_k;
         return settings;
     }
 
@@ -149,8 +142,12 @@ private:
             result.score_bytes = 0;  // the kernel keeps one score per thread in registers
             return;
         }
-        const FastAttentionSettings settings = settings_for(impl, input.n);
         const FastAttentionOutput<T> output{out.data(), nullptr, nullptr, T(0)};
+        if (impl == "naive") {
+            time_runs(setting, input, impl, result, [&] { result.score_bytes = naive_attention(input, output, c_.threads).score_bytes_held; });
+            return;
+        }
+        const FastAttentionSettings settings = fast_settings();
         time_runs(setting, input, impl, result, [&] { result.score_bytes = fast_attention(input, output, settings).score_bytes_held; });
     }
 

@@ -117,6 +117,8 @@ public:
             stats.tiles_skipped += s.tiles_skipped;
             stats.score_bytes_held = s.score_bytes_held;
             stats.workers = s.workers;
+            stats.block_q = s.block_q;
+            stats.block_k = s.block_k;
         }
         trace_.notes.insert(trace_.notes.begin(), fast_path_note(stats));
         trace_.numbers = {{"scores_held", static_cast<double>(stats.score_bytes_held / (dtype_ == Dtype::f32 ? 4 : 8))},
@@ -133,7 +135,7 @@ private:
             "it held {:.3g} MiB of scores at once, where the (n, m) scores of every head would take {:.3g} GiB. Shapes per head: "
             "scores, mask, exp and weights ({}, {}) are not kept; row_max and row_sum ({}, 1) are the final running max m and sum ℓ; "
             "out ({}, {})",
-            fast_.reason.empty() ? "" : " (" + fast_.reason + ")", std::min(settings_.block_q, p_.n), std::min(settings_.block_k, p_.m),
+            fast_.reason.empty() ? "" : " (" + fast_.reason + ")", stats.block_q, stats.block_k,
             stats.workers, stats.workers == 1 ? "" : "s", static_cast<double>(stats.score_bytes_held) / (1 << 20),
             full_bytes / (1 << 30), p_.n, p_.m, p_.n, p_.n, p_.d_v);
     }

@@ -11,8 +11,8 @@ namespace attn_trace {
 namespace {
 
 BlasLibrary open_blas_library() {
-    // One OpenBLAS thread: the kernel runs one worker per core, each calling BLAS
-    // on its own block. Set before loading, so that the library does not start a
+    // One OpenBLAS thread: the naive baseline runs one worker per core, each
+    // calling BLAS on its own rows. Set before loading, so that the library does not start a
     // thread pool it will never use.
     setenv("OPENBLAS_NUM_THREADS", "1", 1);
     // The library found at configure time (whose cblas.h we compiled against),
@@ -20,7 +20,7 @@ BlasLibrary open_blas_library() {
     void* handle = dlopen(ATTN_TRACE_OPENBLAS_LIBRARY, RTLD_NOW | RTLD_LOCAL);
     if (handle == nullptr) handle = dlopen("libopenblas.so.0", RTLD_NOW | RTLD_LOCAL);
     if (handle == nullptr)
-        throw BackendUnavailable(std::string("the fast path needs OpenBLAS (Debian: libopenblas0) and cannot open it: ") + dlerror());
+        throw BackendUnavailable(std::string("bench --impl naive needs OpenBLAS (Debian: libopenblas0) and cannot open it: ") + dlerror());
     BlasLibrary blas;
     blas.sgemm = reinterpret_cast<decltype(blas.sgemm)>(dlsym(handle, "cblas_sgemm"));
     blas.dgemm = reinterpret_cast<decltype(blas.dgemm)>(dlsym(handle, "cblas_dgemm"));

@@ -10,6 +10,14 @@
 //     m' = max(m, rowmax S);  P = e^(S − m');  r = e^(m − m')     (Br, Bc), (Br)
 //     ℓ = r·ℓ + rowsum P;  U = r·U + P V_t;  m = m'               (Br), (Br, d_v)
 //   O_b = U / ℓ                                                   (Br, d_v)
+//
+// How it is laid out (panel_kernels.hpp): the block's queries go in panels of NR
+// (16 floats), packed once per block; each K and V tile is packed once per block
+// and then read by every panel. Per panel and tile the scores are a (Bc, NR)
+// column of the block, in L1, which the softmax walks down lane by lane and the
+// second product reads as it is. The softmax works in base 2: the scores are
+// scaled by log₂e once (folded into the packed queries when nothing else touches
+// the scores) and 2^x is cheaper than e^x; m is reported back in natural units.
 #include "attn_trace/fast_attention.hpp"
 
 #include <algorithm>
@@ -19,28 +27,22 @@
 #include <limits>
 #include <thread>
 
-#include "blas_library.hpp"
-#include "softmax_row_kernels.hpp"
+#include "panel_kernels.hpp"
 
 namespace attn_trace {
 
 namespace {
 
+using panel::AlignedArray;
+using panel::MR;
+using panel::Simd;
+
+constexpr double log2_e = 1.4426950408889634;
+
 template <typename T>
 constexpr T minus_infinity = -std::numeric_limits<T>::infinity();
 
-// C (rows, cols) = alpha · A (rows, inner) · op(B) + beta · C, row-major, where
-// op(B) = Bᵀ with B stored (cols, inner) when transpose_b, else B (inner, cols).
-void gemm(bool transpose_b, std::size_t rows, std::size_t cols, std::size_t inner, float alpha, const float* a, std::size_t lda,
-          const float* b, std::size_t ldb, float beta, float* c, std::size_t ldc) {
-    blas_library().sgemm(CblasRowMajor, CblasNoTrans, transpose_b ? CblasTrans : CblasNoTrans, static_cast<int>(rows), static_cast<int>(cols),
-                         static_cast<int>(inner), alpha, a, static_cast<int>(lda), b, static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
-}
-void gemm(bool transpose_b, std::size_t rows, std::size_t cols, std::size_t inner, double alpha, const double* a, std::size_t lda,
-          const double* b, std::size_t ldb, double beta, double* c, std::size_t ldc) {
-    blas_library().dgemm(CblasRowMajor, CblasNoTrans, transpose_b ? CblasTrans : CblasNoTrans, static_cast<int>(rows), static_cast<int>(cols),
-                         static_cast<int>(inner), alpha, a, static_cast<int>(lda), b, static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
-}
+std::size_t round_up(std::size_t x, std::size_t step) { return (x + step - 1) / step * step; }
 
 // Runs work(item, worker) for item = 0 … count−1 on `threads` workers (this
 // thread is worker 0); items go to whichever worker is free next.
@@ -63,71 +65,74 @@ KeyRange key_range(const FastMask* mask, std::size_t row, std::size_t m) {
     return {mask->first_key[row], mask->end_key[row]};
 }
 
-// The per-worker scratch of one block: Br·Bc scores and Br rows of m, ℓ, U.
+// The keys some query of rows [i0, i0 + rows) reads (union) and those all of them read (common).
+struct RowsKeyRange {
+    KeyRange any, all;
+};
+RowsKeyRange rows_key_range(const FastMask* mask, std::size_t i0, std::size_t rows, std::size_t m) {
+    RowsKeyRange range{{m, 0}, {0, m}};
+    for (std::size_t r = 0; r < rows; ++r) {
+        const KeyRange row = key_range(mask, i0 + r, m);
+        range.any = {std::min(range.any.first, row.first), std::max(range.any.end, row.end)};
+        range.all = {std::max(range.all.first, row.first), std::min(range.all.end, row.end)};
+    }
+    return range;
+}
+
+// The per-worker scratch (sizes for Br, Bc): packed queries, keys and values, one
+// panel's scores, and the running m, ℓ and U of the block.
 template <typename T>
 struct BlockScratch {
-    std::vector<T> scores, u, running_max, running_sum;
-    BlockScratch(std::size_t block_q, std::size_t block_k, std::size_t d_v)
-        : scores(block_q * block_k), u(block_q * d_v), running_max(block_q), running_sum(block_q) {}
+    static constexpr std::size_t NR = panel::NR<T>;
+    AlignedArray<T> queries;  // [panel][d_k][NR]   s·Q_b, zero past the last row
+    AlignedArray<T> keys;     // [key group][d_k][MR]   K_t, zero past the last key
+    AlignedArray<T> values;   // [dim group][Bc][MR]    V_t, zero past d_v
+    AlignedArray<T> scores;   // [Bc rounded to MR][NR] one panel's S, then P
+    AlignedArray<T> u;        // [panel][d_v rounded to MR][NR]
+    AlignedArray<T> running_max, running_sum;  // [panels · NR]
+    BlockScratch(std::size_t block_q, std::size_t block_k, std::size_t d_k, std::size_t d_v)
+        : queries(round_up(block_q, NR) * d_k),
+          keys(round_up(block_k, MR) * d_k),
+          values(round_up(d_v, MR) * block_k),
+          scores(round_up(block_k, MR) * NR),
+          u(round_up(block_q, NR) * round_up(d_v, MR)),
+          running_max(round_up(block_q, NR)),
+          running_sum(round_up(block_q, NR)) {}
 };
 
 template <typename T>
 class BlockWorker {
+    using S = Simd<T>;
+    using Vec = typename S::Vec;
+    static constexpr std::size_t NR = panel::NR<T>;
+    static constexpr std::size_t L = S::lanes;
+
 public:
-    BlockWorker(const FastAttentionInput<T>& in, const FastAttentionOutput<T>& out, const FastAttentionSettings& settings)
-        : in_(in), out_(out), block_q_(settings.block_q), block_k_(settings.block_k) {}
+    BlockWorker(const FastAttentionInput<T>& in, const FastAttentionOutput<T>& out, std::size_t block_k)
+        : in_(in), out_(out), block_k_(block_k), d_v_padded_(round_up(in.d_v, MR)),
+          // Softcap and additive biases act on s·QKᵀ itself; then the scores are
+          // turned into base-2 units after them, else already in the packed queries.
+          natural_units_(in.softcap.has_value() || (in.mask && (!in.mask->dense.empty() || !in.mask->alibi_slopes.empty()))) {}
 
     // One query block [i0, i0 + rows) of head h, with its tile counts added to `stats`.
     void run(int h, std::size_t i0, std::size_t rows, BlockScratch<T>& scratch, FastAttentionStats& stats) const {
-        const int g = h / (in_.heads / in_.kv_heads);  // the KV head this query head reads
-        const std::size_t hq = static_cast<std::size_t>(h), gk = static_cast<std::size_t>(g);
-        const T* q_block = in_.q + i0 * in_.q_stride + hq * in_.d_k;  // (rows, d_k)
-        const T* k_head = in_.k + gk * in_.d_k;                        // (m, d_k), row stride k_stride
-        const T* v_head = in_.v + gk * in_.d_v;                        // (m, d_v), row stride v_stride
-        T* const s = scratch.scores.data();
-        T* const u = scratch.u.data();
-        T* const m = scratch.running_max.data();
-        T* const l = scratch.running_sum.data();
-        std::fill(m, m + rows, minus_infinity<T>);
-        std::fill(l, l + rows, T(0));
-        std::fill(u, u + rows * in_.d_v, T(0));
+        const std::size_t hq = static_cast<std::size_t>(h), g = hq / static_cast<std::size_t>(in_.heads / in_.kv_heads);
+        const T* k_head = in_.k + g * in_.d_k;  // (m, d_k), row stride k_stride: the KV head this query head reads (GQA)
+        const T* v_head = in_.v + g * in_.d_v;  // (m, d_v), row stride v_stride
+        const std::size_t panels = (rows + NR - 1) / NR;
+        pack_queries(in_.q + i0 * in_.q_stride + hq * in_.d_k, rows, scratch);
+        std::fill_n(scratch.running_max.data(), panels * NR, minus_infinity<T>);
+        std::fill_n(scratch.running_sum.data(), panels * NR, T(0));
+        std::fill_n(scratch.u.data(), panels * d_v_padded_ * NR, T(0));
 
-        // The keys some row of the block reads (union) and those every row reads (intersection).
-        std::size_t union_first = in_.m, union_end = 0, common_first = 0, common_end = in_.m;
-        for (std::size_t r = 0; r < rows; ++r) {
-            const KeyRange range = key_range(in_.mask, i0 + r, in_.m);
-            union_first = std::min(union_first, range.first);
-            union_end = std::max(union_end, range.end);
-            common_first = std::max(common_first, range.first);
-            common_end = std::min(common_end, range.end);
-        }
-        const bool elementwise = in_.mask != nullptr && in_.mask->has_elementwise();
+        const KeyRange block = rows_key_range(in_.mask, i0, rows, in_.m).any;
         const std::size_t tiles = (in_.m + block_k_ - 1) / block_k_;
         std::size_t computed = 0;
-        for (std::size_t j0 = union_first / block_k_ * block_k_; j0 < union_end; j0 += block_k_, ++computed) {
+        for (std::size_t j0 = block.first / block_k_ * block_k_; j0 < block.end; j0 += block_k_, ++computed) {
             const std::size_t cols = std::min(block_k_, in_.m - j0);
-            // S = s · Q_b K_tᵀ   (rows, cols), leading dimension Bc
-            gemm(true, rows, cols, in_.d_k, static_cast<T>(in_.scale), q_block, in_.q_stride, k_head + j0 * in_.k_stride, in_.k_stride,
-                 T(0), s, block_k_);
-            if (in_.softcap) soft_cap(s, rows, cols);
-            if (elementwise || j0 < common_first || j0 + cols > common_end) add_mask(s, h, i0, rows, j0, cols);
-            for (std::size_t r = 0; r < rows; ++r) {
-                T* z = s + r * block_k_;
-                // m' = max(m, max_j z_j)
-                const T m_new = std::max(m[r], softmax_rows::row_maximum(z, cols));
-                if (m_new == minus_infinity<T>) {  // no visible key yet: this tile adds nothing
-                    std::fill(z, z + cols, T(0));
-                    continue;
-                }
-                // r = e^(m − m');  ℓ = r·ℓ + Σ_j e^(z_j − m');  U_row = r·U_row
-                const T rescale = std::exp(m[r] - m_new);
-                l[r] = rescale * l[r] + softmax_rows::exp_shifted_and_sum(z, cols, m_new);
-                if (rescale != T(1))
-                    for (std::size_t c = 0; c < in_.d_v; ++c) u[r * in_.d_v + c] *= rescale;
-                m[r] = m_new;
-            }
-            // U += P V_t   (rows, d_v)
-            gemm(false, rows, in_.d_v, cols, T(1), s, block_k_, v_head + j0 * in_.v_stride, in_.v_stride, T(1), u, in_.d_v);
+            pack_keys(k_head + j0 * in_.k_stride, cols, scratch);
+            pack_values(v_head + j0 * in_.v_stride, cols, scratch);
+            for (std::size_t p = 0; p < panels; ++p) attend_panel(h, i0, rows, p, j0, cols, scratch);
         }
         stats.tiles_computed += computed;
         stats.tiles_skipped += tiles - computed;
@@ -135,52 +140,141 @@ public:
     }
 
 private:
-    // z = c·tanh(z / c), before the mask (SPEC §3: after it, tanh(−∞)·c = −c would unmask).
-    void soft_cap(T* s, std::size_t rows, std::size_t cols) const {
-        const T c = static_cast<T>(*in_.softcap);
-        for (std::size_t r = 0; r < rows; ++r)
-            for (std::size_t j = 0; j < cols; ++j) s[r * block_k_ + j] = c * std::tanh(s[r * block_k_ + j] / c);
+    // Panel p (rows p·NR …) of the block against tile [j0, j0 + cols), restricted
+    // to the keys some row of the panel reads (a causal diagonal skips the rest).
+    void attend_panel(int h, std::size_t i0, std::size_t rows, std::size_t p, std::size_t j0, std::size_t cols, BlockScratch<T>& scratch) const {
+        const std::size_t first_row = i0 + p * NR, panel_rows = std::min(NR, rows - p * NR);
+        const RowsKeyRange range = rows_key_range(in_.mask, first_row, panel_rows, in_.m);
+        const std::size_t lo = std::max(range.any.first, j0), hi = std::min(range.any.end, j0 + cols);
+        if (lo >= hi) return;
+        const std::size_t a = lo - j0, b = hi - j0;  // the panel's keys within the tile
+        T* const s = scratch.scores.data();
+        // S = s·Q_p K_tᵀ, as (keys, NR) rows, MR keys at a time
+        const T* q_panel = scratch.queries.data() + p * in_.d_k * NR;
+        for (std::size_t group = a / MR; group * MR < b; ++group)
+            panel::micro_kernel<T, false>(in_.d_k, scratch.keys.data() + group * MR * in_.d_k, q_panel, s + group * MR * NR);
+        const bool partial = lo < range.all.first || hi > range.all.end;
+        if (natural_units_ || partial || (in_.mask && !in_.mask->key_valid.empty())) adjust_scores(s, h, first_row, panel_rows, j0, a, b);
+        online_softmax(p, a, b, scratch);
+        // U_p += P V_t
+        T* u_panel = scratch.u.data() + p * d_v_padded_ * NR;
+        for (std::size_t dims = 0; dims < d_v_padded_; dims += MR)
+            panel::micro_kernel<T, true>(b - a, scratch.values.data() + dims * block_k_ + a * MR, s + a * NR, u_panel + dims * NR);
     }
 
-    // z_ij ← z_ij + M_ij: −∞ outside the row's key range or for an invalid key,
-    // else the ALiBi and dense biases (summed in double, as the reference's M).
-    void add_mask(T* s, int h, std::size_t i0, std::size_t rows, std::size_t j0, std::size_t cols) const {
+    // Per lane (query) of the panel, over keys [a, b) of the tile: m' = max(m, max_j z_j),
+    // z_j ← 2^(z_j − m'), ℓ = 2^(m − m')·ℓ + Σ_j, U_row ·= 2^(m − m').
+    void online_softmax(std::size_t p, std::size_t a, std::size_t b, BlockScratch<T>& scratch) const {
+        T* const s = scratch.scores.data();
+        for (std::size_t half = 0; half < NR; half += L) {
+            T* const m = scratch.running_max.data() + p * NR + half;
+            T* const l = scratch.running_sum.data() + p * NR + half;
+            const Vec m_old = S::load(m);
+            Vec m_new = m_old;
+            for (std::size_t j = a; j < b; ++j) m_new = S::max(m_new, S::load(s + j * NR + half));
+            // A row that has read no visible key yet keeps m = −∞; shifting by 0
+            // there keeps its weights exactly 0 instead of −∞ − (−∞) = NaN.
+            const Vec shift = m_new == S::splat(minus_infinity<T>) ? Vec{} : m_new;
+            Vec sum{};
+            for (std::size_t j = a; j < b; ++j) {
+                const Vec e = panel::exp2_nonpositive(S::load(s + j * NR + half) - shift);
+                S::store(s + j * NR + half, e);
+                sum += e;
+            }
+            const Vec rescale = panel::exp2_nonpositive(m_old - shift);
+            S::store(l, rescale * S::load(l) + sum);
+            S::store(m, m_new);
+            T* const u = scratch.u.data() + p * d_v_padded_ * NR + half;
+            for (std::size_t c = 0; c < in_.d_v; ++c) S::store(u + c * NR, rescale * S::load(u + c * NR));
+        }
+    }
+
+    // Q_b into panels, times s (and log₂e unless the scores need adjusting in natural units first).
+    void pack_queries(const T* q_block, std::size_t rows, BlockScratch<T>& scratch) const {
+        const T factor = static_cast<T>(in_.scale * (natural_units_ ? 1.0 : log2_e));
+        const std::size_t padded = round_up(rows, NR);
+        for (std::size_t r = 0; r < padded; ++r) {
+            T* dst = scratch.queries.data() + (r / NR) * in_.d_k * NR + r % NR;
+            const T* src = q_block + r * in_.q_stride;
+            for (std::size_t c = 0; c < in_.d_k; ++c) dst[c * NR] = r < rows ? factor * src[c] : T(0);
+        }
+    }
+
+    // K_t into groups of MR keys, [group][d_k][MR]: MR rows side by side, zero past the last key.
+    void pack_keys(const T* k_tile, std::size_t cols, BlockScratch<T>& scratch) const {
+        const std::size_t d_k = in_.d_k, stride = in_.k_stride;
+        T* dst = scratch.keys.data();
+        std::size_t j = 0;
+        for (; j + MR <= cols; j += MR, dst += MR * d_k)
+            for (std::size_t c = 0; c < d_k; ++c)
+                for (std::size_t r = 0; r < MR; ++r) dst[c * MR + r] = k_tile[(j + r) * stride + c];
+        if (j < cols) {
+            std::fill_n(dst, MR * d_k, T(0));
+            for (std::size_t r = 0; j + r < cols; ++r)
+                for (std::size_t c = 0; c < d_k; ++c) dst[c * MR + r] = k_tile[(j + r) * stride + c];
+        }
+    }
+
+    // V_t into groups of MR dimensions, [group][Bc][MR]: zero past d_v.
+    void pack_values(const T* v_tile, std::size_t cols, BlockScratch<T>& scratch) const {
+        const std::size_t d_v = in_.d_v, full = d_v / MR * MR;
+        for (std::size_t j = 0; j < cols; ++j) {
+            const T* src = v_tile + j * in_.v_stride;
+            T* dst = scratch.values.data() + j * MR;
+            std::size_t dims = 0;
+            for (; dims < full; dims += MR, dst += block_k_ * MR)
+                for (std::size_t r = 0; r < MR; ++r) dst[r] = src[dims + r];
+            if (dims < d_v)
+                for (std::size_t r = 0; r < MR; ++r) dst[r] = dims + r < d_v ? src[dims + r] : T(0);
+        }
+    }
+
+    // Over keys [a, b) of the tile at j0, rows first_row …: z = c·tanh(z / c) before
+    // the mask (SPEC §3: after it, tanh(−∞)·c = −c would unmask), then −∞ outside
+    // the row's key range or for an invalid key, else + the ALiBi and dense biases
+    // (summed in double, as the reference's M); then into base-2 units.
+    void adjust_scores(T* s, int h, std::size_t first_row, std::size_t panel_rows, std::size_t j0, std::size_t a, std::size_t b) const {
         const FastMask* mask = in_.mask;
         const double slope = mask && !mask->alibi_slopes.empty() ? mask->alibi_slopes[static_cast<std::size_t>(h)] : 0.0;
         const long offset = static_cast<long>(in_.m) - static_cast<long>(in_.n);
-        for (std::size_t r = 0; r < rows; ++r) {
-            const std::size_t i = i0 + r;
+        const T units = static_cast<T>(natural_units_ ? log2_e : 1.0);
+        for (std::size_t r = 0; r < panel_rows; ++r) {
+            const std::size_t i = first_row + r;
             const KeyRange range = key_range(mask, i, in_.m);
-            T* z = s + r * block_k_;
-            for (std::size_t c = 0; c < cols; ++c) {
-                const std::size_t j = j0 + c;
-                if (j < range.first || j >= range.end || (!mask->key_valid.empty() && !mask->key_valid[j])) {
-                    z[c] = minus_infinity<T>;
+            for (std::size_t jt = a; jt < b; ++jt) {
+                T& z = s[jt * NR + r];
+                const std::size_t j = j0 + jt;
+                if (in_.softcap) z = static_cast<T>(*in_.softcap) * std::tanh(z / static_cast<T>(*in_.softcap));
+                if (j < range.first || j >= range.end || (mask && !mask->key_valid.empty() && !mask->key_valid[j])) {
+                    z = minus_infinity<T>;
                     continue;
                 }
                 double bias = 0.0;
                 if (slope != 0.0) bias -= slope * std::fabs(static_cast<double>(static_cast<long>(i) + offset - static_cast<long>(j)));
-                if (!mask->dense.empty()) bias += mask->dense(i, j);
-                if (bias != 0.0) z[c] = static_cast<T>(static_cast<double>(z[c]) + bias);
+                if (mask && !mask->dense.empty()) bias += mask->dense(i, j);
+                if (bias != 0.0) z = static_cast<T>(static_cast<double>(z) + bias);
+                z *= units;
             }
         }
     }
 
-    // O_b = U / ℓ, and the final m and ℓ of each row.
+    // O_b = U / ℓ, and the final m (back in natural units) and ℓ of each row.
     void write_rows(int h, std::size_t i0, std::size_t rows, const BlockScratch<T>& scratch) const {
         const std::size_t hq = static_cast<std::size_t>(h);
         for (std::size_t r = 0; r < rows; ++r) {
-            const T m = scratch.running_max[r], l = scratch.running_sum[r];
+            const T m = scratch.running_max.data()[r], l = scratch.running_sum.data()[r];
+            const T* u = scratch.u.data() + (r / NR) * d_v_padded_ * NR + r % NR;
             T* o = out_.out + (i0 + r) * (static_cast<std::size_t>(in_.heads) * in_.d_v) + hq * in_.d_v;
-            for (std::size_t c = 0; c < in_.d_v; ++c) o[c] = m == minus_infinity<T> ? out_.empty_row_value : scratch.u[r * in_.d_v + c] / l;
-            if (out_.row_max) out_.row_max[hq * in_.n + i0 + r] = m;
+            for (std::size_t c = 0; c < in_.d_v; ++c) o[c] = m == minus_infinity<T> ? out_.empty_row_value : u[c * NR] / l;
+            if (out_.row_max) out_.row_max[hq * in_.n + i0 + r] = static_cast<T>(static_cast<double>(m) / log2_e);
             if (out_.row_sum) out_.row_sum[hq * in_.n + i0 + r] = l;
         }
     }
 
     const FastAttentionInput<T>& in_;
     const FastAttentionOutput<T>& out_;
-    std::size_t block_q_, block_k_;
+    std::size_t block_k_, d_v_padded_;
+    bool natural_units_;
 };
 
 }  // namespace
@@ -188,18 +282,19 @@ private:
 template <typename T>
 FastAttentionStats fast_attention(const FastAttentionInput<T>& input, const FastAttentionOutput<T>& output,
                                   const FastAttentionSettings& settings) {
-    (void)blas_library();  // opened here, before the workers start, so a missing library is one clean error
-    const std::size_t block_q = std::max<std::size_t>(1, std::min(settings.block_q, input.n));
+    const std::size_t threads = static_cast<std::size_t>(std::max(1, settings.threads));
+    // Br shrinks (to whole panels) when the sequence is short, so that there are
+    // at least four (head, block) items per worker to share out.
+    const std::size_t fair = round_up((input.n * static_cast<std::size_t>(input.heads) + 4 * threads - 1) / (4 * threads), panel::NR<T>);
+    const std::size_t block_q = std::max<std::size_t>(1, std::min({settings.block_q, input.n, fair}));
     const std::size_t block_k = std::max<std::size_t>(1, std::min(settings.block_k, input.m));
     const std::size_t blocks = (input.n + block_q - 1) / block_q;
     const std::size_t items = blocks * static_cast<std::size_t>(input.heads);
-    const int workers = static_cast<int>(std::clamp<std::size_t>(items, 1, static_cast<std::size_t>(std::max(1, settings.threads))));
+    const int workers = static_cast<int>(std::clamp<std::size_t>(items, 1, threads));
 
-    FastAttentionSettings used = settings;
-    used.block_q = block_q;
-    used.block_k = block_k;
-    const BlockWorker<T> worker(input, output, used);
-    std::vector<BlockScratch<T>> scratch(static_cast<std::size_t>(workers), BlockScratch<T>(block_q, block_k, input.d_v));
+    const BlockWorker<T> worker(input, output, block_k);
+    std::vector<BlockScratch<T>> scratch;
+    for (int id = 0; id < workers; ++id) scratch.emplace_back(block_q, block_k, input.d_k, input.d_v);
     std::vector<FastAttentionStats> stats(static_cast<std::size_t>(workers));
     // Last blocks first: under a causal mask they read the most tiles, and
     // starting with the longest items keeps the workers' finishing times close.
@@ -215,8 +310,10 @@ FastAttentionStats fast_attention(const FastAttentionInput<T>& input, const Fast
         total.tiles_computed += s.tiles_computed;
         total.tiles_skipped += s.tiles_skipped;
     }
-    total.score_bytes_held = static_cast<std::size_t>(workers) * block_q * block_k * sizeof(T);
+    total.score_bytes_held = static_cast<std::size_t>(workers) * scratch.front().scores.size() * sizeof(T);
     total.workers = workers;
+    total.block_q = block_q;
+    total.block_k = block_k;
     return total;
 }
 

@@ -1,0 +1,19 @@
+#pragma once
+// bench's baseline: attention the way a straightforward program computes it. Per
+// head, the whole (n, m) score matrix s·Q Kᵀ in one BLAS call, the softmax over
+// each full row, then P V in a second call; the rows are split into one block per
+// thread. It holds n × m scores, which is what the fast path avoids.
+#include "attn_trace/fast_attention.hpp"
+
+namespace attn_trace {
+
+// Masks by key range and key_valid only (causal, window, `lengths`, padding: what
+// bench uses); throws std::invalid_argument for softcap, ALiBi or dense masks.
+// Needs OpenBLAS (opened on first use; BackendUnavailable when it cannot be).
+template <typename T>
+FastAttentionStats naive_attention(const FastAttentionInput<T>& input, const FastAttentionOutput<T>& output, int threads);
+
+extern template FastAttentionStats naive_attention<float>(const FastAttentionInput<float>&, const FastAttentionOutput<float>&, int);
+extern template FastAttentionStats naive_attention<double>(const FastAttentionInput<double>&, const FastAttentionOutput<double>&, int);
+
+}  // namespace attn_trace

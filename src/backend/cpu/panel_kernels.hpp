@@ -1,0 +1,140 @@
+#pragma once
+// The inner loops of the fast path, on "panels": NR queries side by side, so that
+// one SIMD register holds one key's score for several queries. Then the online
+// softmax runs down the columns of a panel (max, exp and sum lane by lane, no
+// horizontal reductions), and both block products are register-tiled MR × NR
+// micro-kernels reading packed operands front to back.
+//
+// Why hand-written and not OpenBLAS: the fast path used cblas_sgemm per tile
+// until the measurements in docs/PERFORMANCE.md showed a quarter of its time in
+// OpenBLAS re-packing the same tiles call after call; these kernels pack each K
+// and V tile once per query block and keep the scores in the layout the softmax
+// and the second product read, which made n = 8192 ≈ 1.4× faster.
+//
+// Written with GCC's vector extensions rather than intrinsics: one template for
+// float (8 lanes) and double (4 lanes) in a 256-bit register. With
+// -march=native on an AVX2 + FMA machine (ATTN_TRACE_NATIVE) they compile to
+// vfmadd/vbroadcastss; elsewhere the compiler splits them into narrower
+// instructions, and the results only differ by rounding.
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <new>
+
+namespace attn_trace::panel {
+
+// A 32-byte vector of T (GCC ignores the attribute on a template's own T, hence one per type).
+template <typename T>
+struct VectorOf;
+template <>
+struct VectorOf<float> {
+    typedef float type __attribute__((vector_size(32)));
+};
+template <>
+struct VectorOf<double> {
+    typedef double type __attribute__((vector_size(32)));
+};
+
+// The vector and what the kernels do with it.
+template <typename T>
+struct Simd {
+    using Vec = typename VectorOf<T>::type;
+    static constexpr std::size_t lanes = 32 / sizeof(T);
+
+    static Vec splat(T x) { return x - Vec{}; }  // x − 0 = x, folded into one broadcast
+    static Vec load(const T* p) {
+        Vec v;
+        std::memcpy(&v, p, sizeof v);
+        return v;
+    }
+    static void store(T* p, Vec v) { std::memcpy(p, &v, sizeof v); }
+    static Vec max(Vec a, Vec b) { return a > b ? a : b; }
+};
+
+// Queries per panel (two vectors) and rows per micro-tile: 6 × 2 accumulators,
+// 2 loaded vectors and 1 broadcast fill 15 of the 16 AVX2 registers.
+template <typename T>
+constexpr std::size_t NR = 2 * Simd<T>::lanes;
+constexpr std::size_t MR = 6;
+
+// C (MR × NR, rows NR apart) = [C +] Σ_p A[p] ⊗ B[p] over p < depth, where A[p]
+// is MR values (A packed MR per step) and B[p] is NR values (B packed NR per step).
+template <typename T, bool Accumulate>
+inline void micro_kernel(std::size_t depth, const T* __restrict a, const T* __restrict b, T* __restrict c) {
+    using S = Simd<T>;
+    using Vec = typename S::Vec;
+    constexpr std::size_t L = S::lanes;
+    Vec acc[MR][2];
+#pragma GCC unroll 8
+    for (std::size_t r = 0; r < MR; ++r)
+        for (std::size_t v = 0; v < 2; ++v) acc[r][v] = Accumulate ? S::load(c + r * NR<T> + v * L) : Vec{};
+    for (std::size_t p = 0; p < depth; ++p) {
+        const Vec b0 = S::load(b + p * NR<T>), b1 = S::load(b + p * NR<T> + L);
+#pragma GCC unroll 8
+        for (std::size_t r = 0; r < MR; ++r) {
+            const Vec ar = S::splat(a[p * MR + r]);
+            acc[r][0] += ar * b0;
+            acc[r][1] += ar * b1;
+        }
+    }
+#pragma GCC unroll 8
+    for (std::size_t r = 0; r < MR; ++r)
+        for (std::size_t v = 0; v < 2; ++v) S::store(c + r * NR<T> + v * L, acc[r][v]);
+}
+
+// 2^x lane by lane for x ≤ 0 (a score minus its running max, in base-2 units),
+// exactly 0 at −∞ (a masked key) and below −126 (where 2^x leaves the normal floats).
+// float: x = k + f with k = round(x), |f| ≤ ½; 2^f by a degree-6 polynomial
+// (Chebyshev fit, relative error 1.8e-8, under float's rounding) in Estrin's form,
+// whose short dependency chains let several vectors overlap; 2^k through the
+// exponent bits. double: the C library's exp2, lane by lane (the precise path).
+inline Simd<float>::Vec exp2_nonpositive(Simd<float>::Vec x) {
+    using S = Simd<float>;
+    using Vec = S::Vec;
+    using Bits = std::int32_t __attribute__((vector_size(32)));
+    const Vec lowest = S::splat(-126.0f);
+    const Vec clamped = S::max(x, lowest);
+    // Adding 1.5·2^23 rounds to an integer k held in the low mantissa bits; the
+    // +127 there is the exponent bias, so those bits shifted up are 2^k's bits.
+    const Vec magic = S::splat(12582912.0f + 127.0f);
+    const Vec shifted = clamped + magic;
+    const Vec f = clamped - (shifted - magic);
+    const Vec f2 = f * f;
+    const Vec low = S::splat(1.0f) + S::splat(0.693147182f) * f + (S::splat(0.240226507f) + S::splat(0.0555032715f) * f) * f2;
+    const Vec high = S::splat(0.00961802527f) + S::splat(0.00134004327f) * f + S::splat(0.000154697322f) * f2;
+    const Vec poly = low + high * (f2 * f2);
+    Bits bits;
+    std::memcpy(&bits, &shifted, sizeof bits);
+    bits <<= 23;
+    Vec power;
+    std::memcpy(&power, &bits, sizeof power);
+    return x < lowest ? Vec{} : poly * power;
+}
+
+inline Simd<double>::Vec exp2_nonpositive(Simd<double>::Vec x) {
+    for (std::size_t i = 0; i < Simd<double>::lanes; ++i) x[i] = std::exp2(x[i]);
+    return x;
+}
+
+// An uninitialised array of T on a 64-byte boundary: panel rows are 64 bytes,
+// and a vector load that straddles two cache lines costs two.
+template <typename T>
+class AlignedArray {
+public:
+    explicit AlignedArray(std::size_t size)
+        : data_(static_cast<T*>(::operator new(size * sizeof(T), std::align_val_t{64}))), size_(size) {}
+    T* data() const { return data_.get(); }
+    std::size_t size() const { return size_; }
+
+private:
+    struct Free {
+        void operator()(T* p) const { ::operator delete(p, std::align_val_t{64}); }
+    };
+    std::unique_ptr<T[], Free> data_;
+    std::size_t size_;
+};
+
+}  // namespace attn_trace::panel
