@@ -170,17 +170,33 @@ private:
             T* const m = scratch.running_max.data() + p * NR + half;
             T* const l = scratch.running_sum.data() + p * NR + half;
             const Vec m_old = S::load(m);
-            Vec m_new = m_old;
-            for (std::size_t j = a; j < b; ++j) m_new = S::max(m_new, S::load(s + j * NR + half));
+            // Two running maxima and sums: each loop is one dependency chain otherwise.
+            Vec max_even = m_old, max_odd = m_old;
+            std::size_t j = a;
+            for (; j + 1 < b; j += 2) {
+                max_even = S::max(max_even, S::load(s + j * NR + half));
+                max_odd = S::max(max_odd, S::load(s + (j + 1) * NR + half));
+            }
+            if (j < b) max_even = S::max(max_even, S::load(s + j * NR + half));
+            const Vec m_new = S::max(max_even, max_odd);
             // A row that has read no visible key yet keeps m = −∞; shifting by 0
             // there keeps its weights exactly 0 instead of −∞ − (−∞) = NaN.
             const Vec shift = m_new == S::splat(minus_infinity<T>) ? Vec{} : m_new;
-            Vec sum{};
-            for (std::size_t j = a; j < b; ++j) {
+            Vec sum_even{}, sum_odd{};
+            for (j = a; j + 1 < b; j += 2) {
+                const Vec e0 = panel::exp2_nonpositive(S::load(s + j * NR + half) - shift);
+                const Vec e1 = panel::exp2_nonpositive(S::load(s + (j + 1) * NR + half) - shift);
+                S::store(s + j * NR + half, e0);
+                S::store(s + (j + 1) * NR + half, e1);
+                sum_even += e0;
+                sum_odd += e1;
+            }
+            if (j < b) {
                 const Vec e = panel::exp2_nonpositive(S::load(s + j * NR + half) - shift);
                 S::store(s + j * NR + half, e);
-                sum += e;
+                sum_even += e;
             }
+            const Vec sum = sum_even + sum_odd;
             const Vec rescale = panel::exp2_nonpositive(m_old - shift);
             S::store(l, rescale * S::load(l) + sum);
             S::store(m, m_new);

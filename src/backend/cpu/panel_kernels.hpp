@@ -90,18 +90,18 @@ inline void micro_kernel(std::size_t depth, const T* __restrict a, const T* __re
 // float: x = k + f with k = round(x), |f| ≤ ½; 2^f by a degree-6 polynomial
 // (Chebyshev fit, relative error 1.8e-8, under float's rounding) in Estrin's form,
 // whose short dependency chains let several vectors overlap; 2^k through the
-// exponent bits. double: the C library's exp2, lane by lane (the precise path).
+// exponent bits. Lanes below −126 compute garbage (k out of range, NaN at −∞)
+// and are replaced by 0 at the end, which is cheaper than clamping x first.
+// double: the C library's exp2, lane by lane (the precise path).
 inline Simd<float>::Vec exp2_nonpositive(Simd<float>::Vec x) {
     using S = Simd<float>;
     using Vec = S::Vec;
     using Bits = std::int32_t __attribute__((vector_size(32)));
-    const Vec lowest = S::splat(-126.0f);
-    const Vec clamped = S::max(x, lowest);
     // Adding 1.5·2^23 rounds to an integer k held in the low mantissa bits; the
     // +127 there is the exponent bias, so those bits shifted up are 2^k's bits.
     const Vec magic = S::splat(12582912.0f + 127.0f);
-    const Vec shifted = clamped + magic;
-    const Vec f = clamped - (shifted - magic);
+    const Vec shifted = x + magic;
+    const Vec f = x - (shifted - magic);
     const Vec f2 = f * f;
     const Vec low = S::splat(1.0f) + S::splat(0.693147182f) * f + (S::splat(0.240226507f) + S::splat(0.0555032715f) * f) * f2;
     const Vec high = S::splat(0.00961802527f) + S::splat(0.00134004327f) * f + S::splat(0.000154697322f) * f2;
@@ -111,7 +111,7 @@ inline Simd<float>::Vec exp2_nonpositive(Simd<float>::Vec x) {
     bits <<= 23;
     Vec power;
     std::memcpy(&power, &bits, sizeof power);
-    return x < lowest ? Vec{} : poly * power;
+    return x < S::splat(-126.0f) ? Vec{} : poly * power;
 }
 
 inline Simd<double>::Vec exp2_nonpositive(Simd<double>::Vec x) {
