@@ -10,10 +10,12 @@
 
 #include "attn_trace/compare.hpp"
 #include "attn_trace/errors.hpp"
+#include "attn_trace/naive_attention.hpp"
 #include "attn_trace/pipeline.hpp"
 #include "attn_trace/pipeline_fast.hpp"
 #include "attn_trace/random.hpp"
 #include "attn_trace/tolerances.hpp"
+#include "backend/cpu/panel_kernels.hpp"
 
 using namespace attn_trace;
 using nlohmann::json;
@@ -86,8 +88,9 @@ TEST_CASE("fast path equals the full trace for shapes off the block sizes", "[fa
 }
 
 TEST_CASE("fast path equals the full trace with the kernel's default blocks", "[fast]") {
-    // n and m around Br = 64 and Bc = 512, so the real block sizes are exercised too.
-    require_fast_equals_full(qkv_problem(65, 515, 8, 8), Dtype::f32, FastPathOptions{.threads = 2});
+    // One thread keeps Br = 512 from n = 2048 on; n, m and d_v are off Br = 512,
+    // Bc = 256, the 16-query panels and the 6-row micro-tiles, so every ragged edge runs.
+    require_fast_equals_full(qkv_problem(2050, 263, 8, 7), Dtype::f32, FastPathOptions{.threads = 1});
     json causal = qkv_problem(130, 600, 8, 8);
     causal["mask"] = "causal-bottom-right";
     require_fast_equals_full(causal, Dtype::f64, FastPathOptions{.threads = 2});
@@ -190,4 +193,54 @@ TEST_CASE("fast path skips the tiles a causal mask hides", "[fast]") {
         if (name == "tiles_skipped") skipped = value;
     // 8 blocks × 4 tiles = 32 in all; computed: 1+1+2+2+3+3+4+4 = 20.
     REQUIRE(skipped == 12);
+}
+
+TEST_CASE("the kernel's 2^x is within float rounding of exp2, and exactly 0 where it must be", "[fast]") {
+    using S = panel::Simd<float>;
+    double worst = 0;
+    for (int step = 0; step <= 126 * 64; ++step) {
+        // x from 0 down to −126 in steps of 1/64, plus an offset so f is not always a multiple of 1/64
+        const float x = -static_cast<float>(step) / 64.0f - 0.0037f * static_cast<float>(step % 7);
+        if (x < -126.0f) continue;
+        const float got = panel::exp2_nonpositive(S::splat(x))[0];
+        worst = std::max(worst, std::abs(static_cast<double>(got) / std::exp2(static_cast<double>(x)) - 1.0));
+    }
+    INFO("worst relative error " << worst);
+    REQUIRE(worst < 3e-7);  // about 2.5 float ulps: the polynomial (1.8e-8) plus the roundings of its terms
+    for (const float x : {-std::numeric_limits<float>::infinity(), -126.5f, -300.0f, -1e30f}) REQUIRE(panel::exp2_nonpositive(S::splat(x))[0] == 0.0f);
+    REQUIRE(panel::exp2_nonpositive(S::splat(0.0f))[0] == 1.0f);
+}
+
+TEST_CASE("bench's naive baseline equals the fast path, and refuses what it does not mask", "[fast]") {
+    const std::size_t n = 37, m = 37, d = 5;
+    std::vector<float> q(n * 2 * d), k(m * d), v(m * d);
+    PortableRandom generator(11);
+    for (auto* x : {&q, &k, &v})
+        for (float& value : *x) value = static_cast<float>(generator.normal());
+    FastMask mask;  // causal, and key 4 is padding
+    for (std::size_t i = 0; i < n; ++i) {
+        mask.first_key.push_back(0);
+        mask.end_key.push_back(i + 1);
+    }
+    mask.key_valid.assign(m, 1);
+    mask.key_valid[4] = 0;
+    FastAttentionInput<float> in;
+    in.q = q.data();
+    in.k = k.data();
+    in.v = v.data();
+    in.q_stride = 2 * d;
+    in.k_stride = in.v_stride = d;
+    in.n = n;
+    in.m = m;
+    in.d_k = in.d_v = d;
+    in.heads = 2;  // two query heads share the one KV head
+    in.scale = 0.5;
+    in.mask = &mask;
+    std::vector<float> fast(n * 2 * d), naive(n * 2 * d);
+    fast_attention(in, FastAttentionOutput<float>{fast.data()}, FastAttentionSettings{.block_q = 8, .block_k = 8, .threads = 2});
+    const FastAttentionStats stats = naive_attention(in, FastAttentionOutput<float>{naive.data()}, 2);
+    REQUIRE(stats.score_bytes_held == n * m * sizeof(float));
+    for (std::size_t i = 0; i < fast.size(); ++i) REQUIRE(naive[i] == Approx(fast[i]).margin(1e-5));
+    in.softcap = 1.0;
+    REQUIRE_THROWS_AS(naive_attention(in, FastAttentionOutput<float>{naive.data()}, 2), std::invalid_argument);
 }
