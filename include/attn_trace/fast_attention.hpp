@@ -34,12 +34,15 @@ struct FastMask {
 
 // One sequence, all heads, as strided row-major views: row i of query head h
 // starts at q + i·q_stride + h·d_k; query head h reads KV head h / (H / H_kv)
-// (GQA), whose rows are read in place, never copied per query head.
-template <typename T>
+// (GQA). The kernel computes in T and reads the inputs as Source: the pipeline
+// hands it the problem's double matrices for float32 too (each value is rounded
+// to float as it is packed, as the trace's f32 rounds it), so it never makes a
+// float copy of them.
+template <typename T, typename Source = T>
 struct FastAttentionInput {
-    const T* q = nullptr;  // (n, ≥ H·d_k)
-    const T* k = nullptr;  // (m, ≥ H_kv·d_k)
-    const T* v = nullptr;  // (m, ≥ H_kv·d_v)
+    const Source* q = nullptr;  // (n, ≥ H·d_k)
+    const Source* k = nullptr;  // (m, ≥ H_kv·d_k)
+    const Source* v = nullptr;  // (m, ≥ H_kv·d_v)
     std::size_t q_stride = 0, k_stride = 0, v_stride = 0;
     std::size_t n = 0, m = 0, d_k = 0, d_v = 0;
     int heads = 1, kv_heads = 1;
@@ -57,12 +60,11 @@ struct FastAttentionOutput {
 };
 
 struct FastAttentionSettings {
-    // A worker packs each K and V tile once per query block and reuses it for all
-    // Br rows, so Br is large; Br shrinks for short sequences so that every worker
-    // gets several blocks. Per panel of 16 queries the scores are Bc × 16 floats
-    // (16 KiB at Bc = 256, in L1); the packed K and V tiles (Bc × 64 floats each at
-    // d_k = 64) stay in L2. See docs/PERFORMANCE.md for the measurements.
-    std::size_t block_q = 512;  // Br
+    // Per panel of 16 queries the scores are Bc × 16 floats (16 KiB at Bc = 256,
+    // in L1) and a packed K and V tile (Bc × 64 floats each at d_k = 64) stays in
+    // L2. Br shrinks for short sequences so that every worker gets several blocks.
+    // See docs/PERFORMANCE.md for the measurements.
+    std::size_t block_q = 256;  // Br
     std::size_t block_k = 256;  // Bc
     int threads = 1;
 };
@@ -75,13 +77,13 @@ struct FastAttentionStats {
 };
 
 // out_h = softmax(s·Q_h K_gᵀ + M) V_g for every query head h, written to `output`.
-template <typename T>
-FastAttentionStats fast_attention(const FastAttentionInput<T>& input, const FastAttentionOutput<T>& output,
+template <typename T, typename Source>
+FastAttentionStats fast_attention(const FastAttentionInput<T, Source>& input, const FastAttentionOutput<T>& output,
                                   const FastAttentionSettings& settings);
 
-extern template FastAttentionStats fast_attention<float>(const FastAttentionInput<float>&, const FastAttentionOutput<float>&,
-                                                         const FastAttentionSettings&);
-extern template FastAttentionStats fast_attention<double>(const FastAttentionInput<double>&, const FastAttentionOutput<double>&,
-                                                          const FastAttentionSettings&);
+extern template FastAttentionStats fast_attention(const FastAttentionInput<float>&, const FastAttentionOutput<float>&, const FastAttentionSettings&);
+extern template FastAttentionStats fast_attention(const FastAttentionInput<float, double>&, const FastAttentionOutput<float>&,
+                                                  const FastAttentionSettings&);
+extern template FastAttentionStats fast_attention(const FastAttentionInput<double>&, const FastAttentionOutput<double>&, const FastAttentionSettings&);
 
 }  // namespace attn_trace

@@ -65,7 +65,7 @@ Examples:
     bench->add_option("--warmup", o.config.warmup, "untimed runs first")->check(CLI::Range(0, 1000))->capture_default_str();
     bench->add_option("--dtype", o.dtype, "f32 or f64")->check(CLI::IsMember({"f32", "f64"}))->capture_default_str();
     bench->add_option("--seed", o.config.seed, "seed of Q; K and V use seed+1, seed+2")->capture_default_str();
-    bench->add_option("--block-q", o.config.block_q, "fast: query rows per block Br (default 512; smaller for short sequences)");
+    bench->add_option("--block-q", o.config.block_q, "fast: query rows per block Br (default 256; smaller for short sequences)");
     bench->add_option("--block-k", o.config.block_k, "fast: keys per tile Bc (default 256)");
     bench->add_option("--format", o.format, "text, json or csv")->check(CLI::IsMember({"text", "json", "csv"}))->capture_default_str();
     bench->add_option("--svg", o.svg, "also draw time vs n (log-log, with an n² line) to this file");

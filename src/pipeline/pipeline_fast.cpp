@@ -3,7 +3,6 @@
 // trace of the steps that are O(n) per head.
 #include <algorithm>
 #include <thread>
-#include <type_traits>
 
 #include <fmt/format.h>
 
@@ -16,26 +15,6 @@
 namespace attn_trace {
 
 namespace {
-
-// The kernel's view of a (rows, cols) matrix in T. float64 reads the matrix in
-// place; float32 needs a converted copy (half the size).
-template <typename T>
-struct KernelOperand {
-    std::vector<T> copy;
-    const T* data = nullptr;
-};
-
-template <typename T>
-KernelOperand<T> kernel_operand(const Matrix& x) {
-    KernelOperand<T> operand;
-    if constexpr (std::is_same_v<T, double>) {
-        operand.data = x.data().data();
-    } else {
-        operand.copy.assign(x.data().begin(), x.data().end());  // rounds each value to float, as the trace's f32 does
-        operand.data = operand.copy.data();
-    }
-    return operand;
-}
 
 // x (rows, heads·d) -> every head's columns turned by RoPE.
 Matrix rotate_heads(const Matrix& x, int heads, std::size_t d, const Rope& rope, const std::vector<double>& positions, Dtype dtype) {
@@ -202,11 +181,10 @@ private:
         std::vector<T> out(p_.n * heads * p_.d_v), row_max(heads * p_.n), row_sum(heads * p_.n);
         SequenceResult result;
         {
-            const KernelOperand<T> q_in = kernel_operand<T>(q), k_in = kernel_operand<T>(k), v_in = kernel_operand<T>(v);
-            FastAttentionInput<T> input;
-            input.q = q_in.data;
-            input.k = k_in.data;
-            input.v = v_in.data;
+            FastAttentionInput<T, double> input;  // the kernel reads the double matrices in place, rounding to T as it packs them
+            input.q = q.data().data();
+            input.k = k.data().data();
+            input.v = v.data().data();
             input.q_stride = q.cols();
             input.k_stride = k.cols();
             input.v_stride = v.cols();
@@ -222,7 +200,7 @@ private:
             const FastAttentionOutput<T> output{out.data(), row_max.data(), row_sum.data(),
                                                 p_.empty_rows == EmptyRows::nan ? std::numeric_limits<T>::quiet_NaN() : T(0)};
             result.stats = fast_attention(input, output, settings_);
-        }  // the float copies of Q, K, V go here, before the results are widened to double
+        }
         result.concat = Matrix(p_.n, heads * p_.d_v);
         std::copy(out.begin(), out.end(), result.concat.data().begin());
         for (std::size_t h = 0; h < heads; ++h) {

@@ -11,9 +11,10 @@
 //     ℓ = r·ℓ + rowsum P;  U = r·U + P V_t;  m = m'               (Br), (Br, d_v)
 //   O_b = U / ℓ                                                   (Br, d_v)
 //
-// How it is laid out (panel_kernels.hpp): the block's queries go in panels of NR
-// (16 floats), packed once per block; each K and V tile is packed once per block
-// and then read by every panel. Per panel and tile the scores are a (Bc, NR)
+// How it is laid out (panel_kernels.hpp): K and V are packed tile by tile once,
+// before any block starts, in the order the micro-kernels read them; the block's
+// queries go in panels of NR (16 floats), packed once per block, and every panel
+// reads every K and V tile it needs. Per panel and tile the scores are a (Bc, NR)
 // column of the block, in L1, which the softmax walks down lane by lane and the
 // second product reads as it is. The softmax works in base 2: the scores are
 // scaled by log₂e once (folded into the packed queries when nothing else touches
@@ -79,28 +80,41 @@ RowsKeyRange rows_key_range(const FastMask* mask, std::size_t i0, std::size_t ro
     return range;
 }
 
-// The per-worker scratch (sizes for Br, Bc): packed queries, keys and values, one
-// panel's scores, and the running m, ℓ and U of the block.
+// K and V of every KV head, packed tile by tile, each tile in one piece:
+// keys [head][tile][group of MR keys][d_k][MR] (zero past the last key) and
+// values [head][tile][group of MR dimensions][Bc][MR] (zero past d_v).
+template <typename T>
+struct PackedKeysValues {
+    std::size_t tiles, key_tile, value_tile;  // tiles per head; elements per packed tile
+    AlignedArray<T> keys, values;
+    PackedKeysValues(std::size_t kv_heads, std::size_t m, std::size_t block_k, std::size_t d_k, std::size_t d_v)
+        : tiles((m + block_k - 1) / block_k),
+          key_tile(round_up(block_k, MR) * d_k),
+          value_tile(round_up(d_v, MR) * block_k),
+          keys(kv_heads * tiles * key_tile),
+          values(kv_heads * tiles * value_tile) {}
+    T* keys_of(std::size_t g, std::size_t t) const { return keys.data() + (g * tiles + t) * key_tile; }
+    T* values_of(std::size_t g, std::size_t t) const { return values.data() + (g * tiles + t) * value_tile; }
+};
+
+// The per-worker scratch (sizes for Br, Bc): packed queries, one panel's scores,
+// and the running m, ℓ and U of the block.
 template <typename T>
 struct BlockScratch {
     static constexpr std::size_t NR = panel::NR<T>;
     AlignedArray<T> queries;  // [panel][d_k][NR]   s·Q_b, zero past the last row
-    AlignedArray<T> keys;     // [key group][d_k][MR]   K_t, zero past the last key
-    AlignedArray<T> values;   // [dim group][Bc][MR]    V_t, zero past d_v
     AlignedArray<T> scores;   // [Bc rounded to MR][NR] one panel's S, then P
     AlignedArray<T> u;        // [panel][d_v rounded to MR][NR]
     AlignedArray<T> running_max, running_sum;  // [panels · NR]
     BlockScratch(std::size_t block_q, std::size_t block_k, std::size_t d_k, std::size_t d_v)
         : queries(round_up(block_q, NR) * d_k),
-          keys(round_up(block_k, MR) * d_k),
-          values(round_up(d_v, MR) * block_k),
           scores(round_up(block_k, MR) * NR),
           u(round_up(block_q, NR) * round_up(d_v, MR)),
           running_max(round_up(block_q, NR)),
           running_sum(round_up(block_q, NR)) {}
 };
 
-template <typename T>
+template <typename T, typename Source>
 class BlockWorker {
     using S = Simd<T>;
     using Vec = typename S::Vec;
@@ -108,17 +122,22 @@ class BlockWorker {
     static constexpr std::size_t L = S::lanes;
 
 public:
-    BlockWorker(const FastAttentionInput<T>& in, const FastAttentionOutput<T>& out, std::size_t block_k)
-        : in_(in), out_(out), block_k_(block_k), d_v_padded_(round_up(in.d_v, MR)),
+    BlockWorker(const FastAttentionInput<T, Source>& in, const FastAttentionOutput<T>& out, PackedKeysValues<T>& packed, std::size_t block_k)
+        : in_(in), out_(out), packed_(packed), block_k_(block_k), d_v_padded_(round_up(in.d_v, MR)),
           // Softcap and additive biases act on s·QKᵀ itself; then the scores are
           // turned into base-2 units after them, else already in the packed queries.
           natural_units_(in.softcap.has_value() || (in.mask && (!in.mask->dense.empty() || !in.mask->alibi_slopes.empty()))) {}
 
+    // Tile t of KV head g into `packed` (before any block runs).
+    void pack_tile(std::size_t g, std::size_t t) const {
+        const std::size_t j0 = t * block_k_, cols = std::min(block_k_, in_.m - j0);
+        pack_keys(in_.k + j0 * in_.k_stride + g * in_.d_k, cols, packed_.keys_of(g, t));
+        pack_values(in_.v + j0 * in_.v_stride + g * in_.d_v, cols, packed_.values_of(g, t));
+    }
+
     // One query block [i0, i0 + rows) of head h, with its tile counts added to `stats`.
     void run(int h, std::size_t i0, std::size_t rows, BlockScratch<T>& scratch, FastAttentionStats& stats) const {
-        const std::size_t hq = static_cast<std::size_t>(h), g = hq / static_cast<std::size_t>(in_.heads / in_.kv_heads);
-        const T* k_head = in_.k + g * in_.d_k;  // (m, d_k), row stride k_stride: the KV head this query head reads (GQA)
-        const T* v_head = in_.v + g * in_.d_v;  // (m, d_v), row stride v_stride
+        const std::size_t hq = static_cast<std::size_t>(h), g = hq / static_cast<std::size_t>(in_.heads / in_.kv_heads);  // GQA
         const std::size_t panels = (rows + NR - 1) / NR;
         pack_queries(in_.q + i0 * in_.q_stride + hq * in_.d_k, rows, scratch);
         std::fill_n(scratch.running_max.data(), panels * NR, minus_infinity<T>);
@@ -126,23 +145,21 @@ public:
         std::fill_n(scratch.u.data(), panels * d_v_padded_ * NR, T(0));
 
         const KeyRange block = rows_key_range(in_.mask, i0, rows, in_.m).any;
-        const std::size_t tiles = (in_.m + block_k_ - 1) / block_k_;
         std::size_t computed = 0;
         for (std::size_t j0 = block.first / block_k_ * block_k_; j0 < block.end; j0 += block_k_, ++computed) {
-            const std::size_t cols = std::min(block_k_, in_.m - j0);
-            pack_keys(k_head + j0 * in_.k_stride, cols, scratch);
-            pack_values(v_head + j0 * in_.v_stride, cols, scratch);
-            for (std::size_t p = 0; p < panels; ++p) attend_panel(h, i0, rows, p, j0, cols, scratch);
+            const std::size_t t = j0 / block_k_, cols = std::min(block_k_, in_.m - j0);
+            for (std::size_t p = 0; p < panels; ++p) attend_panel(h, i0, rows, p, j0, cols, packed_.keys_of(g, t), packed_.values_of(g, t), scratch);
         }
         stats.tiles_computed += computed;
-        stats.tiles_skipped += tiles - computed;
+        stats.tiles_skipped += packed_.tiles - computed;
         write_rows(h, i0, rows, scratch);
     }
 
 private:
     // Panel p (rows p·NR …) of the block against tile [j0, j0 + cols), restricted
     // to the keys some row of the panel reads (a causal diagonal skips the rest).
-    void attend_panel(int h, std::size_t i0, std::size_t rows, std::size_t p, std::size_t j0, std::size_t cols, BlockScratch<T>& scratch) const {
+    void attend_panel(int h, std::size_t i0, std::size_t rows, std::size_t p, std::size_t j0, std::size_t cols, const T* keys, const T* values,
+                      BlockScratch<T>& scratch) const {
         const std::size_t first_row = i0 + p * NR, panel_rows = std::min(NR, rows - p * NR);
         const RowsKeyRange range = rows_key_range(in_.mask, first_row, panel_rows, in_.m);
         const std::size_t lo = std::max(range.any.first, j0), hi = std::min(range.any.end, j0 + cols);
@@ -152,14 +169,14 @@ private:
         // S = s·Q_p K_tᵀ, as (keys, NR) rows, MR keys at a time
         const T* q_panel = scratch.queries.data() + p * in_.d_k * NR;
         for (std::size_t group = a / MR; group * MR < b; ++group)
-            panel::micro_kernel<T, false>(in_.d_k, scratch.keys.data() + group * MR * in_.d_k, q_panel, s + group * MR * NR);
+            panel::micro_kernel<T, false>(in_.d_k, keys + group * MR * in_.d_k, q_panel, s + group * MR * NR);
         const bool partial = lo < range.all.first || hi > range.all.end;
         if (natural_units_ || partial || (in_.mask && !in_.mask->key_valid.empty())) adjust_scores(s, h, first_row, panel_rows, j0, a, b);
         online_softmax(p, a, b, scratch);
         // U_p += P V_t
         T* u_panel = scratch.u.data() + p * d_v_padded_ * NR;
         for (std::size_t dims = 0; dims < d_v_padded_; dims += MR)
-            panel::micro_kernel<T, true>(b - a, scratch.values.data() + dims * block_k_ + a * MR, s + a * NR, u_panel + dims * NR);
+            panel::micro_kernel<T, true>(b - a, values + dims * block_k_ + a * MR, s + a * NR, u_panel + dims * NR);
     }
 
     // Per lane (query) of the panel, over keys [a, b) of the tile: m' = max(m, max_j z_j),
@@ -206,42 +223,41 @@ private:
     }
 
     // Q_b into panels, times s (and log₂e unless the scores need adjusting in natural units first).
-    void pack_queries(const T* q_block, std::size_t rows, BlockScratch<T>& scratch) const {
+    void pack_queries(const Source* q_block, std::size_t rows, BlockScratch<T>& scratch) const {
         const T factor = static_cast<T>(in_.scale * (natural_units_ ? 1.0 : log2_e));
         const std::size_t padded = round_up(rows, NR);
         for (std::size_t r = 0; r < padded; ++r) {
             T* dst = scratch.queries.data() + (r / NR) * in_.d_k * NR + r % NR;
-            const T* src = q_block + r * in_.q_stride;
-            for (std::size_t c = 0; c < in_.d_k; ++c) dst[c * NR] = r < rows ? factor * src[c] : T(0);
+            const Source* src = q_block + r * in_.q_stride;
+            for (std::size_t c = 0; c < in_.d_k; ++c) dst[c * NR] = r < rows ? factor * static_cast<T>(src[c]) : T(0);
         }
     }
 
     // K_t into groups of MR keys, [group][d_k][MR]: MR rows side by side, zero past the last key.
-    void pack_keys(const T* k_tile, std::size_t cols, BlockScratch<T>& scratch) const {
+    void pack_keys(const Source* k_tile, std::size_t cols, T* dst) const {
         const std::size_t d_k = in_.d_k, stride = in_.k_stride;
-        T* dst = scratch.keys.data();
         std::size_t j = 0;
         for (; j + MR <= cols; j += MR, dst += MR * d_k)
             for (std::size_t c = 0; c < d_k; ++c)
-                for (std::size_t r = 0; r < MR; ++r) dst[c * MR + r] = k_tile[(j + r) * stride + c];
+                for (std::size_t r = 0; r < MR; ++r) dst[c * MR + r] = static_cast<T>(k_tile[(j + r) * stride + c]);
         if (j < cols) {
             std::fill_n(dst, MR * d_k, T(0));
             for (std::size_t r = 0; j + r < cols; ++r)
-                for (std::size_t c = 0; c < d_k; ++c) dst[c * MR + r] = k_tile[(j + r) * stride + c];
+                for (std::size_t c = 0; c < d_k; ++c) dst[c * MR + r] = static_cast<T>(k_tile[(j + r) * stride + c]);
         }
     }
 
     // V_t into groups of MR dimensions, [group][Bc][MR]: zero past d_v.
-    void pack_values(const T* v_tile, std::size_t cols, BlockScratch<T>& scratch) const {
+    void pack_values(const Source* v_tile, std::size_t cols, T* values) const {
         const std::size_t d_v = in_.d_v, full = d_v / MR * MR;
         for (std::size_t j = 0; j < cols; ++j) {
-            const T* src = v_tile + j * in_.v_stride;
-            T* dst = scratch.values.data() + j * MR;
+            const Source* src = v_tile + j * in_.v_stride;
+            T* dst = values + j * MR;
             std::size_t dims = 0;
             for (; dims < full; dims += MR, dst += block_k_ * MR)
-                for (std::size_t r = 0; r < MR; ++r) dst[r] = src[dims + r];
+                for (std::size_t r = 0; r < MR; ++r) dst[r] = static_cast<T>(src[dims + r]);
             if (dims < d_v)
-                for (std::size_t r = 0; r < MR; ++r) dst[r] = dims + r < d_v ? src[dims + r] : T(0);
+                for (std::size_t r = 0; r < MR; ++r) dst[r] = dims + r < d_v ? static_cast<T>(src[dims + r]) : T(0);
         }
     }
 
@@ -287,16 +303,17 @@ private:
         }
     }
 
-    const FastAttentionInput<T>& in_;
+    const FastAttentionInput<T, Source>& in_;
     const FastAttentionOutput<T>& out_;
+    PackedKeysValues<T>& packed_;
     std::size_t block_k_, d_v_padded_;
     bool natural_units_;
 };
 
 }  // namespace
 
-template <typename T>
-FastAttentionStats fast_attention(const FastAttentionInput<T>& input, const FastAttentionOutput<T>& output,
+template <typename T, typename Source>
+FastAttentionStats fast_attention(const FastAttentionInput<T, Source>& input, const FastAttentionOutput<T>& output,
                                   const FastAttentionSettings& settings) {
     const std::size_t threads = static_cast<std::size_t>(std::max(1, settings.threads));
     // Br shrinks (to whole panels) when the sequence is short, so that there are
@@ -308,7 +325,11 @@ FastAttentionStats fast_attention(const FastAttentionInput<T>& input, const Fast
     const std::size_t items = blocks * static_cast<std::size_t>(input.heads);
     const int workers = static_cast<int>(std::clamp<std::size_t>(items, 1, threads));
 
-    const BlockWorker<T> worker(input, output, block_k);
+    PackedKeysValues<T> packed(static_cast<std::size_t>(input.kv_heads), input.m, block_k, input.d_k, input.d_v);
+    const BlockWorker<T, Source> worker(input, output, packed, block_k);
+    parallel_for(static_cast<std::size_t>(input.kv_heads) * packed.tiles, workers,
+                 [&](std::size_t item, int) { worker.pack_tile(item / packed.tiles, item % packed.tiles); });
+
     std::vector<BlockScratch<T>> scratch;
     for (int id = 0; id < workers; ++id) scratch.emplace_back(block_q, block_k, input.d_k, input.d_v);
     std::vector<FastAttentionStats> stats(static_cast<std::size_t>(workers));
@@ -333,9 +354,8 @@ FastAttentionStats fast_attention(const FastAttentionInput<T>& input, const Fast
     return total;
 }
 
-template FastAttentionStats fast_attention<float>(const FastAttentionInput<float>&, const FastAttentionOutput<float>&,
-                                                  const FastAttentionSettings&);
-template FastAttentionStats fast_attention<double>(const FastAttentionInput<double>&, const FastAttentionOutput<double>&,
-                                                   const FastAttentionSettings&);
+template FastAttentionStats fast_attention(const FastAttentionInput<float>&, const FastAttentionOutput<float>&, const FastAttentionSettings&);
+template FastAttentionStats fast_attention(const FastAttentionInput<float, double>&, const FastAttentionOutput<float>&, const FastAttentionSettings&);
+template FastAttentionStats fast_attention(const FastAttentionInput<double>&, const FastAttentionOutput<double>&, const FastAttentionSettings&);
 
 }  // namespace attn_trace
