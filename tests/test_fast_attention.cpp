@@ -53,7 +53,7 @@ json qkv_problem(std::size_t n, std::size_t m, std::size_t d_k, std::size_t d_v,
 }
 
 // Small blocks so that every problem here spans several blocks and tiles, with ragged last ones.
-FastPathOptions small_blocks() { return FastPathOptions{.threads = 2, .block_q = 4, .block_k = 8}; }
+FastPathOptions small_blocks() { return FastPathOptions{.threads = 2, .block_q = 4, .block_k = 8, .reason = ""}; }
 
 Tolerance tolerance_for(Dtype dtype) { return dtype == Dtype::f64 ? tolerances::same_math_f64 : tolerances::f32_vs_f64; }
 
@@ -90,10 +90,10 @@ TEST_CASE("fast path equals the full trace for shapes off the block sizes", "[fa
 TEST_CASE("fast path equals the full trace with the kernel's default blocks", "[fast]") {
     // One thread keeps Br = 512 from n = 2048 on; n, m and d_v are off Br = 512,
     // Bc = 256, the 16-query panels and the 6-row micro-tiles, so every ragged edge runs.
-    require_fast_equals_full(qkv_problem(2050, 263, 8, 7), Dtype::f32, FastPathOptions{.threads = 1});
+    require_fast_equals_full(qkv_problem(2050, 263, 8, 7), Dtype::f32, FastPathOptions{.threads = 1, .reason = ""});
     json causal = qkv_problem(130, 600, 8, 8);
     causal["mask"] = "causal-bottom-right";
-    require_fast_equals_full(causal, Dtype::f64, FastPathOptions{.threads = 2});
+    require_fast_equals_full(causal, Dtype::f64, FastPathOptions{.threads = 2, .reason = ""});
 }
 
 TEST_CASE("fast path equals the full trace under every mask form", "[fast]") {
@@ -169,6 +169,20 @@ TEST_CASE("fast path equals the full trace for a padded batch", "[fast]") {
     require_both_dtypes(p);
 }
 
+TEST_CASE("fast path equals the full trace when a later tile's score jumps far past the running max", "[fast]") {
+    // After the first tile the kernel shifts a tile's scores by the max so far; a
+    // score 100 above it (144 in base-2 units: 2^144 overflows a float) must send
+    // that tile the two-pass way (key 12 holds almost all the weight); later keys
+    // 60 and 90 below it, and row 2 (q = −1) sees them all far below its max.
+    json k = json::array(), v = json::array();
+    for (int j = 0; j < 40; ++j) {
+        k.push_back({j == 12 ? 100.0 : j == 21 ? 60.0 : j == 30 ? 90.0 : 0.01 * j});
+        v.push_back({static_cast<double>(j % 7) - 3.0, 0.5 * j});
+    }
+    const json p = {{"Q", {{1.0}, {1.0}, {-1.0}, {0.5}, {1.0}}}, {"K", k}, {"V", v}};
+    require_both_dtypes(p);
+}
+
 TEST_CASE("fast path follows the empty-row policy", "[fast]") {
     // Keys 0-2 are padding and the mask is causal: queries 0-2 can read nothing.
     json p = qkv_problem(9, 9, 4, 4);
@@ -202,13 +216,13 @@ TEST_CASE("the kernel's 2^x is within float rounding of exp2, and exactly 0 wher
         // x from 0 down to −126 in steps of 1/64, plus an offset so f is not always a multiple of 1/64
         const float x = -static_cast<float>(step) / 64.0f - 0.0037f * static_cast<float>(step % 7);
         if (x < -126.0f) continue;
-        const float got = panel::exp2_nonpositive(S::splat(x))[0];
+        const float got = panel::exp2_bounded(S::splat(x))[0];
         worst = std::max(worst, std::abs(static_cast<double>(got) / std::exp2(static_cast<double>(x)) - 1.0));
     }
     INFO("worst relative error " << worst);
     REQUIRE(worst < 3e-7);  // about 2.5 float ulps: the polynomial (1.8e-8) plus the roundings of its terms
-    for (const float x : {-std::numeric_limits<float>::infinity(), -126.5f, -300.0f, -1e30f}) REQUIRE(panel::exp2_nonpositive(S::splat(x))[0] == 0.0f);
-    REQUIRE(panel::exp2_nonpositive(S::splat(0.0f))[0] == 1.0f);
+    for (const float x : {-std::numeric_limits<float>::infinity(), -126.5f, -300.0f, -1e30f}) REQUIRE(panel::exp2_bounded(S::splat(x))[0] == 0.0f);
+    REQUIRE(panel::exp2_bounded(S::splat(0.0f))[0] == 1.0f);
 }
 
 TEST_CASE("bench's naive baseline equals the fast path, and refuses what it does not mask", "[fast]") {

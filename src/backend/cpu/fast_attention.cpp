@@ -106,12 +106,14 @@ struct BlockScratch {
     AlignedArray<T> scores;   // [Bc rounded to MR][NR] one panel's S, then P
     AlignedArray<T> u;        // [panel][d_v rounded to MR][NR]
     AlignedArray<T> running_max, running_sum;  // [panels · NR]
+    AlignedArray<T> tile_max;                  // [NR] the max of one panel's scores in one tile
     BlockScratch(std::size_t block_q, std::size_t block_k, std::size_t d_k, std::size_t d_v)
         : queries(round_up(block_q, NR) * d_k),
           scores(round_up(block_k, MR) * NR),
           u(round_up(block_q, NR) * round_up(d_v, MR)),
           running_max(round_up(block_q, NR)),
-          running_sum(round_up(block_q, NR)) {}
+          running_sum(round_up(block_q, NR)),
+          tile_max(NR) {}
 };
 
 template <typename T, typename Source>
@@ -166,17 +168,86 @@ private:
         if (lo >= hi) return;
         const std::size_t a = lo - j0, b = hi - j0;  // the panel's keys within the tile
         T* const s = scratch.scores.data();
-        // S = s·Q_p K_tᵀ, as (keys, NR) rows, MR keys at a time
         const T* q_panel = scratch.queries.data() + p * in_.d_k * NR;
-        for (std::size_t group = a / MR; group * MR < b; ++group)
-            panel::micro_kernel<T, false>(in_.d_k, keys + group * MR * in_.d_k, q_panel, s + group * MR * NR);
         const bool partial = lo < range.all.first || hi > range.all.end;
-        if (natural_units_ || partial || (in_.mask && !in_.mask->key_valid.empty())) adjust_scores(s, h, first_row, panel_rows, j0, a, b);
-        online_softmax(p, a, b, scratch);
-        // U_p += P V_t
+        const bool adjusted = natural_units_ || partial || (in_.mask && !in_.mask->key_valid.empty());
+        if (adjusted || !exp_in_place(p, a, b, keys, q_panel, scratch)) {
+            // S = s·Q_p K_tᵀ, as (keys, NR) rows, MR keys at a time; then the softmax step over it
+            for (std::size_t group = a / MR; group * MR < b; ++group)
+                panel::micro_kernel<T, false>(in_.d_k, keys + group * MR * in_.d_k, q_panel, s + group * MR * NR);
+            if (adjusted) adjust_scores(s, h, first_row, panel_rows, j0, a, b);
+            online_softmax(p, a, b, scratch);
+            accumulate_values(p, a, b, values, scratch);
+            return;
+        }
+        accumulate_values(p, a, b, values, scratch);
+        raise_running_max(p, scratch);
+    }
+
+    // U_p += P V_t over keys [a, b) of the tile.
+    void accumulate_values(std::size_t p, std::size_t a, std::size_t b, const T* values, BlockScratch<T>& scratch) const {
         T* u_panel = scratch.u.data() + p * d_v_padded_ * NR;
         for (std::size_t dims = 0; dims < d_v_padded_; dims += MR)
-            panel::micro_kernel<T, true>(b - a, values + dims * block_k_ + a * MR, s + a * NR, u_panel + dims * NR);
+            panel::micro_kernel<T, true>(b - a, values + dims * block_k_ + a * MR, scratch.scores.data() + a * NR, u_panel + dims * NR);
+    }
+
+    // The common case, a tile that every row of the panel reads whole, after a
+    // first one: P = 2^(S − m) straight from the registers of the first product,
+    // shifted by the running max m from before this tile instead of after it,
+    // which spares a pass over S to find its max first. Safe while no score passes
+    // m by more than 64 (P ≤ 2^64); returns false, having changed nothing that
+    // counts, when one does (or when a row has no running max yet), and the caller
+    // takes the two-pass way. The tile's max waits in `tile_max` for raise_running_max.
+    bool exp_in_place(std::size_t p, std::size_t a, std::size_t b, const T* keys, const T* q_panel, BlockScratch<T>& scratch) const {
+        T* const s = scratch.scores.data();
+        T* const m = scratch.running_max.data() + p * NR;
+        const Vec shift0 = S::load(m), shift1 = S::load(m + L);
+        if (any_lane(shift0 == S::splat(minus_infinity<T>)) || any_lane(shift1 == S::splat(minus_infinity<T>))) return false;
+        Vec max0 = shift0, max1 = shift1, sum0{}, sum1{};
+        for (std::size_t group = a / MR; group * MR < b; ++group) {
+            const std::size_t first = group * MR;
+            panel::micro_tile(in_.d_k, keys + first * in_.d_k, q_panel, static_cast<const T*>(nullptr), [&](std::size_t r, Vec z0, Vec z1) {
+                const std::size_t j = first + r;
+                if (j < a || j >= b) return;  // padding past the tile's last key, or keys the panel does not read
+                max0 = S::max(max0, z0);
+                max1 = S::max(max1, z1);
+                const Vec e0 = panel::exp2_bounded(z0 - shift0), e1 = panel::exp2_bounded(z1 - shift1);
+                S::store(s + j * NR, e0);
+                S::store(s + j * NR + L, e1);
+                sum0 += e0;
+                sum1 += e1;
+            });
+        }
+        const Vec limit = S::splat(T(64));
+        if (any_lane(max0 - shift0 > limit) || any_lane(max1 - shift1 > limit)) return false;
+        T* const l = scratch.running_sum.data() + p * NR;
+        S::store(l, S::load(l) + sum0);
+        S::store(l + L, S::load(l + L) + sum1);
+        S::store(scratch.tile_max.data(), max0);
+        S::store(scratch.tile_max.data() + L, max1);
+        return true;
+    }
+
+    // After exp_in_place and U_p += P V_t: m' = max(m, tile max); ℓ and U ·= 2^(m − m'); m = m'.
+    void raise_running_max(std::size_t p, BlockScratch<T>& scratch) const {
+        for (std::size_t half = 0; half < NR; half += L) {
+            T* const m = scratch.running_max.data() + p * NR + half;
+            const Vec m_old = S::load(m), m_new = S::load(scratch.tile_max.data() + half);
+            if (!any_lane(m_new > m_old)) continue;
+            const Vec rescale = panel::exp2_bounded(m_old - m_new);
+            T* const l = scratch.running_sum.data() + p * NR + half;
+            S::store(l, rescale * S::load(l));
+            S::store(m, m_new);
+            T* const u = scratch.u.data() + p * d_v_padded_ * NR + half;
+            for (std::size_t c = 0; c < in_.d_v; ++c) S::store(u + c * NR, rescale * S::load(u + c * NR));
+        }
+    }
+
+    template <typename Mask>
+    static bool any_lane(Mask mask) {
+        for (std::size_t i = 0; i < L; ++i)
+            if (mask[i]) return true;
+        return false;
     }
 
     // Per lane (query) of the panel, over keys [a, b) of the tile: m' = max(m, max_j z_j),
@@ -201,20 +272,20 @@ private:
             const Vec shift = m_new == S::splat(minus_infinity<T>) ? Vec{} : m_new;
             Vec sum_even{}, sum_odd{};
             for (j = a; j + 1 < b; j += 2) {
-                const Vec e0 = panel::exp2_nonpositive(S::load(s + j * NR + half) - shift);
-                const Vec e1 = panel::exp2_nonpositive(S::load(s + (j + 1) * NR + half) - shift);
+                const Vec e0 = panel::exp2_bounded(S::load(s + j * NR + half) - shift);
+                const Vec e1 = panel::exp2_bounded(S::load(s + (j + 1) * NR + half) - shift);
                 S::store(s + j * NR + half, e0);
                 S::store(s + (j + 1) * NR + half, e1);
                 sum_even += e0;
                 sum_odd += e1;
             }
             if (j < b) {
-                const Vec e = panel::exp2_nonpositive(S::load(s + j * NR + half) - shift);
+                const Vec e = panel::exp2_bounded(S::load(s + j * NR + half) - shift);
                 S::store(s + j * NR + half, e);
                 sum_even += e;
             }
             const Vec sum = sum_even + sum_odd;
-            const Vec rescale = panel::exp2_nonpositive(m_old - shift);
+            const Vec rescale = panel::exp2_bounded(m_old - shift);
             S::store(l, rescale * S::load(l) + sum);
             S::store(m, m_new);
             T* const u = scratch.u.data() + p * d_v_padded_ * NR + half;

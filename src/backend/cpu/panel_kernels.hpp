@@ -60,17 +60,19 @@ template <typename T>
 constexpr std::size_t NR = 2 * Simd<T>::lanes;
 constexpr std::size_t MR = 6;
 
-// C (MR × NR, rows NR apart) = [C +] Σ_p A[p] ⊗ B[p] over p < depth, where A[p]
-// is MR values (A packed MR per step) and B[p] is NR values (B packed NR per step).
-template <typename T, bool Accumulate>
-inline void micro_kernel(std::size_t depth, const T* __restrict a, const T* __restrict b, T* __restrict c) {
+// The MR × NR product Σ_p A[p] ⊗ B[p] over p < depth, where A[p] is MR values
+// (A packed MR per step) and B[p] is NR values (B packed NR per step), started
+// from C (rows NR apart) when `c` is given, else from 0. Each finished row r goes
+// to row(r, first half, second half) straight from the registers.
+template <typename T, typename Row>
+inline void micro_tile(std::size_t depth, const T* __restrict a, const T* __restrict b, const T* c, Row&& row) {
     using S = Simd<T>;
     using Vec = typename S::Vec;
     constexpr std::size_t L = S::lanes;
     Vec acc[MR][2];
 #pragma GCC unroll 8
     for (std::size_t r = 0; r < MR; ++r)
-        for (std::size_t v = 0; v < 2; ++v) acc[r][v] = Accumulate ? S::load(c + r * NR<T> + v * L) : Vec{};
+        for (std::size_t v = 0; v < 2; ++v) acc[r][v] = c ? S::load(c + r * NR<T> + v * L) : Vec{};
     for (std::size_t p = 0; p < depth; ++p) {
         const Vec b0 = S::load(b + p * NR<T>), b1 = S::load(b + p * NR<T> + L);
 #pragma GCC unroll 8
@@ -81,19 +83,28 @@ inline void micro_kernel(std::size_t depth, const T* __restrict a, const T* __re
         }
     }
 #pragma GCC unroll 8
-    for (std::size_t r = 0; r < MR; ++r)
-        for (std::size_t v = 0; v < 2; ++v) S::store(c + r * NR<T> + v * L, acc[r][v]);
+    for (std::size_t r = 0; r < MR; ++r) row(r, acc[r][0], acc[r][1]);
 }
 
-// 2^x lane by lane for x ≤ 0 (a score minus its running max, in base-2 units),
-// exactly 0 at −∞ (a masked key) and below −126 (where 2^x leaves the normal floats).
+// C (MR × NR, rows NR apart) = [C +] Σ_p A[p] ⊗ B[p].
+template <typename T, bool Accumulate>
+inline void micro_kernel(std::size_t depth, const T* __restrict a, const T* __restrict b, T* __restrict c) {
+    micro_tile(depth, a, b, Accumulate ? c : nullptr, [c](std::size_t r, typename Simd<T>::Vec v0, typename Simd<T>::Vec v1) {
+        Simd<T>::store(c + r * NR<T>, v0);
+        Simd<T>::store(c + r * NR<T> + Simd<T>::lanes, v1);
+    });
+}
+
+// 2^x lane by lane for x ≤ 64 (a score minus a running max, in base-2 units: at
+// most 0, or a little above when the max is the one before this tile), exactly 0
+// at −∞ (a masked key) and below −126 (where 2^x leaves the normal floats).
 // float: x = k + f with k = round(x), |f| ≤ ½; 2^f by a degree-6 polynomial
 // (Chebyshev fit, relative error 1.8e-8, under float's rounding) in Estrin's form,
 // whose short dependency chains let several vectors overlap; 2^k through the
 // exponent bits. Lanes below −126 compute garbage (k out of range, NaN at −∞)
 // and are replaced by 0 at the end, which is cheaper than clamping x first.
 // double: the C library's exp2, lane by lane (the precise path).
-inline Simd<float>::Vec exp2_nonpositive(Simd<float>::Vec x) {
+inline Simd<float>::Vec exp2_bounded(Simd<float>::Vec x) {
     using S = Simd<float>;
     using Vec = S::Vec;
     using Bits = std::int32_t __attribute__((vector_size(32)));
@@ -114,7 +125,7 @@ inline Simd<float>::Vec exp2_nonpositive(Simd<float>::Vec x) {
     return x < S::splat(-126.0f) ? Vec{} : poly * power;
 }
 
-inline Simd<double>::Vec exp2_nonpositive(Simd<double>::Vec x) {
+inline Simd<double>::Vec exp2_bounded(Simd<double>::Vec x) {
     for (std::size_t i = 0; i < Simd<double>::lanes; ++i) x[i] = std::exp2(x[i]);
     return x;
 }
