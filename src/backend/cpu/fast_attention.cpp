@@ -192,9 +192,9 @@ private:
     }
 
     // The common case, a tile that every row of the panel reads whole, after a
-    // first one: P = 2^(S − m) straight from the registers of the first product,
-    // shifted by the running max m from before this tile instead of after it,
-    // which spares a pass over S to find its max first. Safe while no score passes
+    // first one: P = 2^(S − m) computed group by group right after the first
+    // product writes it, shifted by the running max m from before this tile
+    // instead of after it, which spares a pass over S to find its max first. Safe while no score passes
     // m by more than 64 (P ≤ 2^64); returns false, having changed nothing that
     // counts, when one does (or when a row has no running max yet), and the caller
     // takes the two-pass way. The tile's max waits in `tile_max` for raise_running_max.
@@ -205,10 +205,12 @@ private:
         if (any_lane(shift0 == S::splat(minus_infinity<T>)) || any_lane(shift1 == S::splat(minus_infinity<T>))) return false;
         Vec max0 = shift0, max1 = shift1, sum0{}, sum1{};
         for (std::size_t group = a / MR; group * MR < b; ++group) {
+            // The group's MR rows of S, then at once (still in L1) their 2^(S − m):
+            // padding past the tile's last key and keys outside [a, b) are left out.
             const std::size_t first = group * MR;
-            panel::micro_tile(in_.d_k, keys + first * in_.d_k, q_panel, static_cast<const T*>(nullptr), [&](std::size_t r, Vec z0, Vec z1) {
-                const std::size_t j = first + r;
-                if (j < a || j >= b) return;  // padding past the tile's last key, or keys the panel does not read
+            panel::micro_kernel<T, false>(in_.d_k, keys + first * in_.d_k, q_panel, s + first * NR);
+            for (std::size_t j = std::max(first, a); j < std::min(first + MR, b); ++j) {
+                const Vec z0 = S::load(s + j * NR), z1 = S::load(s + j * NR + L);
                 max0 = S::max(max0, z0);
                 max1 = S::max(max1, z1);
                 const Vec e0 = panel::exp2_bounded(z0 - shift0), e1 = panel::exp2_bounded(z1 - shift1);
@@ -216,7 +218,7 @@ private:
                 S::store(s + j * NR + L, e1);
                 sum0 += e0;
                 sum1 += e1;
-            });
+            }
         }
         const Vec limit = S::splat(T(64));
         if (any_lane(max0 - shift0 > limit) || any_lane(max1 - shift1 > limit)) return false;

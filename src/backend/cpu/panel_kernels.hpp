@@ -60,19 +60,17 @@ template <typename T>
 constexpr std::size_t NR = 2 * Simd<T>::lanes;
 constexpr std::size_t MR = 6;
 
-// The MR × NR product Σ_p A[p] ⊗ B[p] over p < depth, where A[p] is MR values
-// (A packed MR per step) and B[p] is NR values (B packed NR per step), started
-// from C (rows NR apart) when `c` is given, else from 0. Each finished row r goes
-// to row(r, first half, second half) straight from the registers.
-template <typename T, typename Row>
-inline void micro_tile(std::size_t depth, const T* __restrict a, const T* __restrict b, const T* c, Row&& row) {
+// C (MR × NR, rows NR apart) = [C +] Σ_p A[p] ⊗ B[p] over p < depth, where A[p]
+// is MR values (A packed MR per step) and B[p] is NR values (B packed NR per step).
+template <typename T, bool Accumulate>
+inline void micro_kernel(std::size_t depth, const T* __restrict a, const T* __restrict b, T* __restrict c) {
     using S = Simd<T>;
     using Vec = typename S::Vec;
     constexpr std::size_t L = S::lanes;
     Vec acc[MR][2];
 #pragma GCC unroll 8
     for (std::size_t r = 0; r < MR; ++r)
-        for (std::size_t v = 0; v < 2; ++v) acc[r][v] = c ? S::load(c + r * NR<T> + v * L) : Vec{};
+        for (std::size_t v = 0; v < 2; ++v) acc[r][v] = Accumulate ? S::load(c + r * NR<T> + v * L) : Vec{};
     for (std::size_t p = 0; p < depth; ++p) {
         const Vec b0 = S::load(b + p * NR<T>), b1 = S::load(b + p * NR<T> + L);
 #pragma GCC unroll 8
@@ -83,16 +81,8 @@ inline void micro_tile(std::size_t depth, const T* __restrict a, const T* __rest
         }
     }
 #pragma GCC unroll 8
-    for (std::size_t r = 0; r < MR; ++r) row(r, acc[r][0], acc[r][1]);
-}
-
-// C (MR × NR, rows NR apart) = [C +] Σ_p A[p] ⊗ B[p].
-template <typename T, bool Accumulate>
-inline void micro_kernel(std::size_t depth, const T* __restrict a, const T* __restrict b, T* __restrict c) {
-    micro_tile(depth, a, b, Accumulate ? c : nullptr, [c](std::size_t r, typename Simd<T>::Vec v0, typename Simd<T>::Vec v1) {
-        Simd<T>::store(c + r * NR<T>, v0);
-        Simd<T>::store(c + r * NR<T> + Simd<T>::lanes, v1);
-    });
+    for (std::size_t r = 0; r < MR; ++r)
+        for (std::size_t v = 0; v < 2; ++v) S::store(c + r * NR<T> + v * L, acc[r][v]);
 }
 
 // 2^x lane by lane for x ≤ 64 (a score minus a running max, in base-2 units: at
