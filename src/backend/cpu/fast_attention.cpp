@@ -187,8 +187,9 @@ private:
     // U_p += P V_t over keys [a, b) of the tile.
     void accumulate_values(std::size_t p, std::size_t a, std::size_t b, const T* values, BlockScratch<T>& scratch) const {
         T* u_panel = scratch.u.data() + p * d_v_padded_ * NR;
-        for (std::size_t dims = 0; dims < d_v_padded_; dims += MR)
-            panel::micro_kernel<T, true>(b - a, values + dims * block_k_ + a * MR, scratch.scores.data() + a * NR, u_panel + dims * NR);
+        for (std::size_t dims = 0; dims < in_.d_v; dims += MR)
+            panel::micro_kernel_rows<T, true>(std::min(MR, in_.d_v - dims), b - a, values + dims * block_k_ + a * MR, scratch.scores.data() + a * NR,
+                                              u_panel + dims * NR);
     }
 
     // The common case, a tile that every row of the panel reads whole, after a
