@@ -97,11 +97,13 @@ std::string bench_svg(const BenchConfig& c, const std::vector<BenchResult>& resu
         ms_low = std::min(ms_low, r.median_ms);
         ms_high = std::max(ms_high, r.median_ms);
     }
-    const double width = 640, height = 420, left = 70, right = 150, top = 40, bottom = 50;
+    const double width = 640, height = 430, left = 70, right = 150, top = 50, bottom = 50;
     std::string svg = fmt::format(R"(<svg xmlns="http://www.w3.org/2000/svg" width="{}" height="{}" font-family="sans-serif" font-size="12">)"
                                   "\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n",
                                   width, height);
-    svg += fmt::format(R"(<text x="{}" y="22" font-size="14">attention time vs n ({})</text>)" "\n", left, describe_setting(c));
+    // The setting goes on a line of its own: with it the title would pass the right edge.
+    svg += fmt::format(R"(<text x="{}" y="20" font-size="14">attention time vs n</text>)" "\n", left);
+    svg += fmt::format(R"(<text x="{}" y="38" font-size="11" fill="#555">{}</text>)" "\n", left, describe_setting(c));
     if (lines.empty()) return svg + "<text x=\"70\" y=\"200\">no timings</text>\n</svg>\n";
     const double x0 = std::log10(n_low) - 0.1, x1 = std::log10(n_high) + 0.1;
     const double y0 = std::floor(std::log10(ms_low)), y1 = std::ceil(std::log10(ms_high)) + (ms_high == ms_low ? 1 : 0);

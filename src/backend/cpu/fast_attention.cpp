@@ -19,6 +19,9 @@
 // second product reads as it is. The softmax works in base 2: the scores are
 // scaled by log₂e once (folded into the packed queries when nothing else touches
 // the scores) and 2^x is cheaper than e^x; m is reported back in natural units.
+// Where a tile needs no masking, P is taken right after each group of S rows is
+// computed, shifted by the m from before the tile, and m catches up afterwards
+// (exp_in_place): one pass over S instead of three.
 #include "attn_trace/fast_attention.hpp"
 
 #include <algorithm>
