@@ -198,10 +198,10 @@ private:
     // The common case, a tile that every row of the panel reads whole, after a
     // first one: P = 2^(S − m) computed group by group right after the first
     // product writes it, shifted by the running max m from before this tile
-    // instead of after it, which spares a pass over S to find its max first. Safe while no score passes
-    // m by more than 64 (P ≤ 2^64); returns false, having changed nothing that
-    // counts, when one does (or when a row has no running max yet), and the caller
-    // takes the two-pass way. The tile's max waits in `tile_max` for raise_running_max.
+    // instead of after it, which spares a pass over S to find its max first.
+    // Safe while no score passes m by more than 64 (P ≤ 2^64); returns false,
+    // having changed nothing that counts, when one does (or when a row has no
+    // running max yet), and the caller takes the two-pass way. The tile's max waits in `tile_max` for raise_running_max.
     bool exp_in_place(std::size_t p, std::size_t a, std::size_t b, const T* keys, const T* q_panel, BlockScratch<T>& scratch) const {
         T* const s = scratch.scores.data();
         T* const m = scratch.running_max.data() + p * NR;
@@ -213,7 +213,7 @@ private:
             // padding past the tile's last key and keys outside [a, b) are left out.
             const std::size_t first = group * MR;
             panel::micro_kernel<T, false>(in_.d_k, keys + first * in_.d_k, q_panel, s + first * NR);
-            for (std::size_t j = std::max(first, a); j < std::min(first + MR, b); ++j) {
+            auto take = [&](std::size_t j) {
                 const Vec z0 = S::load(s + j * NR), z1 = S::load(s + j * NR + L);
                 max0 = S::max(max0, z0);
                 max1 = S::max(max1, z1);
@@ -222,6 +222,13 @@ private:
                 S::store(s + j * NR + L, e1);
                 sum0 += e0;
                 sum1 += e1;
+            };
+            if (first >= a && first + MR <= b) {
+                // A whole group, unrolled: 2·MR independent exponentials for the scheduler to overlap.
+#pragma GCC unroll 8
+                for (std::size_t r = 0; r < MR; ++r) take(first + r);
+            } else {
+                for (std::size_t j = std::max(first, a); j < std::min(first + MR, b); ++j) take(j);
             }
         }
         const Vec limit = S::splat(T(64));
