@@ -27,6 +27,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <thread>
@@ -256,11 +258,14 @@ private:
         }
     }
 
+    // Whether a comparison's result (lanes all ones or all zeros) is true in some
+    // lane: its 32 bytes OR-ed as four words, not eight branches on single lanes.
     template <typename Mask>
     static bool any_lane(Mask mask) {
-        for (std::size_t i = 0; i < L; ++i)
-            if (mask[i]) return true;
-        return false;
+        static_assert(sizeof mask == 32);
+        std::uint64_t words[4];
+        std::memcpy(words, &mask, sizeof words);
+        return (words[0] | words[1] | words[2] | words[3]) != 0;
     }
 
     // Per lane (query) of the panel, over keys [a, b) of the tile: m' = max(m, max_j z_j),

@@ -102,17 +102,18 @@ inline void micro_kernel_rows(std::size_t rows, std::size_t depth, const T* a, c
 
 // 2^x lane by lane for x ≤ 64 (a score minus a running max, in base-2 units: at
 // most 0, or a little above when the max is the one before this tile), exactly 0
-// at −∞ (a masked key) and below −126 (where 2^x leaves the normal floats).
+// at −∞ (a masked key) and below −126.5 (where 2^x leaves the normal floats).
 // float: x = k + f with k = round(x), |f| ≤ ½; 2^f by a degree-6 polynomial
 // (Chebyshev fit, relative error 1.8e-8, under float's rounding) in Estrin's form,
 // whose short dependency chains let several vectors overlap; 2^k through the
-// exponent bits. Lanes below −126 compute garbage (k out of range, NaN at −∞)
-// and are replaced by 0 at the end, which is cheaper than clamping x first.
+// exponent bits. x is first raised to −127, where those bits come out all zero,
+// so 2^k is exactly 0 there: one max instead of a compare and a mask.
 // double: the C library's exp2, lane by lane (the precise path).
 inline Simd<float>::Vec exp2_bounded(Simd<float>::Vec x) {
     using S = Simd<float>;
     using Vec = S::Vec;
     using Bits = std::int32_t __attribute__((vector_size(32)));
+    x = S::max(x, S::splat(-127.0f));
     // Adding 1.5·2^23 rounds to an integer k held in the low mantissa bits; the
     // +127 there is the exponent bias, so those bits shifted up are 2^k's bits.
     const Vec magic = S::splat(12582912.0f + 127.0f);
@@ -127,7 +128,7 @@ inline Simd<float>::Vec exp2_bounded(Simd<float>::Vec x) {
     bits <<= 23;
     Vec power;
     std::memcpy(&power, &bits, sizeof power);
-    return x < S::splat(-126.0f) ? Vec{} : poly * power;
+    return poly * power;
 }
 
 inline Simd<double>::Vec exp2_bounded(Simd<double>::Vec x) {
