@@ -2,7 +2,8 @@
 // The fast path (SPEC §12): the tiled online-softmax algorithm of SPEC §7 without
 // the printing. Queries go in blocks of Br rows, keys in tiles of Bc; per query
 // row it keeps the running max m, the running sum ℓ and the running weighted sum
-// u, so it holds Br × Bc scores per worker and never the n × m matrix.
+// u, so it holds one panel's scores per worker (Bc × 16 floats) and never the
+// n × m matrix.
 // Block products are register-tiled micro-kernels on packed panels
 // (src/backend/cpu/panel_kernels.hpp); the (head, query block) pairs are shared
 // out among worker threads. float32 and float64.

@@ -1,5 +1,5 @@
 #pragma once
-// OpenBLAS, opened the first time the fast path needs it rather than linked:
+// OpenBLAS, opened the first time bench's naive baseline needs it rather than linked:
 // loading libopenblas costs about 15 ms of wall time (measured: an empty program
 // linked to it starts in 20 ms instead of 5), three times what a whole
 // `attn-trace run` of a small problem takes, and only bench's naive baseline

@@ -86,8 +86,9 @@ RowsKeyRange rows_key_range(const FastMask* mask, std::size_t i0, std::size_t ro
 }
 
 // K and V of every KV head, packed tile by tile, each tile in one piece:
-// keys [head][tile][group of MR keys][d_k][MR] (zero past the last key) and
-// values [head][tile][group of MR dimensions][Bc][MR] (zero past d_v).
+// keys [head][tile][group of MR keys][d_k][MR] (the last group zero past the
+// last key) and values [head][tile][group of MR dimensions][Bc][MR] (zero past
+// d_v). A last tile shorter than Bc leaves the rest of its slot unwritten and unread.
 template <typename T>
 struct PackedKeysValues {
     std::size_t tiles, key_tile, value_tile;  // tiles per head; elements per packed tile
@@ -197,13 +198,14 @@ private:
                                               u_panel + dims * NR);
     }
 
-    // The common case, a tile that every row of the panel reads whole, after a
-    // first one: P = 2^(S − m) computed group by group right after the first
+    // The common case, keys [a, b) of a tile that every row of the panel reads
+    // (no mask edge, no softcap, no bias), after a first tile: P = 2^(S − m) computed group by group right after the first
     // product writes it, shifted by the running max m from before this tile
     // instead of after it, which spares a pass over S to find its max first.
-    // Safe while no score passes m by more than 64 (P ≤ 2^64); returns false,
-    // having changed nothing that counts, when one does (or when a row has no
-    // running max yet), and the caller takes the two-pass way. The tile's max waits in `tile_max` for raise_running_max.
+    // Safe while no score passes m by more than 16 (P ≤ 2^16, so U stays finite
+    // unless |V| passes about 1e31); returns false, having changed nothing that
+    // counts, when one does (or when a row has no running max yet), and the
+    // caller takes the two-pass way. The tile's max waits in `tile_max` for raise_running_max.
     bool exp_in_place(std::size_t p, std::size_t a, std::size_t b, const T* keys, const T* q_panel, BlockScratch<T>& scratch) const {
         T* const s = scratch.scores.data();
         T* const m = scratch.running_max.data() + p * NR;
@@ -233,7 +235,7 @@ private:
                 for (std::size_t j = std::max(first, a); j < std::min(first + MR, b); ++j) take(j);
             }
         }
-        const Vec limit = S::splat(T(64));
+        const Vec limit = S::splat(T(16));
         if (any_lane(max0 - shift0 > limit) || any_lane(max1 - shift1 > limit)) return false;
         T* const l = scratch.running_sum.data() + p * NR;
         S::store(l, S::load(l) + sum0);
@@ -317,8 +319,12 @@ private:
         const std::size_t padded = round_up(rows, NR);
         for (std::size_t r = 0; r < padded; ++r) {
             T* dst = scratch.queries.data() + (r / NR) * in_.d_k * NR + r % NR;
+            if (r >= rows) {
+                for (std::size_t c = 0; c < in_.d_k; ++c) dst[c * NR] = T(0);
+                continue;
+            }
             const Source* src = q_block + r * in_.q_stride;
-            for (std::size_t c = 0; c < in_.d_k; ++c) dst[c * NR] = r < rows ? factor * static_cast<T>(src[c]) : T(0);
+            for (std::size_t c = 0; c < in_.d_k; ++c) dst[c * NR] = factor * static_cast<T>(src[c]);
         }
     }
 

@@ -59,13 +59,15 @@ template <typename T>
 FastAttentionStats naive_attention(const FastAttentionInput<T>& input, const FastAttentionOutput<T>& output, int threads) {
     if (input.softcap || (input.mask && (!input.mask->dense.empty() || !input.mask->alibi_slopes.empty())))
         throw std::invalid_argument("the naive baseline masks by key ranges and key_valid only");
+    if (input.n == 0 || input.m == 0) throw std::invalid_argument("the naive baseline needs n ≥ 1 and m ≥ 1");
     (void)blas_library();  // opened here, before the workers start, so a missing library is one clean error
-    const std::size_t workers = std::clamp<std::size_t>(static_cast<std::size_t>(std::max(1, threads)), 1, input.n);
-    const std::size_t block = (input.n + workers - 1) / workers;
+    const std::size_t wanted = std::min<std::size_t>(static_cast<std::size_t>(std::max(1, threads)), input.n);
+    const std::size_t block = (input.n + wanted - 1) / wanted;
+    const std::size_t workers = (input.n + block - 1) / block;  // n = 5 on 4 threads: blocks of 2, so 3 workers
     std::vector<std::vector<T>> scores(workers);
     {
         std::vector<std::jthread> pool;
-        for (std::size_t w = 0; w < workers && w * block < input.n; ++w)
+        for (std::size_t w = 0; w < workers; ++w)
             pool.emplace_back([&, w] {
                 const std::size_t i0 = w * block, rows = std::min(block, input.n - i0);
                 scores[w].resize(rows * input.m);

@@ -7,9 +7,9 @@
 //
 // Why hand-written and not OpenBLAS: the fast path used cblas_sgemm per tile
 // until the measurements in docs/PERFORMANCE.md showed a quarter of its time in
-// OpenBLAS re-packing the same tiles call after call; these kernels pack each K
-// and V tile once per query block and keep the scores in the layout the softmax
-// and the second product read, which made n = 8192 ≈ 1.4× faster.
+// OpenBLAS re-packing the same tiles call after call; with these kernels each K
+// and V tile is packed once per KV head and the scores stay in the layout the
+// softmax and the second product read (docs/PERFORMANCE.md has the figures).
 //
 // Written with GCC's vector extensions rather than intrinsics: one template for
 // float (8 lanes) and double (4 lanes) in a 256-bit register. With
@@ -101,14 +101,14 @@ inline void micro_kernel_rows(std::size_t rows, std::size_t depth, const T* a, c
 }
 
 // 2^x lane by lane for x ≤ 64 (a score minus a running max, in base-2 units: at
-// most 0, or a little above when the max is the one before this tile), exactly 0
-// at −∞ (a masked key) and below −126.5 (where 2^x leaves the normal floats).
+// most 0, or a little above when the max is the one before this tile). The float
+// version is exactly 0 at −∞ (a masked key) and below −126.5 (where 2^x leaves the
+// normal floats); the double version is the C library's exp2, 0 at −∞.
 // float: x = k + f with k = round(x), |f| ≤ ½; 2^f by a degree-6 polynomial
 // (Chebyshev fit, relative error 1.8e-8, under float's rounding) in Estrin's form,
 // whose short dependency chains let several vectors overlap; 2^k through the
 // exponent bits. x is first raised to −127, where those bits come out all zero,
 // so 2^k is exactly 0 there: one max instead of a compare and a mask.
-// double: the C library's exp2, lane by lane (the precise path).
 inline Simd<float>::Vec exp2_bounded(Simd<float>::Vec x) {
     using S = Simd<float>;
     using Vec = S::Vec;

@@ -1,0 +1,44 @@
+// The fast path's inner functions (src/backend/cpu/panel_kernels.hpp), compiled
+// with the kernel's own options (tests/CMakeLists.txt) so that this is the code
+// the kernel runs.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <limits>
+
+#include "backend/cpu/panel_kernels.hpp"
+
+using namespace attn_trace;
+
+TEST_CASE("the kernel's 2^x is within float rounding of exp2, and exactly 0 where it must be", "[fast]") {
+    using S = panel::Simd<float>;
+    double worst = 0;
+    for (int step = 0; step <= 126 * 64; ++step) {
+        // x from 0 down to −126 in steps of 1/64, plus an offset so f is not always a multiple of 1/64
+        const float x = -static_cast<float>(step) / 64.0f - 0.0037f * static_cast<float>(step % 7);
+        if (x < -126.0f) continue;
+        const float got = panel::exp2_bounded(S::splat(x))[0];
+        worst = std::max(worst, std::abs(static_cast<double>(got) / std::exp2(static_cast<double>(x)) - 1.0));
+    }
+    INFO("worst relative error " << worst);
+    REQUIRE(worst < 3e-7);  // about 2.5 float ulps: the polynomial (1.8e-8) plus the roundings of its terms
+    for (const float x : {-std::numeric_limits<float>::infinity(), -126.6f, -127.0f, -300.0f, -1e30f}) REQUIRE(panel::exp2_bounded(S::splat(x))[0] == 0.0f);
+    REQUIRE(panel::exp2_bounded(S::splat(0.0f))[0] == 1.0f);
+}
+
+TEST_CASE("the micro-kernel computes its MR × NR product, also with fewer rows", "[fast]") {
+    constexpr std::size_t NR = panel::NR<float>, MR = panel::MR, depth = 5;
+    float a[depth * MR], b[depth * NR], c[MR * NR], d[MR * NR];
+    for (std::size_t i = 0; i < depth * MR; ++i) a[i] = static_cast<float>(i % 7) - 3.0f;
+    for (std::size_t i = 0; i < depth * NR; ++i) b[i] = 0.25f * static_cast<float>(i % 5);
+    for (std::size_t i = 0; i < MR * NR; ++i) c[i] = d[i] = 1.0f;
+    panel::micro_kernel<float, true>(depth, a, b, c);
+    panel::micro_kernel_rows<float, false>(4, depth, a, b, d);
+    for (std::size_t r = 0; r < MR; ++r)
+        for (std::size_t q = 0; q < NR; ++q) {
+            float want = 0;
+            for (std::size_t p = 0; p < depth; ++p) want += a[p * MR + r] * b[p * NR + q];
+            REQUIRE(c[r * NR + q] == Approx(1.0f + want).margin(1e-5));
+            REQUIRE(d[r * NR + q] == (r < 4 ? Approx(want).margin(1e-5) : Approx(1.0f)));  // rows past 4 untouched
+        }
+}
