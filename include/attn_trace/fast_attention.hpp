@@ -63,7 +63,7 @@ struct FastAttentionOutput {
 struct FastAttentionSettings {
     // Per panel of 16 queries the scores are Bc × 16 floats (16 KiB at Bc = 256,
     // in L1) and a packed K and V tile (Bc × 64 floats each at d_k = 64) stays in
-    // L2. Br shrinks for short sequences so that every worker gets several blocks.
+    // L2. Br shrinks for short sequences so that every worker gets two blocks or more.
     // See docs/PERFORMANCE.md for the measurements.
     std::size_t block_q = 256;  // Br
     std::size_t block_k = 256;  // Bc
