@@ -255,9 +255,14 @@ private:
             T* const l = scratch.running_sum.data() + p * NR + half;
             S::store(l, rescale * S::load(l));
             S::store(m, m_new);
-            T* const u = scratch.u.data() + p * d_v_padded_ * NR + half;
-            for (std::size_t c = 0; c < in_.d_v; ++c) S::store(u + c * NR, rescale * S::load(u + c * NR));
+            scale_u(p, half, rescale, scratch);
         }
+    }
+
+    // U_row ·= r for the lanes [half, half + L) of panel p.
+    void scale_u(std::size_t p, std::size_t half, Vec rescale, BlockScratch<T>& scratch) const {
+        T* const u = scratch.u.data() + p * d_v_padded_ * NR + half;
+        for (std::size_t c = 0; c < in_.d_v; ++c) S::store(u + c * NR, rescale * S::load(u + c * NR));
     }
 
     // Whether a comparison's result (lanes all ones or all zeros) is true in some
@@ -308,8 +313,7 @@ private:
             const Vec rescale = panel::exp2_bounded(m_old - shift);
             S::store(l, rescale * S::load(l) + sum);
             S::store(m, m_new);
-            T* const u = scratch.u.data() + p * d_v_padded_ * NR + half;
-            for (std::size_t c = 0; c < in_.d_v; ++c) S::store(u + c * NR, rescale * S::load(u + c * NR));
+            scale_u(p, half, rescale, scratch);
         }
     }
 
@@ -330,29 +334,20 @@ private:
 
     // K_t into groups of MR keys, [group][d_k][MR]: MR rows side by side, zero past the last key.
     void pack_keys(const Source* k_tile, std::size_t cols, T* dst) const {
-        const std::size_t d_k = in_.d_k, stride = in_.k_stride;
-        std::size_t j = 0;
-        for (; j + MR <= cols; j += MR, dst += MR * d_k)
-            for (std::size_t c = 0; c < d_k; ++c)
-                for (std::size_t r = 0; r < MR; ++r) dst[c * MR + r] = static_cast<T>(k_tile[(j + r) * stride + c]);
-        if (j < cols) {
-            std::fill_n(dst, MR * d_k, T(0));
-            for (std::size_t r = 0; j + r < cols; ++r)
-                for (std::size_t c = 0; c < d_k; ++c) dst[c * MR + r] = static_cast<T>(k_tile[(j + r) * stride + c]);
+        for (std::size_t j = 0; j < cols; j += MR, dst += MR * in_.d_k) {
+            const std::size_t rows = std::min(MR, cols - j);
+            if (rows < MR) std::fill_n(dst, MR * in_.d_k, T(0));
+            for (std::size_t c = 0; c < in_.d_k; ++c)
+                for (std::size_t r = 0; r < rows; ++r) dst[c * MR + r] = static_cast<T>(k_tile[(j + r) * in_.k_stride + c]);
         }
     }
 
     // V_t into groups of MR dimensions, [group][Bc][MR]: zero past d_v.
     void pack_values(const Source* v_tile, std::size_t cols, T* values) const {
-        const std::size_t d_v = in_.d_v, full = d_v / MR * MR;
         for (std::size_t j = 0; j < cols; ++j) {
             const Source* src = v_tile + j * in_.v_stride;
-            T* dst = values + j * MR;
-            std::size_t dims = 0;
-            for (; dims < full; dims += MR, dst += block_k_ * MR)
-                for (std::size_t r = 0; r < MR; ++r) dst[r] = static_cast<T>(src[dims + r]);
-            if (dims < d_v)
-                for (std::size_t r = 0; r < MR; ++r) dst[r] = dims + r < d_v ? static_cast<T>(src[dims + r]) : T(0);
+            for (std::size_t c = 0; c < d_v_padded_; ++c)
+                values[(c / MR * block_k_ + j) * MR + c % MR] = c < in_.d_v ? static_cast<T>(src[c]) : T(0);
         }
     }
 
