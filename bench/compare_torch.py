@@ -91,7 +91,8 @@ def fma_peak_gflops(threads):
         return None
     with tempfile.TemporaryDirectory() as build:
         program = os.path.join(build, "fma_peak")
-        subprocess.run([compiler, "-std=c++20", "-O2", "-march=native", source, "-o", program], check=True)
+        if subprocess.run([compiler, "-std=c++20", "-O2", "-march=native", source, "-o", program]).returncode != 0:
+            return None
         return float(subprocess.run([program, str(threads)], check=True, capture_output=True, text=True).stdout)
 
 
@@ -109,9 +110,12 @@ def timed(function, repeats, warmup):
 def main():
     args = parse_args()
     fix_threads(args.threads)
-    import numpy as np
-    import torch
-    import torch.nn.functional as F
+    try:
+        import numpy as np
+        import torch
+        import torch.nn.functional as F
+    except ImportError as missing:
+        sys.exit(f"compare_torch.py: {missing.name} is missing; it needs PyTorch and numpy: pip install torch numpy")
     torch.set_num_threads(args.threads)
 
     binary = find_binary(args.attn_trace)
@@ -125,7 +129,10 @@ def main():
             command.append("--causal")
         if dump:
             command += ["--dump", dump]
-        output = subprocess.run(command, check=True, capture_output=True, text=True).stdout
+        run = subprocess.run(command, capture_output=True, text=True)
+        if run.returncode != 0:
+            sys.exit(f"compare_torch.py: {' '.join(command)} failed (exit {run.returncode}):\n{run.stderr}")
+        output = run.stdout
         return {r["impl"]: r for r in json.loads(output)["results"]}
 
     fast_ms = {n: [] for n in lengths}
