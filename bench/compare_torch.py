@@ -82,18 +82,20 @@ def sgemm_gflops(threads, size=4096, repeats=5):
     return float(subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True, text=True).stdout)
 
 
-def fma_peak_gflops(threads):
-    """The machine's multiply-add peak on `threads` threads (bench/fma_peak.cpp, compiled
-    here with -march=native), or None without a C++ compiler."""
+def build_fma_peak(directory):
+    """bench/fma_peak.cpp compiled with -march=native into `directory`, or None
+    without a C++ compiler (or where it does not compile)."""
     source = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fma_peak.cpp")
     compiler = shutil.which("c++") or shutil.which("g++")
-    if not compiler:
+    program = os.path.join(directory, "fma_peak")
+    if not compiler or subprocess.run([compiler, "-std=c++20", "-O2", "-march=native", source, "-o", program]).returncode != 0:
         return None
-    with tempfile.TemporaryDirectory() as build:
-        program = os.path.join(build, "fma_peak")
-        if subprocess.run([compiler, "-std=c++20", "-O2", "-march=native", source, "-o", program]).returncode != 0:
-            return None
-        return float(subprocess.run([program, str(threads)], check=True, capture_output=True, text=True).stdout)
+    return program
+
+
+def fma_peak_gflops(program, threads):
+    """The machine's multiply-add peak on `threads` threads at once."""
+    return float(subprocess.run([program, str(threads)], check=True, capture_output=True, text=True).stdout)
 
 
 def timed(function, repeats, warmup):
@@ -118,6 +120,8 @@ def main():
         sys.exit(f"compare_torch.py: {missing.name} is missing; it needs PyTorch and numpy: pip install torch numpy")
     torch.set_num_threads(args.threads)
 
+    if args.rounds < 1 or args.repeats < 1:
+        sys.exit("compare_torch.py: --rounds and --repeats must be at least 1")
     binary = find_binary(args.attn_trace)
     lengths = [int(x) for x in args.n.split(",")]
 
@@ -141,14 +145,15 @@ def main():
     rooflines = []
     peaks = []
     failures = 0
-    with tempfile.TemporaryDirectory() as dump, torch.inference_mode():
+    with tempfile.TemporaryDirectory() as dump, tempfile.TemporaryDirectory() as tools, torch.inference_mode():
+        fma_peak = build_fma_peak(tools)
         inputs = {}
         for round_index in range(args.rounds):
             rooflines.append(sgemm_gflops(args.threads))
-            peak = fma_peak_gflops(args.threads)
-            if peak:
-                peaks.append(peak)
+            if fma_peak:
+                peaks.append(fma_peak_gflops(fma_peak, args.threads))
             for n in lengths:
+                print(f"round {round_index + 1}/{args.rounds}, n = {n} ...", file=sys.stderr, flush=True)
                 # attn-trace and PyTorch back to back, so a burst of noise on this shared
                 # machine falls on one round of both rather than on one side only.
                 ours = bench(n, "naive,fast" if round_index == 0 else "fast", dump if round_index == 0 else None)
@@ -175,7 +180,7 @@ def main():
                     readable_ms, _, _, readable_out = timed(readable, args.repeats, args.warmup)
                     diffs.append(float(np.abs(readable_out.numpy() - fast_out).max()))
                 first[n] = (ours["naive"], readable_ms, max(diffs))
-                failures += max(diffs) > 1e-4
+                failures += not max(diffs) <= 1e-4  # NaN counts as a failure
 
     roofline = statistics.median(rooflines)
     flops_per_run = {n: (2 if args.causal else 4) * n * n * args.dk * args.heads for n in lengths}
