@@ -1,13 +1,32 @@
 // attn-trace: one try, one catch. Every error is typed and carries its exit code.
 #include <iostream>
 
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+
 #include <CLI/CLI.hpp>
 
 #include "attn_trace/errors.hpp"
 #include "attn_trace/version.hpp"
 #include "commands.hpp"
 
+// The CLI's allocation policy: blocks under 4 MiB come from the heap, and freed heap
+// memory is kept (up to 256 MiB) for the next allocation instead of going back to the
+// kernel. With glibc's defaults the fast path's packed K and V went back to the kernel
+// after every call and were faulted in again on the next: 14 % of `bench --n 1024`
+// (docs/PERFORMANCE.md). Larger blocks are still mapped and unmapped on their own: a
+// 32 MiB threshold let n = 65536's freed input buffers linger and raised `run`'s peak
+// RSS from 171 to 220 MB; at 4 MiB it stays at 171 MB.
+void keep_freed_memory() {
+#ifdef __GLIBC__
+    mallopt(M_MMAP_THRESHOLD, 4 << 20);
+    mallopt(M_TRIM_THRESHOLD, 256 << 20);
+#endif
+}
+
 int main(int argc, char** argv) {
+    keep_freed_memory();
     CLI::App app{"attn-trace: see transformer attention computed, step by step, every matrix and shape exact."};
     app.set_version_flag("--version", std::string("attn-trace ") + attn_trace::version);
     app.require_subcommand(1);
