@@ -40,7 +40,9 @@ def parse_args():
     parser.add_argument("--heads", type=int, default=1)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--causal", action="store_true")
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=5,
+                        help="timed runs per setting at n >= 4096; shorter sequences get more, (4096/n)^2 times as many, so that "
+                             "every median spans about the same time (a 3 ms run is at the mercy of the machine's noise)")
     parser.add_argument("--warmup", type=int, default=1)
     parser.add_argument("--rounds", type=int, default=3, help="times the whole comparison is repeated, attn-trace and PyTorch back to back per n")
     parser.add_argument("--attn-trace", default=None, help="the binary (default: build/attn-trace, then build-*/attn-trace, then PATH)")
@@ -125,10 +127,13 @@ def main():
     binary = find_binary(args.attn_trace)
     lengths = [int(x) for x in args.n.split(",")]
 
+    def repeats_for(n):
+        return max(args.repeats, min(1000, -(-args.repeats * 4096**2 // n**2)))  # bench takes at most 1000
+
     def bench(n, impls, dump=None):
         """One `attn-trace bench` run for one n: {impl: result}."""
         command = [binary, "bench", "--n", str(n), "--dk", str(args.dk), "--heads", str(args.heads), "--threads", str(args.threads),
-                   "--impl", impls, "--repeats", str(args.repeats), "--warmup", str(args.warmup), "--format", "json"]
+                   "--impl", impls, "--repeats", str(repeats_for(n)), "--warmup", str(args.warmup), "--format", "json"]
         if args.causal:
             command.append("--causal")
         if dump:
@@ -163,7 +168,7 @@ def main():
                                for name in "qkv")  # (H, n, d)
                     inputs[n] = (q, k, v)
                 q, k, v = inputs[n]
-                sdpa, _, _, sdpa_out = timed(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=args.causal), args.repeats, args.warmup)
+                sdpa, _, _, sdpa_out = timed(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=args.causal), repeats_for(n), args.warmup)
                 fast_ms[n].append(ours["fast"]["median_ms"])
                 sdpa_ms[n].append(sdpa)
                 if round_index:
@@ -177,14 +182,14 @@ def main():
                         if args.causal:
                             scores = scores.masked_fill(torch.ones(n, n, dtype=torch.bool).triu(1), float("-inf"))
                         return torch.softmax(scores, dim=-1) @ v
-                    readable_ms, _, _, readable_out = timed(readable, args.repeats, args.warmup)
+                    readable_ms, _, _, readable_out = timed(readable, repeats_for(n), args.warmup)
                     diffs.append(float(np.abs(readable_out.numpy() - fast_out).max()))
                 first[n] = (ours["naive"], readable_ms, max(diffs))
                 failures += not max(diffs) <= 1e-4  # NaN counts as a failure
 
     roofline = statistics.median(rooflines)
     flops_per_run = {n: (2 if args.causal else 4) * n * n * args.dk * args.heads for n in lengths}
-    print(f"$ {binary} bench --n N --dk {args.dk} --heads {args.heads} --threads {args.threads} --impl naive,fast --repeats {args.repeats} "
+    print(f"$ {binary} bench --n N --dk {args.dk} --heads {args.heads} --threads {args.threads} --impl naive,fast --repeats R "
           f"--warmup {args.warmup} --format json{' --causal' if args.causal else ''} [--dump DIR]")
     print(f"torch {torch.__version__}, numpy {np.__version__}, {args.threads} threads, d_k = {args.dk}, heads = {args.heads}, "
           f"{'causal' if args.causal else 'no mask'}, float32; sgemm (numpy 4096^3) {roofline:.1f} GFLOP/s "
@@ -192,6 +197,7 @@ def main():
     peak = statistics.median(peaks) if peaks else None
     if peak:
         print(f"multiply-add peak (bench/fma_peak.cpp, {args.threads} threads) {peak:.1f} GFLOP/s: no attention can pass this")
+    print(f"repeats R per setting: {', '.join(f'{repeats_for(n)} at n = {n}' for n in lengths)}")
     print(f"{args.rounds} round(s); ms are medians over the rounds of each round's median; sdpa/fast is the median of the rounds' ratios")
     print(f"{'n':>6} {'fast ms':>9} {'naive ms':>9} {'sdpa ms':>9} {'readable':>9} {'sdpa/fast':>9} {'rounds':>11} {'fast GF/s':>9} "
           f"{'% sgemm':>8} {'% peak':>7} {'max |diff|':>10}")
