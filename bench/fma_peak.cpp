@@ -3,6 +3,7 @@
 // the FMA latency on two FMA pipes), on `threads` threads at once.
 // bench/compare_torch.py compiles it with -O2 -march=native and prints its figure
 // next to numpy's sgemm:   fma_peak [threads]   →   GFLOP/s for all threads together
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -24,7 +25,7 @@ static float spin(long iterations) {
 }
 
 int main(int argc, char** argv) {
-    const int threads = argc > 1 ? std::atoi(argv[1]) : 1;
+    const int threads = argc > 1 ? std::max(1, std::atoi(argv[1])) : 1;
     const long iterations = 100000000;  // 19.2 GFLOP per thread: about 0.2 s
     double best = 0;
     for (int run = 0; run < 5; ++run) {  // the best of five: noise only ever slows it
