@@ -141,11 +141,11 @@ def main():
         run = subprocess.run(command, capture_output=True, text=True)
         if run.returncode != 0:
             sys.exit(f"compare_torch.py: {' '.join(command)} failed (exit {run.returncode}):\n{run.stderr}")
-        output = run.stdout
-        return {r["impl"]: r for r in json.loads(output)["results"]}
+        return {r["impl"]: r for r in json.loads(run.stdout)["results"]}
 
     fast_ms = {n: [] for n in lengths}
     sdpa_ms = {n: [] for n in lengths}
+    flops = {}  # n -> the work of one run, as bench counts it (its GFLOP/s times its time)
     first = {}  # n -> the first round's naive result, readable time and largest difference
     rooflines = []
     peaks = []
@@ -170,6 +170,7 @@ def main():
                 q, k, v = inputs[n]
                 sdpa, _, _, sdpa_out = timed(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=args.causal), repeats_for(n), args.warmup)
                 fast_ms[n].append(ours["fast"]["median_ms"])
+                flops[n] = ours["fast"]["gflops"] * ours["fast"]["median_ms"] * 1e6
                 sdpa_ms[n].append(sdpa)
                 if round_index:
                     continue
@@ -188,7 +189,6 @@ def main():
                 failures += not max(diffs) <= 1e-4  # NaN counts as a failure
 
     roofline = statistics.median(rooflines)
-    flops_per_run = {n: (2 if args.causal else 4) * n * n * args.dk * args.heads for n in lengths}
     print(f"$ {binary} bench --n N --dk {args.dk} --heads {args.heads} --threads {args.threads} --impl naive,fast --repeats R "
           f"--warmup {args.warmup} --format json{' --causal' if args.causal else ''} [--dump DIR]")
     print(f"torch {torch.__version__}, numpy {np.__version__}, {args.threads} threads, d_k = {args.dk}, heads = {args.heads}, "
@@ -205,7 +205,7 @@ def main():
         naive, readable_ms, diff = first[n]
         ratios = [s / f for s, f in zip(sdpa_ms[n], fast_ms[n])]
         fast = statistics.median(fast_ms[n])
-        gflops = flops_per_run[n] / fast / 1e6
+        gflops = flops[n] / fast / 1e6
         naive_text = f"{naive['median_ms']:9.2f}" if naive["status"] == "ok" else f"{'skipped':>9}"
         readable_text = f"{readable_ms:9.2f}" if readable_ms is not None else f"{'skipped':>9}"
         print(f"{n:>6} {fast:9.2f} {naive_text} {statistics.median(sdpa_ms[n]):9.2f} {readable_text} {statistics.median(ratios):9.2f} "
