@@ -35,7 +35,7 @@ std::size_t count(const std::string& text, const std::string& what) {
 
 TEST_CASE("markdown writes one labelled table per step with its formula and shape") {
     const std::string md = render_markdown(run_json(damaged_causal), only({"masked", "weights"}));
-    CHECK(md.find("### `weights` = A = exp / row_sum (3, 3), head 0") != std::string::npos);
+    CHECK(md.find("### `weights` = A = exp / row\\_sum (3, 3), head 0") != std::string::npos);
     CHECK(md.find("| | damaged | on | arrival |") != std::string::npos);
     CHECK(md.find("| **on** | 0.5000 | 0.5000 | 0 |") != std::string::npos);
     CHECK(md.find("| **damaged** | 0.3536 | -inf | -inf |") != std::string::npos);

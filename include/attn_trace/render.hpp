@@ -58,5 +58,9 @@ std::string format_rounded(double x, int precision);
 // Text-mode LaTeX for a formula or label: escapes LaTeX's special characters and
 // writes the Unicode symbols the trace uses (ᵀ, ·, √, −, …, Σ, ∞) as LaTeX.
 std::string latex_text(const std::string& text);
+// Markdown inline text for a label, title or note: backslash-escapes the characters
+// GitHub-flavoured Markdown would read as markup or HTML (`<pad>` would vanish as a
+// tag, `*`, `_`, `|` would start emphasis or end a table cell).
+std::string markdown_text(const std::string& text);
 
 }  // namespace attn_trace

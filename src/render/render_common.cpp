@@ -56,17 +56,40 @@ std::string latex_text(const std::string& text) {
         {"\\", "\\textbackslash{}"}, {"_", "\\_"}, {"&", "\\&"}, {"%", "\\%"}, {"#", "\\#"}, {"$", "\\$"}, {"{", "\\{"},
         {"}", "\\}"}, {"~", "\\textasciitilde{}"}, {"^", "\\textasciicircum{}"}, {"ᵀ", "$^\\top$"}, {"·", "$\\cdot$"},
         {"√", "$\\surd$"}, {"−", "$-$"}, {"…", "\\dots{}"}, {"Σ", "$\\Sigma$"}, {"∞", "$\\infty$"}, {"×", "$\\times$"},
-        {"≤", "$\\le$"}, {"≥", "$\\ge$"}, {"⌊", "$\\lfloor$"}, {"⌋", "$\\rfloor$"}, {"→", "$\\to$"}};
+        {"≤", "$\\le$"}, {"≥", "$\\ge$"}, {"⌊", "$\\lfloor$"}, {"⌋", "$\\rfloor$"}, {"→", "$\\to$"},
+        {"ℓ", "$\\ell$"}, {"²", "$^2$"}, {"³", "$^3$"}, {"⁴", "$^4$"}, {"⁶", "$^6$"}, {"⁰", "$^0$"}, {"₂", "$_2$"},
+        {"§", "\\S{}"}, {"‖", "$\\|$"}, {"–", "--"}, {"—", "---"}, {"≠", "$\\ne$"}, {"≈", "$\\approx$"},
+        {"∝", "$\\propto$"}, {"⇔", "$\\Leftrightarrow$"}, {"←", "$\\leftarrow$"}, {"θ", "$\\theta$"}, {"½", "$\\frac12$"},
+        {"°", "$^\\circ$"}, {"⊗", "$\\otimes$"}, {"<", "\\textless{}"}, {">", "\\textgreater{}"}, {"|", "\\textbar{}"}};
     std::string out;
     for (std::size_t i = 0; i < text.size();) {
         const auto match = std::find_if(replacements.begin(), replacements.end(),
                                         [&](const auto& r) { return text.compare(i, r.first.size(), r.first) == 0; });
         if (match == replacements.end()) {
-            out += text[i++];
+            // Any other non-ASCII character (a token label in another script) would stop
+            // pdflatex with inputenc's "not set up for use with LaTeX": write it as '?'
+            // and skip its UTF-8 continuation bytes, so the document always compiles.
+            const auto byte = static_cast<unsigned char>(text[i++]);
+            if (byte < 0x80) {
+                out += static_cast<char>(byte);
+                continue;
+            }
+            out += '?';
+            while (i < text.size() && (static_cast<unsigned char>(text[i]) & 0xC0) == 0x80) ++i;
         } else {
             out += match->second;
             i += match->first.size();
         }
+    }
+    return out;
+}
+
+std::string markdown_text(const std::string& text) {
+    static const std::string special = "\\`*_[]<>|~$";
+    std::string out;
+    for (char c : text) {
+        if (special.find(c) != std::string::npos) out += '\\';
+        out += c;
     }
     return out;
 }
