@@ -1,8 +1,11 @@
 // Bad input is never a crash and never a silent guess: every error names the
 // file, the JSON path, what was expected and what was found (SPEC §3).
+#include <cmath>
+
 #include <catch2/catch.hpp>
 
 #include "attn_trace/errors.hpp"
+#include "attn_trace/pipeline.hpp"
 #include "attn_trace/problem.hpp"
 
 using namespace attn_trace;
@@ -115,9 +118,39 @@ TEST_CASE("expect entries are validated too") {
     REQUIRE_THAT(error_of("{" + qkv + R"(, "expect": [{"name": "weights", "head": 1, "data": [[1]]}]})"), Contains("$.expect[0].head: expected a whole number from 0 to 0"));
 }
 
-TEST_CASE("the strings inf, -inf and nan are numbers") {
-    const Problem p = parse_problem(R"({"Q": [["inf", "-inf", "nan"]], "K": [[1, 2, 3]], "V": [[1]]})", "x.json");
+TEST_CASE("the strings inf, -inf and nan are numbers where non-finite inputs are allowed") {
+    const Problem p = parse_problem(R"({"Q": [["inf", "-inf", "nan"]], "K": [[1, 2, 3]], "V": [[1]], "allow_nonfinite": true})", "x.json");
     REQUIRE(std::isinf(p.Q->data()[0]));
     REQUIRE(p.Q->data()[1] < 0);
     REQUIRE(std::isnan(p.Q->data()[2]));
+}
+
+// Issue 11, finding 4: a NaN in Q was reported as "query 0 can read no key".
+TEST_CASE("a non-finite input is an error naming its first cell, unless allowed") {
+    REQUIRE_THAT(error_of(R"({"Q": [[1, "nan"], [0, 1]], "K": [[1, 0], [0, 1]], "V": [[1], [2]]})"),
+                 Contains("damaged.json: $.Q[0][1]: nan in an input matrix"));
+    REQUIRE_THAT(error_of(R"({"Q": [[1, 0]], "K": {"shape": [2, 2], "data": [1, 0, "inf", 1]}, "V": [[1], [2]]})"),
+                 Contains("$.K.data[2]: inf in an input matrix"));
+    REQUIRE_THAT(error_of(R"({"X": [[1, 0]], "W_Q": [[1], [0]], "W_K": [[1], ["-inf"]], "W_V": [[1], [0]]})"),
+                 Contains("$.W_K[1][0]: -inf in an input matrix"));
+    REQUIRE_THAT(error_of(R"({"Q": [[1, 0]], "K": [[1, 0]], "V": [["nan"]]})"), Contains("--allow-nonfinite"));
+    // Masks may hold −∞: that is their job.
+    REQUIRE_NOTHROW(parse_problem(R"({"Q": [[1]], "K": [[1], [2]], "V": [[1], [2]], "mask": {"additive": [[0, "-inf"]]}})", "m.json"));
+    // +∞ or NaN in a mask is always an error, allowed or not.
+    REQUIRE_THROWS_WITH(parse_problem(R"({"Q": [[1]], "K": [[1], [2]], "V": [[1], [2]], "mask": {"additive": [[0, "nan"]]}, "allow_nonfinite": true})",
+                                      "m.json"),
+                        Contains("$.mask.additive[0][1]: expected a finite bias or \"-inf\""));
+}
+
+TEST_CASE("allowed non-finite inputs are traced as they spread, and a NaN row is not an empty row") {
+    const Problem p = parse_problem(R"({"Q": [[1, "nan"], [0, 1]], "K": [[1, 0], [0, 1]], "V": [[1], [2]]})", "nan.json", true);
+    const Trace trace = pipeline_full(p, RunOptions{});
+    REQUIRE(std::isnan(trace.find("weights", 0, std::nullopt, std::nullopt, std::nullopt)->values(0, 0)));
+    REQUIRE(trace.find("weights", 0, std::nullopt, std::nullopt, std::nullopt)->values(1, 1) > 0.5);  // the finite row is untouched
+    bool noted = false;
+    for (const auto& note : trace.notes) {
+        REQUIRE(note.find("no visible key") == std::string::npos);
+        noted |= note.find("$.Q[0][1] is nan") != std::string::npos;
+    }
+    REQUIRE(noted);
 }

@@ -62,6 +62,9 @@ struct Problem {
     std::optional<double> softcap;
     std::optional<std::vector<double>> alibi_slopes;  // set when alibi is on
     std::vector<Expectation> expect;
+    // SPEC §3 v2: non-finite numbers in input matrices are an error unless allowed.
+    bool allow_nonfinite = false;
+    std::string first_nonfinite;  // "$.Q[0][1] is nan" when allowed and present, for the note
 
     // Sizes, derived when the problem is validated.
     bool batched = false;  // X was given as (B, n, d): steps carry their batch index
@@ -74,8 +77,9 @@ struct Problem {
 
 // Reads and validates a problem file; "-" reads standard input.
 // Throws JsonPathError / InputError (exit code 2) naming the file and the JSON path.
-Problem load_problem(const std::string& path);
-Problem parse_problem(const std::string& text, const std::string& file_label);
+// allow_nonfinite (--allow-nonfinite) has the effect of "allow_nonfinite": true in the file.
+Problem load_problem(const std::string& path, bool allow_nonfinite = false);
+Problem parse_problem(const std::string& text, const std::string& file_label, bool allow_nonfinite = false);
 
 // Re-checks what depends on several keys (mask shapes against n and m, lengths
 // against the batch): called again after command-line options replace file values.

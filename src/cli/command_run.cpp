@@ -46,6 +46,12 @@ row_sum and out per head (and concat, final) and says so in a note.)");
     run->callback([&exit_code] {
         const Problem problem = load_with_overrides(options);
         const std::string reason = fast_path_reason(problem, fast);
+        // A pitfall replays the full (n, m) steps with a mistake in them, which the
+        // fast path never holds: say so before computing anything.
+        if (!reason.empty() && !options.pitfall.empty())
+            throw InputError(fmt::format("--pitfall {} compares the full (n, m) steps, which the fast path does not keep, and this run takes the "
+                                         "fast path ({}): {}",
+                                         options.pitfall, reason, fast ? "leave out --fast" : "try the pitfall on a smaller problem"));
         const Trace trace = reason.empty() ? pipeline_full(problem, run_options(options))
                                            : pipeline_fast(problem, run_options(options), FastPathOptions{.reason = reason});
         print_trace(trace, options, problem);

@@ -44,6 +44,7 @@ void add_problem_options(CLI::App& command, TraceOptions& o) {
     command.add_option("--batch", o.batch, "only this sequence of a batch (0-based)");
     command.add_option("--precision", o.precision, "decimals in text tables")->check(CLI::Range(0, 17))->capture_default_str();
     command.add_option("--empty-rows", o.empty_rows, "a query row that can read no key: error, zero or nan");
+    command.add_flag("--allow-nonfinite", o.allow_nonfinite, "trace how a NaN or infinity in an input spreads, instead of refusing it");
 }
 
 void add_trace_options(CLI::App& command, TraceOptions& o) {
@@ -65,7 +66,7 @@ void add_trace_options(CLI::App& command, TraceOptions& o) {
 }
 
 Problem load_with_overrides(const TraceOptions& o) {
-    Problem problem = load_problem(o.problem_path);
+    Problem problem = load_problem(o.problem_path, o.allow_nonfinite);
     if (!o.mask.empty()) {
         problem.masks.clear();
         if (o.mask != "none") problem.masks.push_back(parse_mask_string(o.mask, "--mask"));
@@ -108,8 +109,33 @@ RenderOptions render_options(const TraceOptions& o, const Problem&) {
     return r;
 }
 
+// SPEC §2 v2: --steps naming a step this trace does not produce (after --head and
+// --batch) is an error listing what it does produce, never an empty output.
+void check_steps_present(const Trace& trace, const RenderOptions& r, const Problem& problem) {
+    for (const auto& name : r.steps) {
+        RenderOptions just_this = r;
+        just_this.steps = {name};
+        if (!selected_steps(trace, just_this).empty()) continue;
+        std::vector<std::string> produced;
+        RenderOptions every = r;
+        every.steps.clear();
+        for (const Step* step : selected_steps(trace, every))
+            if (std::find(produced.begin(), produced.end(), step->name) == produced.end()) produced.push_back(step->name);
+        std::string hint;
+        const bool cache = name == "k_cache" || name == "v_cache";
+        if (cache && r.head && problem.kv_heads < problem.heads)
+            hint = fmt::format(" ({} carries the KV head: query head {} reads KV head {}, so use --head {})", name, *r.head,
+                               *r.head / (problem.heads / problem.kv_heads), *r.head / (problem.heads / problem.kv_heads));
+        else if (std::find(known_steps.begin(), known_steps.end(), name) != known_steps.end() && (name == "concat" || name == "final"))
+            hint = " (concat needs more than one head or W_O; final needs W_O)";
+        throw InputError(fmt::format("--steps {}: this {} trace{} has no '{}' step{}; it has: {}", name, trace.command,
+                                     r.head ? fmt::format(" (head {})", *r.head) : "", name, hint, fmt::join(produced, ", ")));
+    }
+}
+
 void print_trace(const Trace& trace, const TraceOptions& o, const Problem& problem) {
     const RenderOptions r = render_options(o, problem);
+    check_steps_present(trace, r, problem);
     if (o.heatmap && o.format != "text") throw InputError(fmt::format("--heatmap draws in the terminal: leave out --format {}", o.format));
     // The SVG first: a bad --svg path fails before anything is printed.
     if (!o.svg.empty()) write_file(o.svg, render_weights_svg(trace, r));

@@ -23,6 +23,7 @@ struct TraceOptions {
     int precision = 4;
     std::string color = "auto";
     bool full = false;
+    bool allow_nonfinite = false;  // "allow_nonfinite": true from the command line
     bool heatmap = false;  // the weights as a terminal grid instead of the tables
     std::string svg;       // also write the weights heatmap to this SVG file
     std::string pitfall;   // run only: a mistake shown next to the right computation

@@ -32,8 +32,10 @@ SoftmaxSteps softmax_in(const Matrix& z, EmptyRows policy) {
     SoftmaxSteps s{Matrix(rows, 1), Matrix(rows, cols), Matrix(rows, 1), Matrix(rows, cols), {}};
     for (std::size_t i = 0; i < rows; ++i) {
         // max subtraction: e^(z − max) never overflows and gives the same quotients.
+        // A NaN (a non-finite input, allowed) makes the max NaN: std::max would skip it
+        // and could call the row "empty" when it is not.
         T max = -std::numeric_limits<T>::infinity();
-        for (std::size_t j = 0; j < cols; ++j) max = std::max(max, static_cast<T>(z(i, j)));
+        for (std::size_t j = 0; j < cols; ++j) max = std::isnan(z(i, j)) || std::isnan(max) ? std::numeric_limits<T>::quiet_NaN() : std::max(max, static_cast<T>(z(i, j)));
         s.row_max(i, 0) = static_cast<double>(max);
         if (max == -std::numeric_limits<T>::infinity()) {
             // No visible key: 0/0. The policy says what the row becomes.
@@ -179,6 +181,10 @@ std::vector<std::string> problem_notes(const Problem& p) {
                                 : fmt::format("causal mask with n = {} queries and m = {} keys: bottom-right alignment, query i reads keys "
                                               "j <= i + {} (the queries are the last {} tokens, as in cached decoding)",
                                               p.n, p.m, static_cast<long>(p.m) - static_cast<long>(p.n), p.n));
+    if (!p.first_nonfinite.empty())
+        notes.push_back(fmt::format("allow_nonfinite: the inputs hold non-finite numbers ({}, the first); they spread through every step that "
+                                    "reads them (x · NaN = NaN, inf − inf = NaN), as traced below",
+                                    p.first_nonfinite));
     if (p.kv_heads < p.heads) {
         const int group = p.heads / p.kv_heads;
         std::string sharing = fmt::format("{}: {} query heads share {} KV head{}:", p.kv_heads == 1 ? "multi-query" : "grouped-query", p.heads,

@@ -24,7 +24,27 @@ const std::vector<std::string> known_keys = {
     "title", "tokens", "source_tokens", "X", "X_source", "W_Q", "W_K", "W_V", "b_Q", "b_K", "b_V", "W_O", "b_O",
     "weights_layout", "in_proj_weight", "in_proj_bias", "out_proj.weight", "out_proj.bias", "Q", "K", "V",
     "heads", "kv_heads", "scale", "mask", "empty_rows", "lengths", "rope", "positions", "source_positions",
-    "softcap", "alibi", "expect"};
+    "softcap", "alibi", "expect", "allow_nonfinite"};
+
+// The keys whose numbers are inputs (SPEC §3 v2): a non-finite number in them is an
+// error unless allowed. Masks are not among them: −∞ is their job.
+const std::vector<std::string> input_keys = {"X", "X_source", "Q", "K", "V", "W_Q", "W_K", "W_V", "W_O", "b_Q", "b_K", "b_V", "b_O",
+                                             "in_proj_weight", "in_proj_bias", "out_proj.weight", "out_proj.bias"};
+
+// The JSON path and text of the first "inf"/"-inf"/"nan" string in a nested array
+// or a {"shape", "data"} object (JSON numbers themselves are always finite).
+std::optional<std::string> first_nonfinite_cell(const json& value, const std::string& path) {
+    if (value.is_string()) {
+        const auto text = value.get<std::string>();
+        if (text == "inf" || text == "+inf" || text == "-inf" || text == "nan") return fmt::format("{} is {}", path, text);
+        return std::nullopt;
+    }
+    if (value.is_object()) return value.contains("data") ? first_nonfinite_cell(value["data"], path + ".data") : std::nullopt;
+    if (!value.is_array()) return std::nullopt;
+    for (std::size_t i = 0; i < value.size(); ++i)
+        if (auto found = first_nonfinite_cell(value[i], fmt::format("{}[{}]", path, i))) return found;
+    return std::nullopt;
+}
 
 const std::vector<std::string> step_names = {
     "x", "x_source", "q", "k", "v", "q_rot", "k_rot", "scores", "scaled", "capped", "mask", "masked", "row_max",
@@ -78,12 +98,16 @@ std::vector<Matrix> batch_of_matrices(const NumericArray& array, const JsonReade
 
 class ProblemLoader {
 public:
-    ProblemLoader(const json& root, const std::string& file) : root_(root), reader_(file) { problem_.file = file; }
+    ProblemLoader(const json& root, const std::string& file, bool allow_nonfinite) : root_(root), reader_(file) {
+        problem_.file = file;
+        problem_.allow_nonfinite = allow_nonfinite;
+    }
 
     Problem load() {
         if (!root_.is_object()) reader_.fail("$", "expected a JSON object with the problem's keys, found " + describe_json(root_));
         check_known_keys();
         if (has("title")) problem_.title = reader_.string(root_["title"], "$.title");
+        check_finite_inputs();
         read_heads();
         read_projections();
         read_direct_qkv();
@@ -107,6 +131,25 @@ private:
             if (std::find(known_keys.begin(), known_keys.end(), key) != known_keys.end()) continue;
             const auto near = nearest_word(key, known_keys);
             reader_.fail(path_of(key), "unknown key \"" + key + "\"" + (near.empty() ? "" : " (did you mean \"" + near + "\"?)"));
+        }
+    }
+
+    // SPEC §3 v2: by default a NaN or infinity in an input is a mistake in the file;
+    // "allow_nonfinite" asks to trace how it spreads instead (the note says so).
+    void check_finite_inputs() {
+        if (has("allow_nonfinite")) problem_.allow_nonfinite |= reader_.boolean(at("allow_nonfinite"), "$.allow_nonfinite");
+        for (const auto& key : input_keys) {
+            if (!has(key.c_str())) continue;
+            const auto found = first_nonfinite_cell(at(key.c_str()), path_of(key));
+            if (!found) continue;
+            if (problem_.allow_nonfinite) {
+                problem_.first_nonfinite = *found;
+                return;
+            }
+            const auto space = found->find(' ');
+            reader_.fail(found->substr(0, space), fmt::format("{} in an input matrix: inputs must be finite (a NaN or infinity here spreads to "
+                                                              "every step that reads it); to trace how it spreads, add \"allow_nonfinite\": true "
+                                                              "or pass --allow-nonfinite", found->substr(found->rfind(' ') + 1)));
         }
     }
 
@@ -541,7 +584,7 @@ double Problem::scale_factor() const {
     return 1.0;
 }
 
-Problem parse_problem(const std::string& text, const std::string& file_label) {
+Problem parse_problem(const std::string& text, const std::string& file_label, bool allow_nonfinite) {
     json root;
     try {
         root = json::parse(text);
@@ -552,19 +595,19 @@ Problem parse_problem(const std::string& text, const std::string& file_label) {
         if (colon != std::string::npos) reason = reason.substr(colon + 2);
         throw InputError(fmt::format("{}: malformed JSON at {}: {}", file_label, line_and_column(text, error.byte), reason));
     }
-    return ProblemLoader(root, file_label).load();
+    return ProblemLoader(root, file_label, allow_nonfinite).load();
 }
 
-Problem load_problem(const std::string& path) {
+Problem load_problem(const std::string& path, bool allow_nonfinite) {
     if (path == "-") {
         const std::string text((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
-        return parse_problem(text, "<stdin>");
+        return parse_problem(text, "<stdin>", allow_nonfinite);
     }
     std::ifstream in(path, std::ios::binary);
     if (!in) throw InputError(fmt::format("{}: cannot open the problem file (does it exist and is it readable?)", path));
     std::ostringstream text;
     text << in.rdbuf();
-    return parse_problem(text.str(), path);
+    return parse_problem(text.str(), path, allow_nonfinite);
 }
 
 void validate_masks(const Problem& problem) {

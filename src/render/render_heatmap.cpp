@@ -1,5 +1,6 @@
-// The weights as a terminal picture: one grid per head, query rows × key columns,
-// each cell coloured by its weight (256-colour background) with the number inside.
+// A per-head step (the weights unless --steps names scores, scaled, capped or
+// masked) as a terminal picture: one grid per head, query rows × key columns, each
+// cell coloured by its value (256-colour background) with the number inside.
 // Without colour, a shading character after each number keeps the picture, and
 // masked cells show "×" either way.
 #include <algorithm>
@@ -21,13 +22,14 @@ int cube_index(Rgb c) {
     return 16 + 36 * level(c.r) + 6 * level(c.g) + level(c.b);
 }
 
-std::string shade(double weight) {
+// position: a value's place on the colour scale, 0…1
+std::string shade(double position) {
     static const char* shades[] = {" ", "░", "▒", "▓", "█"};
-    return shades[std::clamp(static_cast<int>(std::lround(weight * 4)), 0, 4)];
+    return shades[std::clamp(static_cast<int>(std::lround(position * 4)), 0, 4)];
 }
 
-std::string heatmap_panel(const WeightsPanel& panel, const RenderOptions& options) {
-    const Step& step = *panel.weights;
+std::string heatmap_panel(const HeatmapPanel& panel, const RenderOptions& options) {
+    const Step& step = *panel.values;
     const Matrix& w = step.values;
     // Every cell is as wide as the widest number, so the grid stays square-ish.
     std::size_t width = 1;
@@ -38,7 +40,9 @@ std::string heatmap_panel(const WeightsPanel& panel, const RenderOptions& option
     std::size_t label_width = 0;
     for (auto i : rows) label_width = std::max(label_width, display_width(row_label(step, i)));
 
-    std::string out = fmt::format("weights  {}  {}  (rows read columns; × = masked)\n", panel.title(), shape_string(w));
+    std::string out = fmt::format("{}  {}  {}  (rows read columns; × = masked){}\n", step.name, panel.title(), shape_string(w),
+                                  step.name == "weights" ? "" : fmt::format("; colour scale {} … {}", format_number(panel.low, options.precision),
+                                                                            format_number(panel.high, options.precision)));
     out += std::string(label_width, ' ');
     for (auto j : cols) {
         std::string label = column_label(step, j);
@@ -61,11 +65,11 @@ std::string heatmap_panel(const WeightsPanel& panel, const RenderOptions& option
                 out += options.color ? fmt::format("\x1b[48;5;252;38;5;244m{}\x1b[0m", text) : text;
             } else if (options.color) {
                 // Dark cells get white digits, light cells black ones.
-                const int foreground = x > 0.55 ? 231 : 16;
-                out += fmt::format("\x1b[48;5;{};38;5;{}m {} \x1b[0m", cube_index(weight_colour(x)), foreground,
+                const int foreground = panel.shade(x) > 0.55 ? 231 : 16;
+                out += fmt::format("\x1b[48;5;{};38;5;{}m {} \x1b[0m", cube_index(weight_colour(panel.shade(x))), foreground,
                                    pad_left(format_number(x, options.precision), width));
             } else {
-                out += pad_left(format_number(x, options.precision), width) + shade(x);
+                out += pad_left(format_number(x, options.precision), width) + shade(panel.shade(x));
             }
         }
         out += "\n";
@@ -77,8 +81,8 @@ std::string heatmap_panel(const WeightsPanel& panel, const RenderOptions& option
 
 std::string render_heatmap(const Trace& trace, const RenderOptions& options) {
     std::string out;
-    for (const auto& panel : weights_panels(trace, options, "--heatmap")) out += (out.empty() ? "" : "\n") + heatmap_panel(panel, options);
-    if (!options.color) out += "\nshading: ' ' 0, '░' 0.25, '▒' 0.5, '▓' 0.75, '█' 1\n";
+    for (const auto& panel : heatmap_panels(trace, options, "--heatmap")) out += (out.empty() ? "" : "\n") + heatmap_panel(panel, options);
+    if (!options.color) out += "\nshading: ' ' the scale's low end, '░' 1/4, '▒' 1/2, '▓' 3/4, '█' the high end (weights: 0 to 1)\n";
     return out;
 }
 

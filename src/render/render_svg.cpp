@@ -1,6 +1,7 @@
-// The weights as an SVG heatmap: one panel per head (query rows × key columns),
-// token labels, the numbers inside cells large enough to hold them, masked cells
-// hatched grey with a ×, and a colour scale from 0 to 1 on the right.
+// A per-head step as an SVG heatmap (the weights unless --steps names scores,
+// scaled, capped or masked): one panel per head (query rows × key columns), token
+// labels, the numbers inside cells large enough to hold them, masked cells hatched
+// grey with a ×, and a colour scale on the right (0 to 1 for the weights).
 #include <algorithm>
 #include <cmath>
 
@@ -43,10 +44,10 @@ struct Layout {
     bool numbers;
 };
 
-Layout layout_for(const std::vector<WeightsPanel>& panels, int precision) {
+Layout layout_for(const std::vector<HeatmapPanel>& panels, int precision) {
     std::size_t rows = 1, cols = 1, row_label_width = 1, column_label_width = 1;
     for (const auto& p : panels) {
-        const Step& s = *p.weights;
+        const Step& s = *p.values;
         rows = std::max(rows, s.values.rows());
         cols = std::max(cols, s.values.cols());
         for (std::size_t i = 0; i < s.values.rows(); ++i) row_label_width = std::max(row_label_width, display_width(row_label(s, i)));
@@ -63,30 +64,36 @@ Layout layout_for(const std::vector<WeightsPanel>& panels, int precision) {
     return l;
 }
 
-std::string svg_panel(const WeightsPanel& panel, const Layout& l, double x0, double y0, int precision) {
-    const Step& s = *panel.weights;
+// Labels 12px high overlap once cells are narrower than that: then only every
+// k-th row and column is labelled (the cell's <title> still names each one).
+std::size_t label_stride(double cell) { return static_cast<std::size_t>(std::ceil(13.0 / cell)); }
+
+std::string svg_panel(const HeatmapPanel& panel, const Layout& l, double x0, double y0, int precision) {
+    const Step& s = *panel.values;
     const Matrix& w = s.values;
+    const std::size_t stride = label_stride(l.cell);
     std::string out = fmt::format("<g transform=\"translate({:.1f},{:.1f})\">\n", x0, y0);
     out += fmt::format("<text x=\"{:.1f}\" y=\"14\" class=\"title\">{}</text>\n", l.left, xml_escape(panel.title()));
-    for (std::size_t j = 0; j < w.cols(); ++j) {
+    for (std::size_t j = 0; j < w.cols(); j += stride) {
         const double x = l.left + (static_cast<double>(j) + 0.5) * l.cell, y = l.top - 6;
         out += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" transform=\"rotate(-45 {:.1f} {:.1f})\" class=\"key\">{}</text>\n", x, y, x, y,
                            xml_escape(column_label(s, j)));
     }
     for (std::size_t i = 0; i < w.rows(); ++i) {
         const double y = l.top + static_cast<double>(i) * l.cell;
-        out += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" class=\"query\">{}</text>\n", l.left - 6, y + l.cell / 2 + 4,
-                           xml_escape(row_label(s, i)));
+        if (i % stride == 0)
+            out += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" class=\"query\">{}</text>\n", l.left - 6, y + l.cell / 2 + 4,
+                               xml_escape(row_label(s, i)));
         for (std::size_t j = 0; j < w.cols(); ++j) {
             const double x = l.left + static_cast<double>(j) * l.cell;
             const bool masked = panel.masked(i, j);
             out += fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"{}\"><title>{} → {}: {}</title></rect>\n",
-                               x, y, l.cell, l.cell, masked ? "url(#masked)" : hex(weight_colour(w(i, j))), xml_escape(row_label(s, i)),
+                               x, y, l.cell, l.cell, masked ? "url(#masked)" : hex(weight_colour(panel.shade(w(i, j)))), xml_escape(row_label(s, i)),
                                xml_escape(column_label(s, j)), masked ? "masked" : format_number(w(i, j), precision));
             if (!l.numbers) continue;
             const std::string text = masked ? "×" : format_number(w(i, j), precision);
             out += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" class=\"{}\">{}</text>\n", x + l.cell / 2, y + l.cell / 2 + 4,
-                               masked ? "mask" : w(i, j) > 0.55 ? "light" : "dark", text);
+                               masked ? "mask" : panel.shade(w(i, j)) > 0.55 ? "light" : "dark", text);
         }
     }
     out += fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" class=\"frame\"/>\n", l.left, l.top,
@@ -101,14 +108,14 @@ std::string svg_scale_gradient() {
     return out + "</linearGradient>\n";
 }
 
-// A vertical bar from 1 (top) to 0 (bottom) with ticks, and the masked swatch.
-std::string svg_colour_scale(double x, double y, double height) {
-    std::string out = fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" class=\"title\">weight</text>\n", x, y - 10);
+// A vertical bar from the panel's high end (top) to its low end with ticks, and the masked swatch.
+std::string svg_colour_scale(const HeatmapPanel& panel, double x, double y, double height) {
+    std::string out = fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" class=\"title\">{}</text>\n", x, y - 10, panel.values->name);
     out += fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"16\" height=\"{:.1f}\" fill=\"url(#scale)\" stroke=\"#555\"/>\n", x, y, height);
     for (int k = 0; k <= 4; ++k) {
         const double ty = y + height * (1 - k / 4.0);
         out += fmt::format("<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#333\"/>\n", x + 16, ty, x + 20, ty);
-        out += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" class=\"tick\">{}</text>\n", x + 23, ty + 4, format_rounded(k / 4.0, 2));
+        out += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" class=\"tick\">{}</text>\n", x + 23, ty + 4, format_rounded(panel.low + (panel.high - panel.low) * k / 4.0, 2));
     }
     out += fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"16\" height=\"16\" fill=\"url(#masked)\" stroke=\"#555\"/>\n", x, y + height + 14);
     out += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" class=\"tick\">masked</text>\n", x + 23, y + height + 26);
@@ -118,9 +125,9 @@ std::string svg_colour_scale(double x, double y, double height) {
 }  // namespace
 
 std::string render_weights_svg(const Trace& trace, const RenderOptions& options) {
-    const auto panels = weights_panels(trace, options, "--svg");
+    const auto panels = heatmap_panels(trace, options, "--svg");
     std::size_t cells = 0;
-    for (const auto& p : panels) cells += p.weights->values.rows() * p.weights->values.cols();
+    for (const auto& p : panels) cells += p.values->values.rows() * p.values->values.cols();
     if (cells > max_svg_cells)
         throw InputError(fmt::format("--svg would draw {} cells (the limit is {}): choose one head with --head, one sequence with --batch, "
                                      "or a smaller problem", cells, max_svg_cells));
@@ -129,7 +136,8 @@ std::string render_weights_svg(const Trace& trace, const RenderOptions& options)
     const int rows = (static_cast<int>(panels.size()) + panels_per_row - 1) / panels_per_row;
     const double scale_x = columns * l.panel_width, scale_height = std::min(200.0, rows * l.panel_height - l.top - 60);
     const auto& p = trace.problem;
-    const std::string heading = fmt::format("attention weights{}: rows read columns", p.title.empty() ? "" : " — " + p.title);
+    const std::string what = panels.front().values->name == "weights" ? "attention weights" : panels.front().values->name;
+    const std::string heading = fmt::format("{}{}: rows read columns", what, p.title.empty() ? "" : " — " + p.title);
     const double width = std::max(scale_x + 90, 20 + char_width * static_cast<double>(display_width(heading))), height = rows * l.panel_height + 40;
     std::string out = fmt::format("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{:.0f}\" height=\"{:.0f}\" viewBox=\"0 0 {:.0f} {:.0f}\" "
                                   "font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\">\n", width, height, width, height);
@@ -140,7 +148,7 @@ std::string render_weights_svg(const Trace& trace, const RenderOptions& options)
            " .tick{font-size:11px} .dark,.light,.mask{font-size:10px;text-anchor:middle} .light{fill:#fff} .mask{fill:#777}"
            " .frame{fill-opacity:0;stroke:#555;stroke-width:1}</style>\n";
     out += "<rect width=\"100%\" height=\"100%\" fill=\"#fff\"/>\n";
-    out += svg_colour_scale(scale_x, l.top + 40, std::max(60.0, scale_height));
+    out += svg_colour_scale(panels.front(), scale_x, l.top + 40, std::max(60.0, scale_height));
     out += fmt::format("<text x=\"10\" y=\"20\" class=\"title\">{}</text>\n", xml_escape(heading));
     for (std::size_t k = 0; k < panels.size(); ++k)
         out += svg_panel(panels[k], l, static_cast<double>(k % panels_per_row) * l.panel_width, 30 + static_cast<double>(k / panels_per_row) * l.panel_height,

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -89,28 +90,53 @@ Rgb weight_colour(double weight) {
     return {mix(a.r, b.r), mix(a.g, b.g), mix(a.b, b.b)};
 }
 
-bool WeightsPanel::masked(std::size_t i, std::size_t j) const {
-    if (weights->values(i, j) != 0.0) return false;
-    return mask ? std::isinf(mask->values(i, j)) && mask->values(i, j) < 0 : true;
+bool HeatmapPanel::masked(std::size_t i, std::size_t j) const {
+    const double x = values->values(i, j);
+    if (values->name == "weights" && x != 0.0) return false;
+    if (mask) return std::isinf(mask->values(i, j)) && mask->values(i, j) < 0;
+    return values->name == "weights" || (std::isinf(x) && x < 0);
 }
 
-std::string WeightsPanel::title() const {
+double HeatmapPanel::shade(double x) const {
+    if (!std::isfinite(x)) return x > 0 ? 1.0 : 0.0;
+    return high > low ? (x - low) / (high - low) : 0.5;
+}
+
+std::string HeatmapPanel::title() const {
     std::vector<std::string> where;
-    if (weights->batch) where.push_back(fmt::format("batch {}", *weights->batch));
-    if (weights->head) where.push_back(fmt::format("head {}", *weights->head));
-    return where.empty() ? "weights" : fmt::format("{}", fmt::join(where, ", "));
+    if (values->batch) where.push_back(fmt::format("batch {}", *values->batch));
+    if (values->head) where.push_back(fmt::format("head {}", *values->head));
+    return where.empty() ? values->name : fmt::format("{}", fmt::join(where, ", "));
 }
 
-std::vector<WeightsPanel> weights_panels(const Trace& trace, const RenderOptions& options, const std::string& what) {
-    RenderOptions only_weights = options;
-    only_weights.steps = {"weights"};
-    std::vector<WeightsPanel> panels;
-    for (const Step* step : selected_steps(trace, only_weights)) {
+const std::vector<std::string>& heatmap_steps() {
+    static const std::vector<std::string> steps = {"scores", "scaled", "capped", "masked", "weights"};
+    return steps;
+}
+
+std::vector<HeatmapPanel> heatmap_panels(const Trace& trace, const RenderOptions& options, const std::string& what) {
+    // The first drawable step --steps names; weights when --steps is left out.
+    const auto named = std::find_first_of(options.steps.begin(), options.steps.end(), heatmap_steps().begin(), heatmap_steps().end());
+    if (!options.steps.empty() && named == options.steps.end())
+        throw InputError(fmt::format("{} draws one per-head step of the full trace: name one of {} in --steps (weights when --steps is left "
+                                     "out), found --steps {}",
+                                     what, fmt::join(heatmap_steps(), ", "), fmt::join(options.steps, ",")));
+    const std::string name = options.steps.empty() ? "weights" : *named;
+    RenderOptions only_this = options;
+    only_this.steps = {name};
+    std::vector<HeatmapPanel> panels;
+    double low = std::numeric_limits<double>::infinity(), high = -low;
+    for (const Step* step : selected_steps(trace, only_this)) {
         if (step->t || step->tile) continue;
         const Step* mask = trace.find("mask", step->head, step->batch, std::nullopt, std::nullopt);
         panels.push_back({step, mask && mask->values.rows() == step->values.rows() && mask->values.cols() == step->values.cols() ? mask : nullptr});
+        for (double x : step->values.data())
+            if (std::isfinite(x)) low = std::min(low, x), high = std::max(high, x);
     }
-    if (panels.empty()) throw InputError(fmt::format("{} draws the full weights matrix of each head, and this {} trace has none", what, trace.command));
+    if (panels.empty()) throw InputError(fmt::format("{} draws the full {} matrix of each head, and this {} trace has none", what, name, trace.command));
+    // Weights keep their natural 0…1 scale, so pictures of two problems compare.
+    if (name != "weights" && low <= high)
+        for (auto& panel : panels) panel.low = low, panel.high = high;
     return panels;
 }
 

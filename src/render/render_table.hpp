@@ -46,24 +46,30 @@ std::string pad_right(const std::string& text, std::size_t width);
 
 namespace attn_trace {
 
-// The weights pictures (terminal heatmap, SVG) share one colour scale and one
-// notion of a masked cell.
+// The heatmaps (terminal, SVG) share one colour scale and one notion of a masked cell.
 struct Rgb {
     int r, g, b;
 };
 // 0 → near white, 0.5 → mid blue, 1 → dark blue (ColorBrewer "Blues").
 Rgb weight_colour(double weight);
 
-// One panel of a weights picture: the weights step and, where the trace has it,
-// the additive mask of the same head, to tell a masked 0 from an underflowed one.
-struct WeightsPanel {
-    const Step* weights;
+// One panel of a heatmap: a per-head step (weights by default; scores, scaled,
+// capped or masked when --steps names one) and, where the trace has it, the
+// additive mask of the same head, to tell a masked cell from an underflowed 0.
+// Weights are coloured on 0…1; the other steps on the finite range of all panels.
+struct HeatmapPanel {
+    const Step* values;
     const Step* mask;  // may be null
+    double low = 0, high = 1;
     bool masked(std::size_t i, std::size_t j) const;
-    std::string title() const;  // "head 1", "batch 0, head 1", "weights"
+    double shade(double x) const;  // x placed on the panel's colour scale, 0…1
+    std::string title() const;     // "head 1", "batch 0, head 1", "weights"
 };
-// The full weights matrices the filters select (steps with t or tile are partial
-// matrices and are left out); throws InputError when there are none.
-std::vector<WeightsPanel> weights_panels(const Trace& trace, const RenderOptions& options, const std::string& what);
+// The steps the pictures can draw, and the panels of the first one --steps names
+// (weights without --steps): the full matrices of every head (steps with t or tile
+// are partial and left out). Throws InputError when --steps names no drawable
+// step, or the trace has none of it.
+const std::vector<std::string>& heatmap_steps();
+std::vector<HeatmapPanel> heatmap_panels(const Trace& trace, const RenderOptions& options, const std::string& what);
 
 }  // namespace attn_trace

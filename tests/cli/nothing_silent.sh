@@ -1,0 +1,43 @@
+# Issue 11: outputs that were silently empty or wrong with exit 0, and non-finite
+# inputs (SPEC §2 v2, §3 v2). Each line failed on the main of 2026-11-30.
+source "$SOURCE_DIR/tests/cli/lib.sh"
+A=$ATTN_TRACE
+E=$SOURCE_DIR/examples/damaged_on_arrival.json
+G=$SOURCE_DIR/examples/gqa_8q_2kv.json
+
+# --steps naming a step the trace does not produce: exit 2 with the steps it has
+expect_exit 2 "no 'k_cache' step; it has: x, q, k, v, scores" -- "$A" run "$E" --steps k_cache
+expect_exit 2 "no 'concat' step .*; it has: .*weights, out$" -- "$A" run "$E" --steps concat
+expect_exit 2 "query head 5 reads KV head 1, so use --head 1" -- "$A" decode "$G" --head 5 --steps k_cache
+expect_exit 0 "k_cache" -- "$A" decode "$G" --head 1 --steps k_cache
+expect_exit 2 "no 'q_rot' step" -- "$A" tiled "$E" --steps q_rot
+
+# --heatmap and --svg draw the step --steps names; weights by default
+expect_exit 0 "^scores  head 0  \(3, 3\).*colour scale 0 … 3.0000" -- "$A" run "$E" --heatmap --steps scores --color never
+expect_exit 0 "^weights  head 0" -- "$A" run "$E" --heatmap --color never
+expect_exit 2 "--heatmap draws one per-head step .*found --steps out" -- "$A" run "$E" --heatmap --steps out
+"$A" run "$E" --svg masked.svg --steps masked --mask causal >/dev/null
+expect_exit 0 "" -- grep -q 'class="title">masked</text>' masked.svg
+# at n = 40 the column labels would overlap: only every k-th is written
+"$A" random --n 40 --dk 4 -o r40.json >/dev/null
+"$A" run r40.json --svg r40.svg >/dev/null
+labels=$(grep -c 'class="key"' r40.svg)
+expect_exit 0 "" -- test "$labels" -lt 40
+
+# --pitfall on the fast path: exit 2 saying why, not the explanation alone
+expect_exit 2 "--pitfall zero-scores compares the full \(n, m\) steps.*fast path \(--fast\)" -- "$A" run "$E" --fast --pitfall zero-scores --mask causal
+
+# non-finite inputs: an error naming the first cell, unless allowed
+printf '%s' '{"Q": [[1, "nan"], [0, 1]], "K": [[1, 0], [0, 1]], "V": [[1], [2]]}' > nan.json
+expect_exit 2 "nan.json: \\\$.Q\[0\]\[1\]: nan in an input matrix.*--allow-nonfinite" -- "$A" run nan.json
+expect_exit 0 "note: allow_nonfinite: .*\\\$.Q\[0\]\[1\] is nan" -- "$A" run nan.json --allow-nonfinite
+expect_exit 0 "^0 +nan +nan$" -- "$A" run nan.json --allow-nonfinite --steps weights
+printf '%s' '{"Q": [[1, 0]], "K": [[1, 0], ["inf", 1]], "V": [[1], [2]]}' > inf.json
+expect_exit 2 "\\\$.K\[1\]\[0\]: inf in an input matrix" -- "$A" run inf.json
+expect_exit 2 "\\\$.K\[1\]\[0\]: inf in an input matrix" -- "$A" check inf.json
+printf '%s' '{"Q": [[1, 0]], "K": [[1, 0], ["inf", 1]], "V": [[1], [2]], "allow_nonfinite": true}' > inf_allowed.json
+expect_exit 0 "allow_nonfinite" -- "$A" run inf_allowed.json
+printf '%s' '{"Q": [[1]], "K": [[1], [2]], "V": [[1], [2]], "mask": {"additive": [[0, "inf"]]}, "allow_nonfinite": true}' > mask.json
+expect_exit 2 "\\\$.mask.additive\[0\]\[1\]: expected a finite bias" -- "$A" run mask.json
+
+finish
