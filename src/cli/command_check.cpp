@@ -31,9 +31,10 @@ void report_failure(const std::string& file, const StepCheck& step) {
                                  shape_string(step.got_rows, step.got_cols));
         return;
     }
-    std::cout << fmt::format("  {}: {} of {} values differ (max error {:.3g} at [{}, {}]; tolerance atol {:g} + rtol {:g}·|expected|)\n",
-                             step.label, c.failed, c.compared, c.max_error, c.worst_row, c.worst_col, step.tolerance.atol,
-                             step.tolerance.rtol);
+    std::cout << fmt::format("  {}: {} of {} values differ (max error {:.3g} at [{}, {}]: expected {:.10g}, got {:.10g}; tolerance atol {:g} + "
+                             "rtol {:g}·|expected|)\n",
+                             step.label, c.failed, c.compared, c.max_error, c.worst_row, c.worst_col, c.worst_want, c.worst_got,
+                             step.tolerance.atol, step.tolerance.rtol);
     for (const auto& m : c.first_mismatches)
         std::cout << fmt::format("    [{}, {}] expected {:.10g}, got {:.10g}, difference {:.3g}\n", m.row, m.col, m.want, m.got,
                                  m.got - m.want);

@@ -84,7 +84,7 @@ Trace load_golden_trace(const std::string& path) {
     if (!root.is_object() || !root.contains("attn_trace") || !root.contains("steps"))
         reader.fail("$", "expected a trace written by `attn-trace run --format json` ({\"attn_trace\": 1, \"steps\": [...]})");
     Trace trace;
-    trace.command = root.value("command", "run");
+    if (root.contains("command")) trace.command = reader.string(root["command"], "$.command");
     if (root.contains("problem") && root["problem"].is_object()) trace.problem.dtype = root["problem"].value("dtype", "f64");
     const auto& steps = root["steps"];
     if (!steps.is_array()) reader.fail("$.steps", "expected a list of steps, found " + describe_json(steps));
@@ -97,6 +97,8 @@ Trace load_golden_trace(const std::string& path) {
         if (s.contains("head")) step.head = static_cast<int>(reader.whole_number(s["head"], at + ".head", 0, 1 << 20));
         if (s.contains("batch")) step.batch = static_cast<int>(reader.whole_number(s["batch"], at + ".batch", 0, 1 << 30));
         if (s.contains("t")) step.t = static_cast<int>(reader.whole_number(s["t"], at + ".t", 0, 1 << 30));
+        if (s.contains("tile") && !(s["tile"].is_array() && s["tile"].size() == 2))
+            reader.fail(at + ".tile", "expected [query block, key tile], found " + describe_json(s["tile"]));
         if (s.contains("tile"))
             step.tile = std::array<int, 2>{static_cast<int>(reader.whole_number(s["tile"][0], at + ".tile[0]", 0, 1 << 30)),
                                            static_cast<int>(reader.whole_number(s["tile"][1], at + ".tile[1]", 0, 1 << 30))};

@@ -1,6 +1,7 @@
 #include "attn_trace/compare.hpp"
 
 #include <cmath>
+#include <limits>
 
 namespace attn_trace {
 
@@ -9,6 +10,12 @@ bool values_match(double got, double want, Tolerance tolerance) {
     if (std::isnan(got)) return false;
     if (std::isinf(want) || std::isinf(got)) return got == want;
     return std::fabs(got - want) <= tolerance.atol + tolerance.rtol * std::fabs(want);
+}
+
+double value_difference(double got, double want) {
+    if (std::isnan(got) || std::isnan(want)) return std::isnan(got) && std::isnan(want) ? 0.0 : std::numeric_limits<double>::infinity();
+    if (got == want) return 0.0;
+    return std::fabs(got - want);  // ∞ when either is infinite
 }
 
 Comparison compare_matrices(const Matrix& got, const Matrix& want, Tolerance tolerance) {
@@ -21,10 +28,12 @@ Comparison compare_matrices(const Matrix& got, const Matrix& want, Tolerance tol
         for (std::size_t j = 0; j < want.cols(); ++j) {
             const double g = got(i, j), w = want(i, j);
             ++result.compared;
-            if (std::isfinite(g) && std::isfinite(w) && std::fabs(g - w) > result.max_error) {
-                result.max_error = std::fabs(g - w);
+            if (const double difference = value_difference(g, w); difference > result.max_error) {
+                result.max_error = difference;
                 result.worst_row = i;
                 result.worst_col = j;
+                result.worst_want = w;
+                result.worst_got = g;
             }
             if (values_match(g, w, tolerance)) continue;
             ++result.failed;

@@ -5,18 +5,9 @@
 
 #include <fmt/format.h>
 
+#include "attn_trace/compare.hpp"
+
 namespace attn_trace {
-
-namespace {
-
-// |a − b| with the non-finite rules of max_abs_diff_vs.
-double difference(double a, double b) {
-    if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b) ? 0.0 : std::numeric_limits<double>::infinity();
-    if (a == b) return 0.0;  // also −∞ against −∞
-    return std::fabs(a - b);
-}
-
-}  // namespace
 
 Step& StepRecorder::record(std::string name, std::string formula, Matrix values, std::optional<int> head, std::size_t batch,
                            std::vector<std::string> rows, std::vector<std::string> columns) {
@@ -87,7 +78,7 @@ double max_abs_diff_vs(const Trace& got, const Trace& reference) {
         if (!want || want->values.rows() != step.values.rows() || want->values.cols() != step.values.cols())
             return std::numeric_limits<double>::infinity();
         for (std::size_t k = 0; k < step.values.data().size(); ++k)
-            largest = std::max(largest, difference(step.values.data()[k], want->values.data()[k]));
+            largest = std::max(largest, value_difference(step.values.data()[k], want->values.data()[k]));
     }
     return largest;
 }

@@ -45,6 +45,14 @@ expect_exit 1 "weights \(head 0\): 1 of 9 values differ.*1 passed, 0 failed|0 pa
 sed 's/"data": \[\[0.5, 0.75, 3.0\]/"data": [[0.5, 0.75, 3.5]/' "$E/damaged_on_arrival.json" > off.json
 expect_exit 1 "\[0, 2\] expected 3\.5, got 3, difference -0\.5" -- "$T" check off.json
 expect_exit 1 "^1 passed, 1 failed$" -- "$T" check "$E/damaged_on_arrival.json" off.json
+# issue 11, finding 8: a changed mask differs by an infinity, not by "max error 0"
+"$T" run "$E/damaged_on_arrival.json" --mask causal --format json > causal.json
+expect_exit 1 "mask \(head 0\): 3 of 9 values differ \(max error inf at \[0, 1\]: expected -inf, got 0;" -- "$T" check "$E/damaged_on_arrival.json" --golden causal.json
+# a malformed golden trace is exit 2 naming the path, not an abort
+sed 's/"command":"run"/"command":5/' golden.json > command5.json
+expect_exit 2 "command5.json: .\.command: expected a string" -- "$T" check "$E/damaged_on_arrival.json" --golden command5.json
+sed 's/"name":"x",/"name":"x","tile":5,/' golden.json > tile5.json
+expect_exit 2 "tile5.json: .\.steps\[0\]\.tile: expected \[query block, key tile\]" -- "$T" check "$E/damaged_on_arrival.json" --golden tile5.json
 printf '{"Q": [[1]], "K": [[1]], "V": [[1]]}' > nothing.json
 expect_exit 2 "nothing to check" -- "$T" check nothing.json
 finish
