@@ -58,6 +58,10 @@ std::string format_rounded(double x, int precision);
 // Text-mode LaTeX for a formula or label: escapes LaTeX's special characters and
 // writes the Unicode symbols the trace uses (ᵀ, ·, √, −, …, Σ, ∞) as LaTeX.
 std::string latex_text(const std::string& text);
+// A step's formula ("ℓ_new = e^(m_old − m_new) ℓ_old + Σ_j e^(S_ij − m_new)") as
+// LaTeX: the mathematics in math mode ($\ell_{\mathrm{new}} = e^{m_{\mathrm{old}} - …}$),
+// a trailing remark in parentheses or a tail of plain words as text after it.
+std::string latex_formula(const std::string& formula);
 // Markdown inline text for a label, title or note: backslash-escapes the characters
 // GitHub-flavoured Markdown would read as markup or HTML (`<pad>` would vanish as a
 // tag, `*`, `_`, `|` would start emphasis or end a table cell).

@@ -94,6 +94,12 @@ public:
         for (std::size_t b = 0; b < p_.batch; ++b) run_sequence(b);
         const std::size_t Tr = (p_.n + Br_ - 1) / Br_, Tc = (p_.m + Bc_ - 1) / Bc_;
         const std::size_t heads_run = p_.batch * static_cast<std::size_t>(p_.heads);
+        // The legend first: "tile [0, 1]" and "K[2…3]" must not read as GQA's KV head K_1.
+        skipped_notes_.insert(skipped_notes_.begin(), "tile [qb, kt] = query block qb × key tile kt; Q[a…b] and K[c…d] are the query and key rows "
+                                                      "of the tile (K_g with a subscript is KV head g)");
+        if (tiles_skipped_ > max_skipped_lines)
+            skipped_notes_.push_back(fmt::format("… and {} more skipped tiles", tiles_skipped_ - max_skipped_lines));
+        trace_.notes.insert(trace_.notes.begin() + 0, skipped_notes_.begin(), skipped_notes_.end());
         trace_.notes.insert(trace_.notes.begin(),
                             fmt::format("tiled: Br = {} query rows × Bc = {} keys per tile, Tr × Tc = {} × {} tiles per head; "
                                         "{} of {} tiles skipped (every score masked){}; {} scores held at once instead of n · m = {}",
@@ -129,12 +135,15 @@ private:
             const std::size_t rows = std::min(Br_, p_.n - i0);
             const Matrix Q_i = block_of(in.q, i0, rows, 0, p_.d_k);
             OnlineSoftmax state(rows, p_.d_v);
+            bool first_tile = true;  // of this query block: m_old = −∞ there
             for (std::size_t kt = 0, j0 = 0; j0 < p_.m; ++kt, j0 += Bc_) {
                 const std::size_t cols = std::min(Bc_, p_.m - j0);
                 const Matrix M_ij = block_of(mask, i0, rows, j0, cols);
                 // A tile that no query of the block may read changes nothing: skip it.
                 if (every_score_masked(M_ij)) {
-                    ++tiles_skipped_;
+                    if (++tiles_skipped_ <= max_skipped_lines)
+                        skipped_notes_.push_back(fmt::format("tile [{}, {}]{}: skipped, every score masked (queries {}…{}, keys {}…{})", qb, kt,
+                                                             where(h, b), i0, i0 + rows - 1, j0, j0 + cols - 1));
                     continue;
                 }
                 ++tiles_computed_;
@@ -145,7 +154,8 @@ private:
                 S_ij = add_elementwise(S_ij, M_ij, dtype);
                 if (dtype == Dtype::f32) absorb_tile<float>(state, S_ij, V_j, *backend_, dtype);
                 else absorb_tile<double>(state, S_ij, V_j, *backend_, dtype);
-                record_tile(state, std::move(S_ij), qb, kt, i0, rows, j0, cols, h, b);
+                record_tile(state, std::move(S_ij), qb, kt, i0, rows, j0, cols, h, b, first_tile);
+                first_tile = false;
             }
             const Matrix O_i = dtype == Dtype::f32 ? finish_rows<float>(state, p_.empty_rows, empty_rows, i0)
                                                    : finish_rows<double>(state, p_.empty_rows, empty_rows, i0);
@@ -155,15 +165,24 @@ private:
         return out;
     }
 
+    std::string where(int h, std::size_t b) const {
+        return (p_.heads > 1 ? fmt::format(", head {}", h) : "") + (p_.batched ? fmt::format(", batch {}", b) : "");
+    }
+
     void record_tile(const OnlineSoftmax& state, Matrix scores, std::size_t qb, std::size_t kt, std::size_t i0, std::size_t rows, std::size_t j0,
-                     std::size_t cols, int h, std::size_t b) {
+                     std::size_t cols, int h, std::size_t b, bool first_tile) {
         const std::array<int, 2> tile{static_cast<int>(qb), static_cast<int>(kt)};
         const auto queries = slice_labels(query_labels(p_), i0, rows), keys = slice_labels(key_labels(p_), j0, cols);
-        recorder_.record("scores", fmt::format("s · Q_{} K_{}ᵀ{} + M (queries {}…{}, keys {}…{})", qb, kt, p_.softcap ? ", capped," : "", i0,
-                                               i0 + rows - 1, j0, j0 + cols - 1),
+        const std::string k_name = p_.kv_heads < p_.heads ? fmt::format("K_{}", kv_head_of(p_, h)) : "K";
+        recorder_.record("scores", fmt::format("s · Q[{}…{}] {}[{}…{}]ᵀ{} + M (query block {}, key tile {})", i0, i0 + rows - 1, k_name, j0,
+                                               j0 + cols - 1, p_.softcap ? ", capped," : "", qb, kt),
                          std::move(scores), h, b, queries, keys).tile = tile;
         recorder_.record("m", "m_new = max(m_old, max_j S_ij)", state.m, h, b, queries).tile = tile;
-        recorder_.record("rescale", "e^(m_old − m_new) (1 while the row has read no key)", state.rescale, h, b, queries).tile = tile;
+        // Before a block's first tile m_old = −∞, so the factor is e^(−∞) = 0 (it
+        // multiplies ℓ = u = 0): say so rather than print a rule that shows 1.
+        recorder_.record("rescale", first_tile ? "e^(m_old − m_new) = 0 (the block's first tile: m_old = −∞, nothing to rescale; 1 where m_new is still −∞)"
+                                               : "e^(m_old − m_new) (1 where the max did not change, or the row has read no key yet)",
+                         state.rescale, h, b, queries).tile = tile;
         recorder_.record("l", "ℓ_new = e^(m_old − m_new) ℓ_old + Σ_j e^(S_ij − m_new)", state.l, h, b, queries).tile = tile;
         recorder_.record("u", "u_new = e^(m_old − m_new) u_old + e^(S_ij − m_new) V_j", state.u, h, b, queries).tile = tile;
     }
@@ -175,6 +194,9 @@ private:
     StepRecorder recorder_;
     std::size_t Br_, Bc_;  // block sizes, at most n and m
     std::size_t tiles_computed_ = 0, tiles_skipped_ = 0;
+    // One note per skipped tile, up to a screenful; the count covers the rest.
+    static constexpr std::size_t max_skipped_lines = 32;
+    std::vector<std::string> skipped_notes_;
 };
 
 }  // namespace

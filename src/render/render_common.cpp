@@ -1,4 +1,6 @@
 #include <algorithm>
+#include <cctype>
+#include <cstring>
 #include <cmath>
 #include <utility>
 
@@ -81,6 +83,135 @@ std::string latex_text(const std::string& text) {
             i += match->first.size();
         }
     }
+    return out;
+}
+
+namespace {
+
+// The LaTeX of one Unicode symbol the formulas use, in math mode ("" when unknown).
+std::string math_symbol(const std::string& symbol) {
+    static const std::vector<std::pair<std::string, std::string>> symbols = {
+        {"ᵀ", "^{\\top}"}, {"·", "\\cdot "}, {"−", "-"}, {"…", "\\dots "}, {"×", "\\times "}, {"Σ", "\\Sigma"}, {"∞", "\\infty "},
+        {"≤", "\\le "}, {"≥", "\\ge "}, {"ℓ", "\\ell "}, {"⌊", "\\lfloor "}, {"⌋", "\\rfloor "}, {"→", "\\to "}, {"θ", "\\theta "},
+        {"²", "^{2}"}, {"≠", "\\ne "}, {"≈", "\\approx "}, {"‖", "\\|"}, {"̃", ""}};
+    for (const auto& [from, to] : symbols)
+        if (from == symbol) return to;
+    return "?";
+}
+
+// Whether a formula so far ends with a name or a closing bracket (Q, V_j, Kᵀ, ℓ, (…)),
+// not an operator (−, ·, =): a space after it separates two factors.
+bool ends_with_name(const std::string& text) {
+    if (text.empty()) return false;
+    for (const char* name_like : {"ᵀ", "ℓ", "∞", "θ", "²", "…"})
+        if (text.size() >= std::strlen(name_like) && text.compare(text.size() - std::strlen(name_like), std::string::npos, name_like) == 0) return true;
+    const auto last = static_cast<unsigned char>(text.back());
+    return std::isalnum(last) || last == ')' || last == ']';
+}
+
+std::size_t utf8_length(unsigned char lead) { return lead < 0x80 ? 1 : lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1; }
+
+// Math-mode LaTeX of a formula: one-letter names in italics, longer ones upright
+// (\mathrm{exp}), x_word → x_{\mathrm{word}}, ^(…) → ^{…}, √x → \sqrt{x}, spaces kept.
+std::string math_of(const std::string& text) {
+    std::string out;
+    auto name = [](const std::string& word) { return word.size() == 1 ? word : "\\mathrm{" + latex_text(word) + "}"; };
+    for (std::size_t i = 0; i < text.size();) {
+        const char c = text[i];
+        if (std::isalpha(static_cast<unsigned char>(c))) {
+            std::size_t end = i;
+            while (end < text.size() && std::isalpha(static_cast<unsigned char>(text[end]))) ++end;
+            out += name(text.substr(i, end - i));
+            i = end;
+        } else if ((c == '_' || c == '^') && i + 1 < text.size()) {
+            std::size_t end = i + 1;
+            std::string inner;
+            if (text[end] == '(') {  // ^(…) up to the matching parenthesis
+                int depth = 0;
+                for (; end < text.size(); ++end) {
+                    depth += text[end] == '(' ? 1 : text[end] == ')' ? -1 : 0;
+                    if (depth == 0) break;
+                }
+                inner = math_of(text.substr(i + 2, end - i - 2));
+                ++end;
+            } else {
+                while (end < text.size() && std::isalnum(static_cast<unsigned char>(text[end]))) ++end;
+                const std::string word = text.substr(i + 1, end - i - 1);
+                // Index letters stay italic (S_ij); a word is upright (m_old, V_cache).
+                inner = word.size() > 2 && !std::isdigit(static_cast<unsigned char>(word[0])) ? "\\mathrm{" + word + "}" : word;
+            }
+            out += fmt::format("{}{{{}}}", c, inner);
+            i = end;
+        } else if (text.compare(i, 3, "√") == 0) {
+            std::size_t end = i + 3;
+            while (end < text.size() && std::isalnum(static_cast<unsigned char>(text[end]))) ++end;
+            out += "\\sqrt{" + text.substr(i + 3, end - i - 3) + "}";
+            i = end;
+        } else if (static_cast<unsigned char>(c) >= 0x80) {
+            const std::size_t length = utf8_length(static_cast<unsigned char>(c));
+            out += math_symbol(text.substr(i, length));
+            i += length;
+        } else {
+            static const std::string escaped = "{}%#&$";
+            // TeX spaces operators itself and breaks a formula only at them: a space
+            // is written only between two names that would otherwise run together.
+            auto joins = [&](std::size_t k) { return k < text.size() && (std::isalnum(static_cast<unsigned char>(text[k])) || text[k] == '(' || text[k] == '['); };
+            if (c == ' ') out += ends_with_name(text.substr(0, i)) && joins(i + 1) ? "\\," : "";
+            else if (escaped.find(c) != std::string::npos) out += std::string("\\") + c;
+            else if (c == '~') out += "\\sim ";
+            else if (c == '\\') out += "\\backslash ";
+            else out += c;
+            ++i;
+        }
+    }
+    return out;
+}
+
+// Where the words begin in "u / ℓ after the last tile": the first of two plain
+// words of three or more letters in a row ("after the"), or npos.
+std::size_t prose_start(const std::string& text) {
+    auto word_end = [&](std::size_t i) {
+        std::size_t end = i;
+        while (end < text.size() && std::isalpha(static_cast<unsigned char>(text[end]))) ++end;
+        return end;
+    };
+    auto plain_word = [&](std::size_t i) {
+        const std::size_t end = word_end(i);
+        return end - i >= 3 && (end == text.size() || text[end] == ' ' || text[end] == ',');
+    };
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        if (i > 0 && text[i - 1] != ' ') continue;
+        if (!plain_word(i)) continue;
+        const std::size_t next = word_end(i) + 1;
+        if (next < text.size() && text[next - 1] == ' ' && plain_word(next)) return i;
+    }
+    return std::string::npos;
+}
+
+}  // namespace
+
+std::string latex_formula(const std::string& formula) {
+    std::string math = formula, remark;
+    // A closing remark in parentheses with words in it: "(queries 0…1, keys 2…3)".
+    if (!math.empty() && math.back() == ')') {
+        int depth = 0;
+        for (std::size_t i = math.size(); i-- > 0;) {
+            depth += math[i] == ')' ? 1 : math[i] == '(' ? -1 : 0;
+            if (depth == 0) {
+                if (i > 0 && math[i - 1] == ' ' && math.find(' ', i) != std::string::npos) {
+                    remark = math.substr(i);
+                    math = math.substr(0, i - 1);
+                }
+                break;
+            }
+        }
+    }
+    if (const std::size_t words = prose_start(math); words != std::string::npos) {
+        remark = math.substr(words) + (remark.empty() ? "" : " " + remark);
+        math = words == 0 ? "" : math.substr(0, words - 1);
+    }
+    std::string out = math.empty() ? "" : "$" + math_of(math) + "$";
+    if (!remark.empty()) out += (out.empty() ? "" : " ") + latex_text(remark);
     return out;
 }
 

@@ -27,7 +27,7 @@ std::string latex_heading(const Step& step) {
     if (step.head) where += fmt::format(", head {}", *step.head);
     if (step.t) where += fmt::format(", $t = {}$", *step.t);
     if (step.tile) where += fmt::format(", tile $[{}, {}]$", (*step.tile)[0], (*step.tile)[1]);
-    return fmt::format("\\noindent\\textbf{{{}}}{}: {}, shape ${}$\\\\\n", latex_text(step.name), where, latex_text(step.formula),
+    return fmt::format("\\noindent\\textbf{{{}}}{}: {}, shape ${}$\\\\\n", latex_text(step.name), where, latex_formula(step.formula),
                        shape_string(step.values));
 }
 
