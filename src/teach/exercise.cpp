@@ -167,7 +167,9 @@ private:
         options.steps = names;
         options.header = false;
         options.full = true;  // an exercise with a "…" in it cannot be solved or checked
-        if (is("latex")) return render_latex(trace, options);
+        // A smaller font and narrower column gaps, so that a whole (3, 8) matrix of
+        // 4-decimal numbers (cost's concat) fits the page.
+        if (is("latex")) return "{\\small\\setlength{\\arraycolsep}{3pt}\n" + render_latex(trace, options) + "\\par}\n";
         if (is("markdown")) return render_markdown(trace, options);
         std::string out;
         for (const Step* step : selected_steps(trace, options)) out += "\n" + render_step_text(*step, options);
@@ -175,11 +177,11 @@ private:
     }
     // A block of aligned text (cost's tables). LaTeX's verbatim cannot hold the
     // Unicode of those tables, so there each line is typewriter text through latex_text,
-    // its leading indentation kept as fixed space.
+    // its leading indentation kept as fixed space, long lines wrapping ragged.
     std::string preformatted(const std::string& block) const {
         if (is("markdown")) return "\n```\n" + block + "```\n";
         if (!is("latex")) return "\n" + block;
-        std::string out = "\n{\\small\\ttfamily\\noindent\n";
+        std::string out = "\n{\\small\\ttfamily\\raggedright\\noindent\n";
         std::size_t start = 0;
         for (std::size_t end = block.find('\n'); end != std::string::npos; start = end + 1, end = block.find('\n', start)) {
             const std::string line = block.substr(start, end - start);
