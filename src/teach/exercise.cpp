@@ -107,6 +107,8 @@ Trace given_matrices(const nlohmann::ordered_json& file, const Problem& problem)
             if (heads > 1) {
                 step.head = h;
                 step.formula = fmt::format("given, columns {}–{}", static_cast<std::size_t>(h) * width, static_cast<std::size_t>(h + 1) * width - 1);
+                // The columns keep their numbers in the whole matrix, as the problem file has them.
+                for (std::size_t j = 0; j < width; ++j) step.column_labels.push_back(std::to_string(static_cast<std::size_t>(h) * width + j));
             }
             if (key == "Q" || key == "X") step.row_labels = problem.tokens;
             if (key == "K" || key == "V") step.row_labels = keys;
