@@ -18,8 +18,13 @@ fail() {
 # The givens: from the "Given:" line up to the "Compute:" line.
 givens() { sed -n '/^Given:$/,/^Compute:$/p' "$1"; }
 
-# Overfull boxes wider than 20pt: text visibly running into the margin.
-overfull() { grep -Eo 'Overfull \\hbox \(([0-9.]+)pt too wide' "$1" | grep -Eo '[0-9.]+' | awk '$1 > 20' | head -3; }
+# Overfull boxes wider than 20pt (text visibly running into the margin) in LOG, each
+# as "WIDTHpt: the start of the offending line of TEX", at most three.
+overfull() {
+  grep -Eo 'Overfull \\hbox \(([0-9.]+)pt too wide\) (detected at line|in paragraph at lines) [0-9]+' "$1" |
+    awk '{ width = substr($3, 2) + 0; if (width > 20) print width, $NF }' | head -3 |
+    while read -r width line; do echo "    ${width}pt: $(sed -n "${line}p" "$2" | cut -c1-100)"; done
+}
 
 # The topics as the tool lists them (an unknown topic's message), so a new topic is tested too.
 topics=$("$A" exercise --topic '?' 2>&1 | sed -n 's/.*expected one of //p' | tr -d ',')
@@ -40,7 +45,10 @@ for topic in $topics; do
     ! givens "$name.md" | grep -q "…" || fail "$name: a given matrix is summarised (…) in the Markdown"
     cmark-gfm --extension table "$name.md" > "$name.html" || fail "$name: cmark-gfm exited $?"
     # cmark-gfm (like GitHub) drops what it reads as HTML: an unescaped <pad> is one.
-    ! grep -q "raw HTML omitted" "$name.html" || fail "$name: part of the Markdown was read as HTML (an unescaped <...>)"
+    if grep -q "raw HTML omitted" "$name.html"; then
+      fail "$name: part of the Markdown was read as HTML (an unescaped <...>):"
+      grep -E '(^|[^\\])<[a-z]' "$name.md" | head -2 | sed 's/^/    /'
+    fi
     if grep -q "pad" "$name.json"; then grep -q "&lt;pad&gt;" "$name.html" || fail "$name: <pad> is missing from the rendered Markdown"; fi
 
     checks=$((checks + 1))
@@ -56,8 +64,9 @@ for topic in $topics; do
   if ! pdflatex -interaction=nonstopmode -halt-on-error "$topic.tex" > /dev/null 2>&1; then
     fail "$topic: the LaTeX of seeds 0-9 does not compile"
     grep -A3 '^!' "$topic.log" | head -8 | sed 's/^/    /'
-  elif [ -n "$(overfull "$topic.log")" ]; then
-    fail "$topic: lines run past the margin by $(overfull "$topic.log" | tr '\n' ' ')pt"
+  elif [ -n "$(overfull "$topic.log" "$topic.tex")" ]; then
+    fail "$topic: lines run past the right margin by more than 20pt:"
+    overfull "$topic.log" "$topic.tex"
   fi
 done
 
