@@ -148,7 +148,7 @@ std::vector<std::string> gqa_cache_notes(const Problem& problem, const Trace& tr
     const double shared = trace_number(decoded, "kv_cache_elements_per_token");
     const double unshared = trace_number(decoded, "kv_cache_bytes_per_token_without_sharing") / bytes_per_number;
     notes.push_back(fmt::format("The cache holds H_kv · (d_k + d_v) = {} · ({} + {}) = {:g} numbers per token and layer, against "
-                                "H · (d_k + d_v) = {} · ({} + {}) = {:g} with one KV head per query head ({}× fewer).",
+                                "H · (d_k + d_v) = {} · ({} + {}) = {:g} with one KV head per query head ({:g}× fewer).",
                                 problem.kv_heads, problem.d_k, problem.d_v, shared, problem.heads, problem.d_k, problem.d_v, unshared, unshared / shared));
     return notes;
 }
@@ -190,8 +190,8 @@ ExercisePlan kv_cache(HandNumbers& numbers) {
     const CostAnswer cost = compute_cost(model);
     plan.tasks.back() += fmt::format(": {} layers, {} KV heads of d_k = d_v = {}, {:g} bytes per number, {} tokens", model.layers, model.kv_heads, cost.d_head,
                                      model.bytes, model.n);
-    plan.notes = {"Decoding computes row t of the causal weights at step t: the arithmetic below is the full computation's row 2, which step t = 2 repeats.",
-                  fmt::format("Cache per token (as `attn-trace cost` counts it): 2 · layers · H_kv · d_k · bytes = 2 · {} · {} · {} · {:g} = {}; for {} tokens: {}.",
+    plan.notes = {"Decoding computes row t of the causal weights at step t: the arithmetic above is the full computation's row 2, which step t = 2 repeats.",
+                  fmt::format("Cache per token, as attn-trace cost counts it: 2 · layers · H_kv · d_k · bytes = 2 · {} · {} · {} · {:g} = {}; for {} tokens: {}.",
                               model.layers, model.kv_heads, cost.d_head, model.bytes, bytes_text(cost.kv_cache_bytes_per_token), model.n,
                               bytes_text(cost.kv_cache_bytes_total))};
     return plan;
@@ -208,7 +208,7 @@ ExercisePlan tiled(HandNumbers& numbers) {
     plan.expect_steps = {"m", "l", "out"};
     plan.answer_steps = {"scores", "m", "rescale", "l", "u", "out"};
     plan.worked = {{row("weights", 0)}};
-    plan.notes = {"The full computation's row 0 (below) gives the same weights as the tiles: ℓ at the end is the full row's sum of e^(z − max)."};
+    plan.notes = {"The full computation's row 0 (above) gives the same weights as the tiles: ℓ at the end is the full row's sum of e^(z − max)."};
     plan.computed_notes = [](const Problem& problem, const Trace& trace) {
         return std::vector<std::string>{fmt::format("At most {:g} scores are held at once, against n · m = {} · {} = {:g} for the whole matrix.",
                                                     trace_number(trace, "scores_held"), problem.n, problem.m, trace_number(trace, "scores_full"))};
