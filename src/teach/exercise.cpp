@@ -96,6 +96,7 @@ int heads_in(const std::string& key, const Problem& problem) {
 // that every block is narrow enough to print whole.
 Trace given_matrices(const nlohmann::ordered_json& file, const Problem& problem) {
     Trace given;
+    given.command = "exercise";
     given.problem.title = problem.title;
     const auto& keys = problem.source_tokens.empty() ? problem.tokens : problem.source_tokens;
     for (const auto& [key, value] : file.items()) {
