@@ -2,6 +2,13 @@
 // same seed writes the same exercise, another seed another one.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cmath>
+#include <regex>
+#include <string>
+
+#include <fmt/format.h>
+
 #include "attn_trace/check.hpp"
 #include "attn_trace/errors.hpp"
 #include "attn_trace/exercise.hpp"
@@ -52,13 +59,106 @@ TEST_CASE("the worked answer shows the steps and the arithmetic of a row, in Mar
     CHECK(md.find("## Answer") != std::string::npos);
     CHECK(md.find("### `mask`") != std::string::npos);
     CHECK(md.find("the softmax of row") != std::string::npos);
-    CHECK(md.find("$$") != std::string::npos);
+    CHECK(md.find("## The arithmetic, step by step") != std::string::npos);
     const std::string tex = write_exercise("softmax", 2, "latex");
     CHECK(tex.find("\\begin{enumerate}") != std::string::npos);
     CHECK(tex.find("\\begin{bmatrix}") != std::string::npos);
     CHECK(tex.find("\\frac{") != std::string::npos);
     CHECK(write_exercise("scale", 0, "markdown").find("Without the scale") != std::string::npos);
     CHECK(write_exercise("cost", 0, "markdown").find("```") != std::string::npos);
+}
+
+namespace {
+
+// The worksheet's givens: from the "Given:" line to the "Compute:" line.
+std::string givens_of(const std::string& document) {
+    const auto from = document.find("Given:"), to = document.find("Compute:");
+    REQUIRE(from != std::string::npos);
+    REQUIRE(to != std::string::npos);
+    return document.substr(from, to - from);
+}
+
+std::size_t count(const std::string& text, const std::string& what) {
+    std::size_t n = 0;
+    for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+}
+
+}  // namespace
+
+TEST_CASE("every given matrix is printed whole in every format, one block per head when it holds several") {
+    // User test: gqa's Q (2, 16) was shown as | 0 | 1 | 2 | 3 | 4 | … | 13 | 14 | 15 |.
+    for (const auto& topic : exercise_topics())
+        for (std::uint64_t seed : {0, 3}) {
+            INFO("topic " << topic << ", seed " << seed);
+            CHECK(givens_of(write_exercise(topic, seed, "markdown")).find("…") == std::string::npos);
+            CHECK(givens_of(write_exercise(topic, seed, "text")).find("…") == std::string::npos);
+            const std::string tex = givens_of(write_exercise(topic, seed, "latex"));
+            CHECK(tex.find("\\cdots") == std::string::npos);
+            CHECK(tex.find("\\dots") == std::string::npos);
+        }
+    const std::string md = write_exercise("gqa", 0, "markdown");
+    const Problem problem = parse_problem(write_exercise("gqa", 0, "json"), "gqa.json");
+    const std::string given = givens_of(md);
+    for (int h = 0; h < problem.heads; ++h) {
+        INFO("head " << h);
+        CHECK(given.find(fmt::format("### `Q` = given, columns {}–{} ({}, {}), head {}", h * problem.d_k, (h + 1) * problem.d_k - 1, problem.n,
+                                     problem.d_k, h)) != std::string::npos);
+    }
+    // Every number of Q appears: 4 blocks of n rows, each row d_k cells.
+    CHECK(count(given, "### `Q`") == static_cast<std::size_t>(problem.heads));
+    CHECK(count(given, "### `K`") == static_cast<std::size_t>(problem.kv_heads));
+}
+
+TEST_CASE("the gqa answer counts the cache as H_kv · (d_k + d_v), the count decode reports") {
+    // User test: the answer said 2 · H_kv · d_k = 16 against 32, but d_v = 2 there.
+    for (std::uint64_t seed = 0; seed < 10; ++seed) {
+        INFO("seed " << seed);
+        const Problem problem = parse_problem(write_exercise("gqa", seed, "json"), "gqa.json");
+        const std::size_t shared = static_cast<std::size_t>(problem.kv_heads) * (problem.d_k + problem.d_v);
+        const std::size_t unshared = static_cast<std::size_t>(problem.heads) * (problem.d_k + problem.d_v);
+        REQUIRE(problem.d_v != problem.d_k);  // otherwise 2 · H_kv · d_k would pass too
+        for (const char* format : {"markdown", "text"}) {
+            const std::string answer = write_exercise("gqa", seed, format);
+            CHECK(answer.find(fmt::format("= {} numbers per token and layer", shared)) != std::string::npos);
+            CHECK(answer.find(fmt::format("= {} with one KV head per query head", unshared)) != std::string::npos);
+        }
+    }
+}
+
+TEST_CASE("every topic has d_k = 4, as --help says, so the scale is exactly 1/2") {
+    for (const auto& topic : exercise_topics())
+        for (std::uint64_t seed : {0, 1, 2}) {
+            INFO("topic " << topic << ", seed " << seed);
+            const Problem problem = parse_problem(write_exercise(topic, seed, "json"), "exercise.json");
+            CHECK(problem.d_k == 4);
+            CHECK(problem.scale_factor() == 0.5);
+        }
+}
+
+TEST_CASE("text is a format for the terminal: aligned tables, no Markdown or LaTeX markup") {
+    const std::string text = write_exercise("softmax", 1, "text");
+    CHECK(text.find("Answer\n------") != std::string::npos);
+    CHECK(text.find("###") == std::string::npos);
+    CHECK(text.find("\\begin") == std::string::npos);
+    CHECK(text.find("| ") == std::string::npos);
+    CHECK(text.find("weights") != std::string::npos);
+}
+
+TEST_CASE("Markdown escapes labels such as <pad>; LaTeX has no raw Unicode") {
+    for (std::uint64_t seed = 0; seed < 5; ++seed) {
+        INFO("seed " << seed);
+        const std::string md = write_exercise("padding", seed, "markdown");
+        CHECK(md.find("\\<pad\\>") != std::string::npos);
+        // The exercise's own text; the arithmetic section is explain's Markdown.
+        const std::string own = md.substr(0, md.find("## The arithmetic"));
+        CHECK(!std::regex_search(own, std::regex("[^\\\\]<pad")));
+        for (const auto& topic : exercise_topics()) {
+            INFO("topic " << topic);
+            const std::string tex = write_exercise(topic, seed, "latex");
+            CHECK(std::find_if(tex.begin(), tex.end(), [](char c) { return static_cast<unsigned char>(c) >= 0x80; }) == tex.end());
+        }
+    }
 }
 
 TEST_CASE("unknown topics and formats are input errors") {

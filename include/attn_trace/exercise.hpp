@@ -1,7 +1,9 @@
 #pragma once
 // Generated exercises (SPEC §10): a small problem with hand-friendly numbers
-// (integers; d_k = 4 so that 1/√d_k = 1/2 and the scaled scores are halves) and
-// its complete worked answer, computed by the pipelines themselves.
+// (integers; d_k = 4 in every topic so that 1/√d_k = 1/2 and the scaled scores are
+// halves) and its complete worked answer, computed by the pipelines themselves:
+// every number of the answer is read from the trace, every count from the
+// functions behind `cost` and `decode`.
 // The numbers come from PortableRandom, so a seed gives the same exercise on
 // every machine.
 #include <cstdint>
@@ -12,11 +14,13 @@ namespace attn_trace {
 
 // scores, softmax, causal, padding, multihead, gqa, kv-cache, tiled, scale, cost.
 const std::vector<std::string>& exercise_topics();
-// markdown (default), latex, json.
+// markdown (default), latex, text, json.
 const std::vector<std::string>& exercise_formats();
 
-// markdown/latex: the question, the given matrices, the tasks, then the answer
-// (every intermediate step and the arithmetic of at least one row).
+// markdown/latex/text: the question, the given matrices (whole, one block per head
+// when a matrix holds several), the tasks, then the answer (every intermediate step
+// and the arithmetic of at least one row). LaTeX is a fragment for an `article`
+// with amsmath; Markdown is GitHub-flavoured; text is for the terminal.
 // json: the problem file with `expect` filled in, which `attn-trace check` passes
 // (entries with "t" run decode, with "tile" run tiled, at check's default options).
 // Throws InputError for an unknown topic or format.

@@ -11,6 +11,7 @@
 #include "attn_trace/check.hpp"
 #include "attn_trace/errors.hpp"
 #include "attn_trace/render.hpp"
+#include "../render/render_table.hpp"
 #include "exercise_plan.hpp"
 
 namespace attn_trace {
@@ -72,29 +73,58 @@ std::string problem_file_text(const nlohmann::ordered_json& file) {
     return fmt::format("{{\n{}\n}}\n", fmt::join(lines, ",\n"));
 }
 
-// The matrices the problem gives, as steps, so the worksheet renderers can show them.
+// A given matrix as a step; `first_column` names where a head's block starts.
+Step given_step(const std::string& name, const nlohmann::ordered_json& value, std::size_t first_column, std::size_t columns) {
+    Step step;
+    step.name = name;
+    step.formula = "given";
+    step.values = Matrix(value.size(), columns);
+    for (std::size_t i = 0; i < value.size(); ++i)
+        for (std::size_t j = 0; j < columns; ++j) step.values(i, j) = value[i][first_column + j].get<double>();
+    return step;
+}
+
+// How many heads lie side by side in a given matrix's columns (1 when it is not per head).
+int heads_in(const std::string& key, const Problem& problem) {
+    if (key == "Q") return problem.heads;
+    if (key == "K" || key == "V") return problem.kv_heads;
+    return 1;
+}
+
+// The matrices the problem gives, as steps, so the worksheet renderers can show them:
+// a matrix holding several heads side by side is split into one block per head, so
+// that every block is narrow enough to print whole.
 Trace given_matrices(const nlohmann::ordered_json& file, const Problem& problem) {
     Trace given;
+    given.command = "exercise";
     given.problem.title = problem.title;
     const auto& keys = problem.source_tokens.empty() ? problem.tokens : problem.source_tokens;
     for (const auto& [key, value] : file.items()) {
         if (!value.is_array() || value.empty() || !value[0].is_array()) continue;
-        Step step;
-        step.name = key;
-        step.formula = "given";
-        step.values = Matrix(value.size(), value[0].size());
-        for (std::size_t i = 0; i < value.size(); ++i)
-            for (std::size_t j = 0; j < value[i].size(); ++j) step.values(i, j) = value[i][j].get<double>();
-        if (key == "Q" || key == "X") step.row_labels = problem.tokens;
-        if (key == "K" || key == "V") step.row_labels = keys;
-        given.steps.push_back(std::move(step));
+        const int heads = heads_in(key, problem);
+        const std::size_t width = value[0].size() / static_cast<std::size_t>(heads);
+        for (int h = 0; h < heads; ++h) {
+            Step step = given_step(key, value, static_cast<std::size_t>(h) * width, width);
+            if (heads > 1) {
+                step.head = h;
+                step.formula = fmt::format("given, columns {}–{}", static_cast<std::size_t>(h) * width, static_cast<std::size_t>(h + 1) * width - 1);
+                // The columns keep their numbers in the whole matrix, as the problem file has them.
+                for (std::size_t j = 0; j < width; ++j) step.column_labels.push_back(std::to_string(static_cast<std::size_t>(h) * width + j));
+            }
+            if (key == "Q" || key == "X") step.row_labels = problem.tokens;
+            if (key == "K" || key == "V") step.row_labels = keys;
+            given.steps.push_back(std::move(step));
+        }
     }
     return given;
 }
 
+// The worksheet's pieces in one format: markdown, latex or text. Prose goes through
+// markdown_text / latex_text, so labels such as <pad> survive and pdflatex never
+// meets raw Unicode; matrices go through the trace renderers, always whole.
 class ExerciseWriter {
 public:
-    ExerciseWriter(const std::string& format) : format_(format), latex_(format == "latex") {}
+    explicit ExerciseWriter(const std::string& format) : format_(format) {}
 
     std::string write(const std::string& topic, std::uint64_t seed, const ExercisePlan& plan, const nlohmann::ordered_json& file,
                       const Problem& problem, const Trace& trace, const Trace& full) const {
@@ -112,31 +142,60 @@ public:
         for (const auto& worked : plan.worked) {
             const bool is_row = worked.spec.find(',') == std::string::npos;
             const ExplainTarget target = is_row ? parse_row_spec(worked.spec) : parse_cell_spec(worked.spec);
-            out += explain(full, problem, target, ExplainOptions{worked.head, 0, 4, format_}) + "\n";
+            out += "\n" + explain(full, problem, target, ExplainOptions{worked.head, 0, 4, format_}) + "\n";
         }
         for (const auto& note : plan.notes) out += paragraph(note);
-        if (!plan.preformatted.empty())
-            out += latex_ ? "\\begin{verbatim}\n" + plan.preformatted + "\\end{verbatim}\n" : "```\n" + plan.preformatted + "```\n";
+        if (plan.computed_notes)
+            for (const auto& note : plan.computed_notes(problem, trace)) out += paragraph(note);
+        if (!plan.preformatted.empty()) out += preformatted(plan.preformatted);
         return out;
     }
 
 private:
-    std::string text(const std::string& s) const { return latex_ ? latex_text(s) : s; }
+    bool is(const char* format) const { return format_ == format; }
+    std::string text(const std::string& s) const { return is("latex") ? latex_text(s) : is("markdown") ? markdown_text(s) : s; }
     std::string heading(int level, const std::string& s) const {
-        if (latex_) return fmt::format("\n\\{}{{{}}}\n", level == 1 ? "section*" : "subsection*", text(s));
-        return fmt::format("\n{} {}\n", level == 1 ? "#" : "##", s);
+        if (is("latex")) return fmt::format("\n\\{}{{{}}}\n", level == 1 ? "section*" : "subsection*", text(s));
+        if (is("markdown")) return fmt::format("\n{} {}\n", level == 1 ? "#" : "##", text(s));
+        return fmt::format("\n{}\n{}\n", s, std::string(display_width(s), level == 1 ? '=' : '-'));
     }
     std::string paragraph(const std::string& s) const { return "\n" + text(s) + "\n"; }
     std::string list(const std::vector<std::string>& items) const {
-        std::string out = latex_ ? "\\begin{enumerate}\n" : "\n";
-        for (std::size_t k = 0; k < items.size(); ++k) out += latex_ ? "\\item " + text(items[k]) + "\n" : fmt::format("{}. {}\n", k + 1, items[k]);
-        return out + (latex_ ? "\\end{enumerate}\n" : "");
+        std::string out = is("latex") ? "\\begin{enumerate}\n" : "\n";
+        for (std::size_t k = 0; k < items.size(); ++k) out += is("latex") ? "\\item " + text(items[k]) + "\n" : fmt::format("{}. {}\n", k + 1, text(items[k]));
+        return out + (is("latex") ? "\\end{enumerate}\n" : "");
     }
     std::string steps(const Trace& trace, const std::vector<std::string>& names) const {
         RenderOptions options;
         options.steps = names;
         options.header = false;
-        return latex_ ? render_latex(trace, options) : render_markdown(trace, options);
+        options.full = true;  // an exercise with a "…" in it cannot be solved or checked
+        // A smaller font and narrower column gaps, so that a whole (3, 8) matrix of
+        // 4-decimal numbers (cost's concat) fits the page.
+        if (is("latex")) return "{\\small\\setlength{\\arraycolsep}{3pt}\n" + render_latex(trace, options) + "\\par}\n";
+        if (is("markdown")) return render_markdown(trace, options);
+        std::string out;
+        for (const Step* step : selected_steps(trace, options)) out += "\n" + render_step_text(*step, options);
+        return out;
+    }
+    // A block of aligned text (cost's tables). LaTeX's verbatim cannot hold the
+    // Unicode of those tables, so there each line is typewriter text through latex_text,
+    // its leading indentation kept as fixed space, long lines wrapping ragged.
+    std::string preformatted(const std::string& block) const {
+        if (is("markdown")) return "\n```\n" + block + "```\n";
+        if (!is("latex")) return "\n" + block;
+        std::string out = "\n{\\small\\ttfamily\\raggedright\\noindent\n";
+        std::size_t start = 0;
+        for (std::size_t end = block.find('\n'); end != std::string::npos; start = end + 1, end = block.find('\n', start)) {
+            const std::string line = block.substr(start, end - start);
+            const std::size_t indent = line.find_first_not_of(' ');
+            if (indent == std::string::npos) {
+                out += "\\medskip\n";
+                continue;
+            }
+            out += fmt::format("\\hspace*{{{}em}}{}\\\\\n", indent * 0.5, latex_text(line.substr(indent)));
+        }
+        return out + "}\n";
     }
     static std::string describe(const Problem& p) {
         return fmt::format("(n = {} queries, m = {} keys, {} head{}{}, d_k = {}, d_v = {}, indices 0-based.)", p.n, p.m, p.heads, p.heads == 1 ? "" : "s",
@@ -144,7 +203,6 @@ private:
     }
 
     std::string format_;
-    bool latex_;
 };
 
 }  // namespace
@@ -155,13 +213,13 @@ const std::vector<std::string>& exercise_topics() {
 }
 
 const std::vector<std::string>& exercise_formats() {
-    static const std::vector<std::string> formats = {"markdown", "latex", "json"};
+    static const std::vector<std::string> formats = {"markdown", "latex", "text", "json"};
     return formats;
 }
 
 std::string write_exercise(const std::string& topic, std::uint64_t seed, const std::string& format) {
     if (std::find(exercise_formats().begin(), exercise_formats().end(), format) == exercise_formats().end())
-        throw InputError(fmt::format("--format '{}': exercises are written as markdown, latex or json", format));
+        throw InputError(fmt::format("--format '{}': exercises are written as {}", format, fmt::join(exercise_formats(), ", ")));
     HandNumbers numbers(topic_seed(topic, seed));
     const ExercisePlan plan = plan_exercise(topic, numbers);
     nlohmann::ordered_json file = {{"title", fmt::format("exercise {} (seed {}): {}", topic, seed, plan.title)}};

@@ -3,6 +3,7 @@
 // exercise.cpp does the rest the same way for every topic: computes the trace,
 // fills `expect`, writes the question and the worked answer.
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -10,7 +11,9 @@
 #include <nlohmann/json.hpp>
 
 #include "attn_trace/explain.hpp"
+#include "attn_trace/problem.hpp"
 #include "attn_trace/random.hpp"
+#include "attn_trace/trace.hpp"
 
 namespace attn_trace {
 
@@ -18,6 +21,11 @@ struct WorkedArithmetic {
     std::string spec;  // "weights[1]" (a row) or "scores[0,2]" (a cell)
     int head = 0;
 };
+
+// Sentences of the answer that state numbers. They are written once the trace is
+// computed, from the trace and from the functions `cost` and `decode` use, never
+// from a formula of their own, so that an answer cannot disagree with the tool.
+using AnswerNotes = std::function<std::vector<std::string>(const Problem&, const Trace&)>;
 
 struct ExercisePlan {
     std::string title;
@@ -28,7 +36,8 @@ struct ExercisePlan {
     std::string question;
     std::vector<std::string> tasks;
     std::vector<WorkedArithmetic> worked;    // explained on the full (run) trace
-    std::vector<std::string> notes;          // closing paragraphs of the answer
+    std::vector<std::string> notes;          // closing paragraphs of the answer (prose, no counts)
+    AnswerNotes computed_notes;              // closing paragraphs that state numbers (may be empty)
     std::string preformatted;                // a block printed as is (cost tables)
     bool compare_unscaled = false;           // also show the weights without 1/√d_k
 };

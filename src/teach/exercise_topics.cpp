@@ -1,13 +1,19 @@
-// One plan per exercise topic. Queries and keys have d_k = 4, so the scale is
-// exactly 1/2 and every scaled score is a whole number or a half.
+// One plan per exercise topic. Queries and keys have d_k = 4 in every topic, so
+// the scale is exactly 1/2 and every scaled score is a whole number or a half.
+// Counts (cache sizes, FLOPs, parameters) come from compute_cost and pipeline_decode,
+// the functions behind `cost` and `decode`, never from a formula written here.
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <map>
+#include <stdexcept>
 
 #include <fmt/format.h>
 
 #include "attn_trace/cost.hpp"
 #include "attn_trace/errors.hpp"
+#include "attn_trace/exercise.hpp"
+#include "attn_trace/pipeline.hpp"
 #include "exercise_plan.hpp"
 
 namespace attn_trace {
@@ -38,6 +44,20 @@ void add_qkv(ExercisePlan& plan, HandNumbers& numbers, std::size_t n, std::size_
     if (kv_heads != heads) plan.problem["kv_heads"] = kv_heads;
 }
 
+// A number the pipeline reported (trace.numbers); a missing one is a bug here, not bad input.
+double trace_number(const Trace& trace, const std::string& name) {
+    for (const auto& [key, value] : trace.numbers)
+        if (key == name) return value;
+    throw std::logic_error("exercise: the trace has no number " + name);
+}
+
+// The trace's own notes that mention `about` (how query heads share KV heads, ...).
+std::vector<std::string> trace_notes(const Trace& trace, const std::string& about) {
+    std::vector<std::string> out;
+    std::copy_if(trace.notes.begin(), trace.notes.end(), std::back_inserter(out), [&](const std::string& n) { return n.find(about) != std::string::npos; });
+    return out;
+}
+
 std::string cell(std::size_t i, std::size_t j) { return fmt::format("scores[{},{}]", i, j); }
 std::string row(const std::string& step, std::size_t i) { return fmt::format("{}[{}]", step, i); }
 
@@ -45,9 +65,9 @@ ExercisePlan scores(HandNumbers& numbers) {
     ExercisePlan plan;
     plan.title = "Scores: Q Kᵀ and the scale";
     add_qkv(plan, numbers, 3, 3);
-    plan.question = "Three tokens have the queries Q and the keys K below, one row per token (d_k = 4). Compute every score and scale it.";
-    plan.tasks = {"S = Q Kᵀ, a (3, 3) matrix: S_ij = q_i · k_j, the sum of four products",
-                  "the scale s = 1/√d_k = 1/√4 = 1/2, and the scaled scores s·S"};
+    plan.question = fmt::format("Three tokens have the queries Q and the keys K below, one row per token (d_k = {}). Compute every score and scale it.", d_k);
+    plan.tasks = {fmt::format("S = Q Kᵀ, a (3, 3) matrix: S_ij = q_i · k_j, the sum of {} products", d_k),
+                  fmt::format("the scale s = 1/√d_k = 1/√{}, and the scaled scores s·S", d_k)};
     plan.expect_steps = plan.answer_steps = {"scores", "scaled"};
     plan.worked = {{cell(static_cast<std::size_t>(numbers.integer(0, 2)), static_cast<std::size_t>(numbers.integer(0, 2)))}};
     return plan;
@@ -57,8 +77,8 @@ ExercisePlan softmax(HandNumbers& numbers) {
     ExercisePlan plan;
     plan.title = "Softmax row by row, then the weighted sum";
     add_qkv(plan, numbers, 3, 3);
-    plan.question = "Three tokens have the queries, keys and values below (d_k = 4, no mask). Compute the attention weights and the outputs.";
-    plan.tasks = {"the scaled scores Q Kᵀ / 2", "for each row: its max, e^(z − max) for every key, their sum, and the weights",
+    plan.question = fmt::format("Three tokens have the queries, keys and values below (d_k = {}, no mask). Compute the attention weights and the outputs.", d_k);
+    plan.tasks = {"the scaled scores Q Kᵀ / √d_k", "for each row: its max, e^(z − max) for every key, their sum, and the weights",
                   "check that every row of weights adds up to 1", "the outputs O = A V"};
     plan.expect_steps = {"scaled", "weights", "out"};
     plan.answer_steps = {"scaled", "row_max", "exp", "row_sum", "weights", "out"};
@@ -73,7 +93,7 @@ ExercisePlan causal(HandNumbers& numbers) {
     add_qkv(plan, numbers, 3, 3);
     plan.problem["mask"] = "causal";
     plan.question = "Three tokens of a decoder read only themselves and the tokens before them (a causal mask). Compute the weights and outputs.";
-    plan.tasks = {"the mask M: 0 where token i may read token j (j ≤ i), −∞ above the diagonal", "the masked scores Q Kᵀ / 2 + M",
+    plan.tasks = {"the mask M: 0 where token i may read token j (j ≤ i), −∞ above the diagonal", "the masked scores Q Kᵀ / √d_k + M",
                   "the weights, row by row (why is the first row (1, 0, 0)?)", "the outputs O = A V"};
     plan.expect_steps = {"mask", "masked", "weights", "out"};
     plan.answer_steps = {"scaled", "mask", "masked", "weights", "out"};
@@ -108,9 +128,10 @@ ExercisePlan multihead(HandNumbers& numbers) {
     plan.title = "Two heads, concatenated and mixed by W_O";
     add_qkv(plan, numbers, 3, 3, 2, 2);
     plan.problem["W_O"] = numbers.matrix(2 * d_v, 2, key_values);
-    plan.question = "Q, K and V hold two heads side by side: head 0 uses columns 0–3 of Q and K (0–1 of V), head 1 the next ones.";
-    plan.tasks = {"split Q, K, V into the two heads", "the weights of each head (d_k = 4, scale 1/2)", "each head's output A_h V_h, (3, 2)",
-                  "concat = [O_0 O_1], (3, 4)", "final = concat W_O, (3, 2)"};
+    plan.question = fmt::format("Q, K and V hold two heads side by side: head 0 uses columns 0–{} of Q and K (0–{} of V), head 1 the next ones.", d_k - 1,
+                                d_v - 1);
+    plan.tasks = {"split Q, K, V into the two heads", fmt::format("the weights of each head (d_k = {}, scale 1/√d_k)", d_k),
+                  fmt::format("each head's output A_h V_h, (3, {})", d_v), fmt::format("concat = [O_0 O_1], (3, {})", 2 * d_v), "final = concat W_O, (3, 2)"};
     plan.expect_steps = {"weights", "out", "concat", "final"};
     plan.answer_steps = {"scaled", "weights", "out", "concat", "final"};
     const auto r = static_cast<std::size_t>(numbers.integer(0, 2));
@@ -118,20 +139,32 @@ ExercisePlan multihead(HandNumbers& numbers) {
     return plan;
 }
 
+// Which KV head each query head reads (the trace's note), and the cache per token
+// and layer as `decode` counts it: a key of d_k and a value of d_v per KV head.
+std::vector<std::string> gqa_cache_notes(const Problem& problem, const Trace& trace) {
+    std::vector<std::string> notes = trace_notes(trace, "read KV head");
+    const Trace decoded = pipeline_decode(problem, RunOptions{}, DecodeOptions{});
+    const double bytes_per_number = trace_number(decoded, "kv_cache_bytes_per_number");
+    const double shared = trace_number(decoded, "kv_cache_elements_per_token");
+    const double unshared = trace_number(decoded, "kv_cache_bytes_per_token_without_sharing") / bytes_per_number;
+    notes.push_back(fmt::format("The cache holds H_kv · (d_k + d_v) = {} · ({} + {}) = {:g} numbers per token and layer, against "
+                                "H · (d_k + d_v) = {} · ({} + {}) = {:g} with one KV head per query head ({:g}× fewer).",
+                                problem.kv_heads, problem.d_k, problem.d_v, shared, problem.heads, problem.d_k, problem.d_v, unshared, unshared / shared));
+    return notes;
+}
+
 ExercisePlan gqa(HandNumbers& numbers) {
     ExercisePlan plan;
     plan.title = "Grouped-query attention: 4 query heads, 2 KV heads";
     add_qkv(plan, numbers, 2, 2, 4, 2);
-    plan.question = "Two tokens, 4 query heads and 2 key/value heads (d_k = 4, d_v = 2). Q holds 4 heads side by side, K and V hold 2.";
+    plan.question = fmt::format("Two tokens, 4 query heads and 2 key/value heads (d_k = {}, d_v = {}). Q holds 4 heads side by side, K and V hold 2.", d_k, d_v);
     plan.tasks = {"which KV head each query head reads: ⌊h / (H / H_kv)⌋", "the scores of every query head against its KV head",
                   "the weights and the output of every head",
                   "how many numbers per token the KV cache holds, against multi-head attention with 4 KV heads"};
     plan.expect_steps = {"scores", "weights", "out"};
     plan.answer_steps = {"scores", "weights", "out"};
     plan.worked = {{cell(1, 0), 3}, {row("weights", 1), 3}};
-    plan.notes = {"Query heads 0 and 1 read KV head 0; heads 2 and 3 read KV head 1.",
-                  fmt::format("The cache holds 2 · H_kv · d_k = 2 · 2 · {} = {} numbers per token and layer, against 2 · 4 · {} = {} with 4 KV heads.", d_k,
-                              4 * d_k, d_k, 8 * d_k)};
+    plan.computed_notes = gqa_cache_notes;
     return plan;
 }
 
@@ -155,10 +188,12 @@ ExercisePlan kv_cache(HandNumbers& numbers) {
     model.bytes = 2;
     model.n = model.tokens = static_cast<std::uint64_t>(numbers.pick<int>({1024, 4096, 8192}));
     const CostAnswer cost = compute_cost(model);
-    plan.tasks.back() += fmt::format(": {} layers, {} KV heads of d_k = {}, 2 bytes per number, {} tokens", model.layers, model.kv_heads, cost.d_head, model.n);
-    plan.notes = {"Decoding computes row t of the causal weights at step t: the arithmetic below is the full computation's row 2, which step t = 2 repeats.",
-                  fmt::format("Cache per token: 2 · layers · H_kv · d_k · bytes = 2 · {} · {} · {} · 2 = {}; for {} tokens: {}.", model.layers, model.kv_heads,
-                              cost.d_head, bytes_text(cost.kv_cache_bytes_per_token), model.n, bytes_text(cost.kv_cache_bytes_total))};
+    plan.tasks.back() += fmt::format(": {} layers, {} KV heads of d_k = d_v = {}, {:g} bytes per number, {} tokens", model.layers, model.kv_heads, cost.d_head,
+                                     model.bytes, model.n);
+    plan.notes = {"Decoding computes row t of the causal weights at step t: the arithmetic above is the full computation's row 2, which step t = 2 repeats.",
+                  fmt::format("Cache per token, as attn-trace cost counts it: 2 · layers · H_kv · d_k · bytes = 2 · {} · {} · {} · {:g} = {}; for {} tokens: {}.",
+                              model.layers, model.kv_heads, cost.d_head, model.bytes, bytes_text(cost.kv_cache_bytes_per_token), model.n,
+                              bytes_text(cost.kv_cache_bytes_total))};
     return plan;
 }
 
@@ -173,8 +208,11 @@ ExercisePlan tiled(HandNumbers& numbers) {
     plan.expect_steps = {"m", "l", "out"};
     plan.answer_steps = {"scores", "m", "rescale", "l", "u", "out"};
     plan.worked = {{row("weights", 0)}};
-    plan.notes = {"The full computation's row 0 (below) gives the same weights as the tiles: ℓ at the end is the full row's sum of e^(z − max).",
-                  "At most 2 × 2 = 4 scores are held at once, against 4 × 4 = 16 for the whole matrix."};
+    plan.notes = {"The full computation's row 0 (above) gives the same weights as the tiles: ℓ at the end is the full row's sum of e^(z − max)."};
+    plan.computed_notes = [](const Problem& problem, const Trace& trace) {
+        return std::vector<std::string>{fmt::format("At most {:g} scores are held at once, against n · m = {} · {} = {:g} for the whole matrix.",
+                                                    trace_number(trace, "scores_held"), problem.n, problem.m, trace_number(trace, "scores_full"))};
+    };
     return plan;
 }
 
@@ -182,8 +220,8 @@ ExercisePlan scale(HandNumbers& numbers) {
     ExercisePlan plan;
     plan.title = "Why divide by √d_k";
     add_qkv(plan, numbers, 2, 3, 1, 1, {-2, -1, 1, 2}, {-2, -1, 0, 1, 2});
-    plan.question = "Queries and keys with larger numbers (d_k = 4). Compare softmax of the raw scores with softmax of the scaled scores.";
-    plan.tasks = {"S = Q Kᵀ", "the weights without scaling, softmax(S)", "the weights with scaling, softmax(S / 2)",
+    plan.question = fmt::format("Queries and keys with larger numbers (d_k = {}). Compare softmax of the raw scores with softmax of the scaled scores.", d_k);
+    plan.tasks = {"S = Q Kᵀ", "the weights without scaling, softmax(S)", "the weights with scaling, softmax(S / √d_k)",
                   "which row is closer to picking a single key, and why that slows learning"};
     plan.expect_steps = {"scores", "scaled", "weights"};
     plan.answer_steps = {"scores", "scaled", "weights"};
@@ -197,21 +235,25 @@ ExercisePlan scale(HandNumbers& numbers) {
 ExercisePlan cost(HandNumbers& numbers) {
     ExercisePlan plan;
     plan.title = "What attention costs";
-    plan.problem["tokens"] = numbers.words(3);
-    plan.problem["X"] = numbers.matrix(3, 4, {0, 1});
-    for (const char* w : {"W_Q", "W_K", "W_V", "W_O"}) plan.problem[w] = numbers.matrix(4, 4, key_values);
-    plan.problem["heads"] = 2;
-    plan.question = "A layer with d = 4 and 2 heads (d_k = 2) reads 3 tokens. Count its shapes and its work; then scale the count up to the model below.";
+    // Two heads of d_k = 4, like every other topic: d = 8. The layer's count and the
+    // problem are made from the same sizes.
+    CostQuestion small;
+    small.n = 3;
+    small.heads = 2;
+    small.d_model = small.heads * d_k;
+    plan.problem["tokens"] = numbers.words(small.n);
+    plan.problem["X"] = numbers.matrix(small.n, small.d_model, {0, 1});
+    for (const char* w : {"W_Q", "W_K", "W_V", "W_O"}) plan.problem[w] = numbers.matrix(small.d_model, small.d_model, key_values);
+    plan.problem["heads"] = small.heads;
+    plan.question = fmt::format("A layer with d = {} and {} heads (d_k = d / H = {}) reads {} tokens. Count its shapes and its work; then scale the count up "
+                                "to the model below.",
+                                small.d_model, small.heads, d_k, small.n);
     plan.tasks = {"the shapes of Q, K, V, each head's scores and weights, concat and final",
                   "the parameters: 4 d² (no biases here) and 4 d² + 4 d with biases",
                   "the multiply-adds: 4 · N · d² for the projections, 2 · N² · d for Q Kᵀ and A V", "the same for the larger model, with the score memory and the length where N² wins"};
     plan.expect_steps = {"q", "scores", "final"};
     plan.answer_steps = {"q", "k", "v", "scores", "weights", "concat", "final"};
     plan.worked = {{cell(0, 0)}};
-    CostQuestion small;
-    small.n = 3;
-    small.d_model = 4;
-    small.heads = 2;
     CostQuestion large;
     large.n = static_cast<std::uint64_t>(numbers.pick<int>({1024, 2048, 4096, 8192}));
     large.d_model = static_cast<std::uint64_t>(numbers.pick<int>({512, 768, 1024}));
@@ -254,7 +296,7 @@ ExercisePlan plan_exercise(const std::string& topic, HandNumbers& numbers) {
         {"scores", scores}, {"softmax", softmax}, {"causal", causal}, {"padding", padding}, {"multihead", multihead},
         {"gqa", gqa},       {"kv-cache", kv_cache}, {"tiled", tiled}, {"scale", scale},     {"cost", cost}};
     const auto planner = planners.find(topic);
-    if (planner == planners.end()) throw InputError(fmt::format("--topic '{}': expected one of scores, softmax, causal, padding, multihead, gqa, kv-cache, tiled, scale, cost", topic));
+    if (planner == planners.end()) throw InputError(fmt::format("--topic '{}': expected one of {}", topic, fmt::join(exercise_topics(), ", ")));
     return planner->second(numbers);
 }
 

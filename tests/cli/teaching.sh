@@ -64,6 +64,8 @@ for topic in scores softmax causal padding multihead gqa kv-cache tiled scale co
 done
 expect_exit 0 "## Answer" -- "$A" exercise --topic softmax --seed 3
 expect_exit 0 "begin\{enumerate\}" -- "$A" exercise --topic causal --seed 3 --format latex
+expect_exit 0 "^Answer$" -- "$A" exercise --topic gqa --seed 0 --format text
+expect_exit 0 "format text" -- "$A" exercise --help
 "$A" exercise --topic gqa --seed 9 > a.md
 "$A" exercise --topic gqa --seed 9 > b.md
 expect_exit 0 "" -- cmp a.md b.md
