@@ -104,7 +104,9 @@ TEST_CASE("grouped-query: query head h reads KV head h / (H / H_kv), and the tra
     // Heads 2 and 3 share KV head 1: with the same query they would agree; check the
     // formula names the KV head and the output uses V's second half.
     const auto* out3 = trace.find("out", 3, std::nullopt, std::nullopt, std::nullopt);
-    REQUIRE(out3->formula == "A V_1");
+    REQUIRE(out3->formula == "A V_1 (v columns 2…3)");
+    // Issue 11, finding 11: a head's table names the columns it reads.
+    REQUIRE(trace.find("scores", 3, std::nullopt, std::nullopt, std::nullopt)->formula == "Q K_1ᵀ (q columns 6…7, k columns 2…3)");
     REQUIRE_THROWS_WITH(run_json(R"({"Q": [[1, 2, 3]], "K": [[1, 2, 3]], "V": [[1]], "heads": 3, "kv_heads": 2})"),
                         Catch::Contains("$.kv_heads") && Catch::Contains("must divide heads (3)"));
 }

@@ -154,3 +154,14 @@ TEST_CASE("allowed non-finite inputs are traced as they spread, and a NaN row is
     }
     REQUIRE(noted);
 }
+
+// Issue 11, finding 11: a transposed W_Q said "W_Q needs 4 rows, found 2" with no hint.
+TEST_CASE("a weight that fits the other way round suggests the other layout") {
+    const std::string w_k_v = R"("W_K": [[1, 0], [0, 0.5], [0, 2], [0, 0]], "W_V": [[1, 0], [0, 0], [0, 1], [1, 0]])";
+    REQUIRE_THAT(error_of("{" + good_x + R"(, "W_Q": [[0.5, 0, 1, 0], [0.5, 0, 0, 1]], )" + w_k_v + "}"),
+                 Contains("$.W_Q: X is (3, 4) so W_Q needs 4 rows, found 2; it fits stored (out_features, in_features) as torch.nn.Linear keeps it: "
+                          "add \"weights_layout\": \"torch\""));
+    REQUIRE_THAT(error_of("{" + good_x + ", " + good_w + R"(, "weights_layout": "torch"})"),
+                 Contains("leave out \"weights_layout\": \"torch\""));
+}
+

@@ -8,6 +8,7 @@
 
 #include "attn_trace/errors.hpp"
 #include "attn_trace/mask.hpp"
+#include "attn_trace/problem_file.hpp"
 #include "attn_trace/random.hpp"
 #include "commands.hpp"
 
@@ -94,7 +95,7 @@ Examples:
         if (o.heads > 1) problem["heads"] = o.heads;
         if (kv_heads != o.heads) problem["kv_heads"] = kv_heads;
         if (!o.mask.empty()) problem["mask"] = o.mask;
-        const std::string text = problem.dump(1) + "\n";
+        const std::string text = problem_file_text(problem);
         if (o.output == "-") {
             std::cout << text;
         } else {

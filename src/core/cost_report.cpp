@@ -28,11 +28,19 @@ std::string plural(std::uint64_t count, const char* word) { return fmt::format("
 
 }  // namespace
 
+// The natural decimal unit first (kB below a megabyte, GB above a gigabyte), the MB
+// figure of the seeds' tables beside kB once it reads as more than 0.00, and the
+// binary unit in parentheses from a MiB on: no "0.00 MB", no 2147.48 MB.
 std::string bytes_text(double bytes) {
     if (bytes < 1e3) return fmt::format("{} bytes", grouped(bytes));
-    std::string text = fmt::format("{} bytes = {:.2f} MB", grouped(bytes), bytes / 1e6);
-    if (bytes < 1e6) text += fmt::format(" = {:.4g} kB", bytes / 1e3);
-    else if (bytes >= (1 << 30)) text += fmt::format(" ({:.2f} GiB)", bytes / (1 << 30));
+    std::string text = grouped(bytes) + " bytes = ";
+    if (bytes < 1e6) {
+        text += fmt::format("{:.4g} kB", bytes / 1e3);
+        if (bytes >= 1e4) text += fmt::format(" = {:.2f} MB", bytes / 1e6);
+        return text;
+    }
+    text += bytes < 1e9 ? fmt::format("{:.2f} MB", bytes / 1e6) : fmt::format("{:.2f} GB", bytes / 1e9);
+    if (bytes >= (1 << 30)) text += fmt::format(" ({:.2f} GiB)", bytes / (1 << 30));
     else if (bytes >= (1 << 20)) text += fmt::format(" ({:.2f} MiB)", bytes / (1 << 20));
     return text;
 }

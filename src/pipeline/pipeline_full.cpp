@@ -10,6 +10,15 @@ namespace {
 
 std::string describe_number(double x) { return fmt::format("{:.6g}", x); }
 
+// "(q columns 2…3, k columns 2…3)": which columns of the side-by-side q, k, v a
+// head's step reads, so a table labelled "head 1" says where its numbers come from.
+std::string columns_read(const Problem& p, int head, bool values) {
+    if (p.heads == 1) return "";
+    const std::size_t h = static_cast<std::size_t>(head), g = static_cast<std::size_t>(kv_head_of(p, head));
+    if (values) return fmt::format(" (v columns {}…{})", g * p.d_v, (g + 1) * p.d_v - 1);
+    return fmt::format(" (q columns {}…{}, k columns {}…{})", h * p.d_k, (h + 1) * p.d_k - 1, g * p.d_k, (g + 1) * p.d_k - 1);
+}
+
 class FullPipeline {
 public:
     FullPipeline(const Problem& problem, const RunOptions& options)
@@ -54,7 +63,7 @@ private:
         }
         const std::string k_name = p_.kv_heads < p_.heads ? fmt::format("K_{}", g) : "K";
         const Matrix scores = backend_->multiply_transposed(in.q, in.k, dtype_);
-        steps_.record("scores", "Q " + k_name + "ᵀ", scores, h, b, queries, keys);
+        steps_.record("scores", "Q " + k_name + "ᵀ" + columns_read(p_, h, false), scores, h, b, queries, keys);
         const double s = p_.scale_factor();
         Matrix scaled = scale(scores, s, dtype_);
         steps_.record("scaled",
@@ -76,7 +85,7 @@ private:
         steps_.record("row_sum", "Σ_j exp", softmax.row_sum, h, b, queries);
         steps_.record("weights", "A = exp / row_sum", softmax.weights, h, b, queries, keys);
         const Matrix out = backend_->multiply(softmax.weights, in.v, dtype_);
-        steps_.record("out", p_.kv_heads < p_.heads ? fmt::format("A V_{}", g) : "A V", out, h, b, queries);
+        steps_.record("out", (p_.kv_heads < p_.heads ? fmt::format("A V_{}", g) : "A V") + columns_read(p_, h, true), out, h, b, queries);
         return out;
     }
 

@@ -299,8 +299,13 @@ private:
             // In torch layout the file's W is (out, in): its input side is the columns.
             const char* input_side = torch_layout_ ? "columns" : "rows";
             auto rows_needed = [&](const std::optional<Matrix>& w, const char* key, const char* input_name, const Matrix& input) {
+                // A weight that fits the other way round was most likely written in the other layout.
+                const std::string hint =
+                    w->cols() != input.cols() ? ""
+                    : torch_layout_ ? "; it fits in math orientation (d_in, d_out): leave out \"weights_layout\": \"torch\""
+                                    : "; it fits stored (out_features, in_features) as torch.nn.Linear keeps it: add \"weights_layout\": \"torch\"";
                 need(w->rows() == input.cols(), weight_path(key),
-                     fmt::format("{} is {} so {} needs {} {}, found {}", input_name, shape_string(input), key, input.cols(), input_side, w->rows()));
+                     fmt::format("{} is {} so {} needs {} {}, found {}{}", input_name, shape_string(input), key, input.cols(), input_side, w->rows(), hint));
             };
             rows_needed(p.W_Q, "W_Q", "X", x);
             rows_needed(p.W_K, "W_K", source_name, source);

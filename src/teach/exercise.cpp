@@ -10,6 +10,7 @@
 
 #include "attn_trace/check.hpp"
 #include "attn_trace/errors.hpp"
+#include "attn_trace/problem_file.hpp"
 #include "attn_trace/render.hpp"
 #include "../render/render_table.hpp"
 #include "exercise_plan.hpp"
@@ -56,21 +57,6 @@ nlohmann::ordered_json expectations(const Trace& trace, const std::vector<std::s
         expect.push_back(std::move(entry));
     }
     return expect;
-}
-
-// One key per line, each value compact; the expect entries one per line.
-std::string problem_file_text(const nlohmann::ordered_json& file) {
-    std::vector<std::string> lines;
-    for (const auto& [key, value] : file.items()) {
-        if (key != "expect") {
-            lines.push_back(fmt::format(" \"{}\": {}", key, value.dump()));
-            continue;
-        }
-        std::vector<std::string> entries;
-        for (const auto& entry : value) entries.push_back("  " + entry.dump());
-        lines.push_back(fmt::format(" \"expect\": [\n{}\n ]", fmt::join(entries, ",\n")));
-    }
-    return fmt::format("{{\n{}\n}}\n", fmt::join(lines, ",\n"));
 }
 
 // A given matrix as a step; `first_column` names where a head's block starts.

@@ -53,6 +53,10 @@ sed 's/"command":"run"/"command":5/' golden.json > command5.json
 expect_exit 2 "command5.json: .\.command: expected a string" -- "$T" check "$E/damaged_on_arrival.json" --golden command5.json
 sed 's/"name":"x",/"name":"x","tile":5,/' golden.json > tile5.json
 expect_exit 2 "tile5.json: .\.steps\[0\]\.tile: expected \[query block, key tile\]" -- "$T" check "$E/damaged_on_arrival.json" --golden tile5.json
+# issue 11, finding 11: random --literal writes one row per line, not one number per line
+"$T" random --n 3 --dk 2 --literal > literal.json
+expect_exit 0 "^9$" -- grep -c '^   \[.*,.*\],\?$' literal.json
+expect_exit 0 "^18 literal.json$" -- wc -l literal.json
 printf '{"Q": [[1]], "K": [[1]], "V": [[1]]}' > nothing.json
 expect_exit 2 "nothing to check" -- "$T" check nothing.json
 finish
