@@ -43,19 +43,32 @@ std::string latex_labels(const Step& step, const std::vector<std::size_t>& rows,
     return out + "\n";
 }
 
+// At most this many columns per bmatrix: eight numbers such as -0.1234 in
+// \footnotesize fit the text width of a plain article; wider steps are split.
+constexpr std::size_t columns_per_matrix = 8;
+
 std::string latex_matrix(const Step& step, const RenderOptions& options) {
     const Matrix& m = step.values;
     const CellFormat cell(m, options.precision);
     const auto rows = visible_rows(m.rows(), options.full);
     const auto cols = visible_columns(m.cols(), options.full);
     std::string out = latex_labels(step, rows, cols);
-    out += fmt::format("\\[\n\\mathrm{{{}}} = \\begin{{bmatrix}}\n", latex_text(step.name));
-    for (auto i : rows) {
-        std::vector<std::string> cells;
-        for (auto j : cols) cells.push_back(i == gap && j == gap ? "\\ddots" : i == gap ? "\\vdots" : j == gap ? "\\cdots" : latex_number(cell(m(i, j))));
-        out += fmt::format("{} \\\\\n", fmt::join(cells, " & "));
+    for (std::size_t first = 0; first < cols.size(); first += columns_per_matrix) {
+        const std::vector<std::size_t> part(cols.begin() + static_cast<long>(first),
+                                            cols.begin() + static_cast<long>(std::min(first + columns_per_matrix, cols.size())));
+        if (cols.size() > columns_per_matrix) out += fmt::format("\\noindent columns {}--{}:\n", part.front(), part.back());
+        // Narrow matrices keep their name in the display; wide ones need the room.
+        const bool wide = part.size() > 5;
+        out += wide ? "{\\footnotesize\\setlength{\\arraycolsep}{3pt}\n\\[\n\\begin{bmatrix}\n"
+                    : fmt::format("\\[\n\\mathrm{{{}}} = \\begin{{bmatrix}}\n", latex_text(step.name));
+        for (auto i : rows) {
+            std::vector<std::string> cells;
+            for (auto j : part) cells.push_back(i == gap && j == gap ? "\\ddots" : i == gap ? "\\vdots" : j == gap ? "\\cdots" : latex_number(cell(m(i, j))));
+            out += fmt::format("{} \\\\\n", fmt::join(cells, " & "));
+        }
+        out += wide ? "\\end{bmatrix}\n\\]\n}\n" : "\\end{bmatrix}\n\\]\n";
     }
-    return out + "\\end{bmatrix}\n\\]\n";
+    return out;
 }
 
 }  // namespace
@@ -64,10 +77,6 @@ std::string render_latex(const Trace& trace, const RenderOptions& options) {
     const auto& p = trace.problem;
     const auto steps = selected_steps(trace, options);
     std::string out = fmt::format("% attn-trace {}: needs \\usepackage{{amsmath}}\n", trace.command);
-    // amsmath's bmatrix holds 10 columns unless told otherwise (--full on wide steps).
-    std::size_t widest = 0;
-    for (const Step* step : steps) widest = std::max(widest, visible_columns(step->values.cols(), options.full).size());
-    if (widest > 10) out += fmt::format("\\setcounter{{MaxMatrixCols}}{{{}}}\n", widest);
     if (options.header) {
         out += fmt::format("\\noindent\\textbf{{attn-trace {}{}}}\\\\\n{}\n", trace.command, p.title.empty() ? "" : ": " + latex_text(p.title),
                            latex_text(describe_problem(p)));

@@ -1,0 +1,41 @@
+# The trace as a document (SPEC §10 v2): the LaTeX of run, decode and tiled on
+# every example and golden problem compiles with pdflatex in a plain article with
+# amsmath, without lines running far into the margin, and has no raw Unicode (ℓ, ᵀ
+# stopped pdflatex); the Markdown renders with cmark-gfm with nothing read as HTML.
+# (Exercises: exercise_documents.sh; explain: explain_documents.sh.)
+source "$SOURCE_DIR/tests/cli/lib.sh"
+A=$ATTN_TRACE
+require_document_tools
+
+# document NAME COMMAND...: COMMAND's LaTeX and Markdown (--format is appended).
+document() {
+  local name=$1
+  shift
+  checks=$((checks + 1))
+  { latex_preamble; "$@" --format latex || fail "$name: $* --format latex exited $?"; echo '\end{document}'; } > "$name.tex"
+  if LC_ALL=C grep -q -P '[^\x00-\x7F]' "$name.tex"; then
+    fail "$name: raw Unicode in the LaTeX:"
+    LC_ALL=C grep -n -P '[^\x00-\x7F]' "$name.tex" | head -2 | cut -c1-100 | sed 's/^/    /'
+  fi
+  check_latex "$name"
+  "$@" --format markdown > "$name.md" || fail "$name: $* --format markdown exited $?"
+  check_markdown "$name"
+}
+
+for file in "$SOURCE_DIR"/examples/*.json "$SOURCE_DIR"/tests/golden/*.json; do
+  name=$(basename "$file" .json)
+  document "run_$name" "$A" run "$file"
+done
+E=$SOURCE_DIR/examples
+document decode "$A" decode "$E/damaged_on_arrival_decode.json"
+document decode_gqa "$A" decode "$E/gqa_8q_2kv.json" --head 1
+document tiled "$A" tiled "$E/damaged_on_arrival_tiled.json"
+document tiled_causal "$A" tiled "$E/damaged_on_arrival_tiled.json" --mask causal
+document tiled_gqa "$A" tiled "$E/gqa_8q_2kv.json" --block-q 3 --block-k 4
+document tiled_rope "$A" tiled "$SOURCE_DIR/tests/golden/rope_half.json"
+# a token label in another script and LaTeX's special characters still compile
+printf '%s' '{"tokens": ["naïve", "<pad>", "50%_&_#"], "Q": [[1, 0], [0, 1], [1, 1]], "K": [[1, 0], [0, 1], [1, 1]], "V": [[1], [2], [3]]}' > labels.json
+document labels "$A" run labels.json
+expect_exit 0 "&lt;pad&gt;" -- cat labels.html
+
+finish
