@@ -51,15 +51,15 @@ TEST_CASE("latex writes a bmatrix per step, -inf as -\\infty, and escapes names"
     CHECK(tex.find("_max") == tex.find("\\_max") + 1);  // no bare underscore in text mode
 }
 
-TEST_CASE("latex splits wide matrices into blocks of at most 8 columns") {
-    // 13 keys: --full writes 13 columns, as 8 + 5; the summary 5 + "…" + 3 fits one block.
+TEST_CASE("latex splits wide matrices into blocks of at most 9 columns") {
+    // 13 keys: --full writes 13 columns, as 9 + 4; the summary 5 + "…" + 3 fits one block.
     const std::string keys = "[[1],[1],[1],[1],[1],[1],[1],[1],[1],[1],[1],[1],[1]]";
     const std::string wide = R"({"Q": [[1]], "K": )" + keys + R"(, "V": )" + keys + "}";
     RenderOptions full = only({"weights"});
     full.full = true;
     const std::string split = render_latex(run_json(wide), full);
-    CHECK(split.find("columns 0--7:") != std::string::npos);
-    CHECK(split.find("columns 8--12:") != std::string::npos);
+    CHECK(split.find("columns 0--8:") != std::string::npos);
+    CHECK(split.find("columns 9--12:") != std::string::npos);
     CHECK(split.find("MaxMatrixCols") == std::string::npos);  // amsmath's limit of 10 is never reached
     CHECK(render_latex(run_json(wide), only({"weights"})).find("columns 0--") == std::string::npos);
 }

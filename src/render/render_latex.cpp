@@ -43,9 +43,10 @@ std::string latex_labels(const Step& step, const std::vector<std::size_t>& rows,
     return out + "\n";
 }
 
-// At most this many columns per bmatrix: eight numbers such as -0.1234 in
-// \footnotesize fit the text width of a plain article; wider steps are split.
-constexpr std::size_t columns_per_matrix = 8;
+// At most this many columns per bmatrix: nine numbers such as -0.1234 in
+// \footnotesize fit the text width of a plain article (so does a summary, 5 + … + 3);
+// wider steps (--full) are split.
+constexpr std::size_t columns_per_matrix = 9;
 
 std::string latex_matrix(const Step& step, const RenderOptions& options) {
     const Matrix& m = step.values;
