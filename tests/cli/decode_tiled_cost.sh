@@ -23,6 +23,14 @@ expect_exit 0 "tiles_skipped = 1" -- "$T" tiled "$E/damaged_on_arrival.json" --m
 expect_exit 0 "tiles_skipped = 3" -- "$T" tiled "$E/damaged_on_arrival.json" --mask causal --block-q 1 --block-k 1
 expect_exit 0 "scores_held = 6" -- "$T" tiled "$E/damaged_on_arrival.json" --block-q 3 --block-k 2
 expect_exit 0 "rescale  .*tile \[0, 1\]" -- "$T" tiled "$E/damaged_on_arrival.json" --steps rescale
+# issue 11, finding 7: skipped tiles one line each, the first tile's rescale written
+# as the 0 it shows, and a tile notation with a legend that is not GQA's K_0
+expect_exit 0 "note: tile \[0, 1\]: skipped, every score masked \(queries 0…1, keys 2…2\)" -- "$T" tiled "$E/damaged_on_arrival.json" --mask causal
+expect_exit 0 "^rescale  e\^\(m_old − m_new\) = 0 \(the block's first tile: m_old = −∞.*tile \[0, 0\]" -- "$T" tiled "$E/damaged_on_arrival.json" --steps rescale
+expect_exit 0 "^scores  s · Q\[0…1\] K\[2…2\]ᵀ \+ M \(query block 0, key tile 1\)" -- "$T" tiled "$E/damaged_on_arrival.json" --steps scores
+expect_exit 0 "note: tile \[qb, kt\] = query block qb × key tile kt" -- "$T" tiled "$E/damaged_on_arrival.json"
+expect_exit 0 "Q\[0…1\] K_1\[0…1\]ᵀ" -- "$T" tiled "$E/gqa_8q_2kv.json" --head 5 --steps scores
+expect_exit 0 "… and 16 more skipped tiles" -- "$T" tiled "$E/gqa_8q_2kv.json" --mask causal --block-q 1 --block-k 1
 
 # check runs decode and tiled files, with block sizes after the file names.
 expect_exit 0 "^1 passed, 0 failed$" -- "$T" check "$E/damaged_on_arrival_decode.json"

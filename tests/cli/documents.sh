@@ -38,4 +38,15 @@ printf '%s' '{"tokens": ["naïve", "<pad>", "50%_&_#"], "Q": [[1, 0], [0, 1], [1
 document labels "$A" run labels.json
 expect_exit 0 "&lt;pad&gt;" -- cat labels.html
 
+# issue 11, finding 10: the project's own docs refer to nothing a user does not have
+for doc in "$SOURCE_DIR/README.md" "$SOURCE_DIR"/docs/*.md; do
+  checks=$((checks + 1))
+  grep -nE 'SPEC|seed 00[0-9]|§[0-9]' "$doc" > refs.txt
+  [ ! -s refs.txt ] || { fail "$(basename "$doc") refers to a text users do not have:"; head -3 refs.txt | sed 's/^/    /'; }
+done
+for command in run decode tiled explain check exercise cost variance bench random; do
+  checks=$((checks + 1))
+  ! "$A" "$command" --help | grep -nE 'SPEC|seed 00[0-9]|§[0-9]' || fail "$command --help refers to a text users do not have"
+done
+
 finish
