@@ -18,6 +18,7 @@ struct CheckCommandOptions {
     std::string backend = "cpu";
     std::optional<double> atol, rtol;
     long long block_q = 2, block_k = 2, prefill = 0;  // for files whose steps carry tile or t
+    bool allow_nonfinite = false;
 };
 
 void report_failure(const std::string& file, const StepCheck& step) {
@@ -64,6 +65,7 @@ Examples:
     check->add_option("--block-q", o.block_q, "for files with tile steps: query rows per block")->capture_default_str();
     check->add_option("--block-k", o.block_k, "for files with tile steps: keys per tile")->capture_default_str();
     check->add_option("--prefill", o.prefill, "decode files: the first P queries as one block")->capture_default_str();
+    check->add_flag("--allow-nonfinite", o.allow_nonfinite, "accept NaN or infinities in input matrices, as \"allow_nonfinite\": true does");
     check->callback([&exit_code] {
         if (!o.golden.empty() && o.files.size() != 1) throw InputError("--golden compares one problem file with one trace");
         CheckOptions options;
@@ -76,7 +78,7 @@ Examples:
         bool bad_input = false;
         for (const auto& file : o.files) {
             try {
-                const Problem problem = load_problem(file);
+                const Problem problem = load_problem(file, o.allow_nonfinite);
                 const CheckResult result = o.golden.empty() ? check_expectations(problem, options)
                                                             : check_golden(problem, load_golden_trace(o.golden), options);
                 std::size_t values = 0;

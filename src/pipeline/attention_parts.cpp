@@ -163,7 +163,7 @@ TraceSummary summarise_problem(const Problem& p, Dtype dtype, const std::string&
     s.d_v = p.d_v;
     s.scale = round_to(dtype, p.scale_factor());
     s.mask = describe_masks(p.masks);
-    if (!p.lengths.empty()) s.mask += (p.masks.empty() ? "" : " + ") + std::string("lengths");
+    if (!p.lengths.empty()) s.mask = p.masks.empty() ? "lengths" : s.mask + " + lengths";  // not "nonelengths"
     s.dtype = dtype_name(dtype);
     s.backend = backend_name;
     s.empty_rows = empty_rows_name(p.empty_rows);

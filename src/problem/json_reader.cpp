@@ -205,7 +205,14 @@ NumericArray JsonReader::random(const json& value, const std::string& path) cons
     const std::size_t total = element_count(out.shape);
     const std::uint64_t seed = spec.contains("seed") ? static_cast<std::uint64_t>(whole_number(spec["seed"], at + ".seed", 0, std::numeric_limits<long>::max())) : 0;
     const std::string dist = spec.contains("dist") ? string(spec["dist"], at + ".dist") : "normal";
-    auto option = [&](const char* key, double fallback) { return spec.contains(key) ? number(spec[key], at + "." + key) : fallback; };
+    // The parameters must be finite: a "nan" mean would fill the matrix with NaN past
+    // the non-finite-input check.
+    auto option = [&](const char* key, double fallback) {
+        if (!spec.contains(key)) return fallback;
+        const double x = number(spec[key], at + "." + key);
+        if (!std::isfinite(x)) fail(at + "." + key, "expected a finite number, found " + describe_json(spec[key]));
+        return x;
+    };
     PortableRandom generator(seed);
     out.data.resize(total);
     if (dist == "normal") {

@@ -41,8 +41,8 @@ std::string heatmap_panel(const HeatmapPanel& panel, const RenderOptions& option
     for (auto i : rows) label_width = std::max(label_width, display_width(row_label(step, i)));
 
     std::string out = fmt::format("{}  {}  {}  (rows read columns; × = masked){}\n", step.name, panel.title(), shape_string(w),
-                                  step.name == "weights" ? "" : fmt::format("; colour scale {} … {}", format_number(panel.low, options.precision),
-                                                                            format_number(panel.high, options.precision)));
+                                  fmt::format("; colour scale {} … {}", format_rounded(panel.low, options.precision),
+                                              format_rounded(panel.high, options.precision)));
     out += std::string(label_width, ' ');
     for (auto j : cols) {
         std::string label = column_label(step, j);
@@ -82,7 +82,7 @@ std::string heatmap_panel(const HeatmapPanel& panel, const RenderOptions& option
 std::string render_heatmap(const Trace& trace, const RenderOptions& options) {
     std::string out;
     for (const auto& panel : heatmap_panels(trace, options, "--heatmap")) out += (out.empty() ? "" : "\n") + heatmap_panel(panel, options);
-    if (!options.color) out += "\nshading: ' ' the scale's low end, '░' 1/4, '▒' 1/2, '▓' 3/4, '█' the high end (weights: 0 to 1)\n";
+    if (!options.color) out += "\nshading: ' ' the scale's low end, '░' 1/4, '▒' 1/2, '▓' 3/4, '█' the high end\n";
     return out;
 }
 

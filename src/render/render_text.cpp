@@ -54,8 +54,8 @@ std::string render_matrix(const Step& step, const RenderOptions& options, const 
 }  // namespace
 
 std::string describe_problem(const TraceSummary& p) {
-    return fmt::format("{}n = {} queries, m = {} keys, {}{} head{}{}, d_k = {}, d_v = {}, scale = {}, mask = {}, {}, {}",
-                       p.batch > 1 ? fmt::format("batch of {}, ", p.batch) : "", p.n, p.m,
+    return fmt::format("{}n = {} quer{}, m = {} key{}, {}{} head{}{}, d_k = {}, d_v = {}, scale = {}, mask = {}, {}, {}",
+                       p.batch > 1 ? fmt::format("batch of {}, ", p.batch) : "", p.n, p.n == 1 ? "y" : "ies", p.m, p.m == 1 ? "" : "s",
                        p.d_model ? fmt::format("d_model = {}, ", p.d_model) : "", p.heads, p.heads == 1 ? "" : "s",
                        p.kv_heads != p.heads ? fmt::format(" ({} KV head{})", p.kv_heads, p.kv_heads == 1 ? "" : "s") : "", p.d_k, p.d_v,
                        fmt::format("{:.6g}", p.scale), p.mask, p.dtype, p.backend);

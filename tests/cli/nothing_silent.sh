@@ -13,7 +13,7 @@ expect_exit 0 "k_cache" -- "$A" decode "$G" --head 1 --steps k_cache
 expect_exit 2 "no 'q_rot' step" -- "$A" tiled "$E" --steps q_rot
 
 # --heatmap and --svg draw the step --steps names; weights by default
-expect_exit 0 "^scores  head 0  \(3, 3\).*colour scale 0 … 3.0000" -- "$A" run "$E" --heatmap --steps scores --color never
+expect_exit 0 "^scores  head 0  \(3, 3\).*colour scale 0 … 3" -- "$A" run "$E" --heatmap --steps scores --color never
 expect_exit 0 "^weights  head 0" -- "$A" run "$E" --heatmap --color never
 expect_exit 2 "--heatmap draws one per-head step .*found --steps out" -- "$A" run "$E" --heatmap --steps out
 "$A" run "$E" --svg masked.svg --steps masked --mask causal >/dev/null
@@ -35,9 +35,17 @@ expect_exit 0 "^0 +nan +nan$" -- "$A" run nan.json --allow-nonfinite --steps wei
 printf '%s' '{"Q": [[1, 0]], "K": [[1, 0], ["inf", 1]], "V": [[1], [2]]}' > inf.json
 expect_exit 2 "\\\$.K\[1\]\[0\]: inf in an input matrix" -- "$A" run inf.json
 expect_exit 2 "\\\$.K\[1\]\[0\]: inf in an input matrix" -- "$A" check inf.json
+expect_exit 2 "nothing to check" -- "$A" check inf.json --allow-nonfinite
+printf '%s' '{"Q": {"random": {"shape": [2, 2], "mean": "nan"}}, "K": [[1, 0]], "V": [[1]]}' > random_nan.json
+expect_exit 2 "\\\$.Q.random.mean: expected a finite number" -- "$A" run random_nan.json
 printf '%s' '{"Q": [[1, 0]], "K": [[1, 0], ["inf", 1]], "V": [[1], [2]], "allow_nonfinite": true}' > inf_allowed.json
 expect_exit 0 "allow_nonfinite" -- "$A" run inf_allowed.json
 printf '%s' '{"Q": [[1]], "K": [[1], [2]], "V": [[1], [2]], "mask": {"additive": [[0, "inf"]]}, "allow_nonfinite": true}' > mask.json
 expect_exit 2 "\\\$.mask.additive\[0\]\[1\]: expected a finite bias" -- "$A" run mask.json
+
+# the problem line: "mask = lengths" (it said "nonelengths"), "1 query" (it said "1 queries")
+expect_exit 0 "mask = lengths, f64" -- "$A" run "$SOURCE_DIR/tests/golden/mha_batch_padding.json" --steps weights
+printf '%s' '{"Q": [[1, 0]], "K": [[1, 0], [0, 1]], "V": [[1], [2]]}' > one.json
+expect_exit 0 "n = 1 query, m = 2 keys" -- "$A" run one.json
 
 finish
