@@ -1,5 +1,6 @@
 #include "attention_parts.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -23,6 +24,13 @@ template <typename T, typename F>
 Matrix map_elements(const Matrix& a, F f) {
     Matrix out(a.rows(), a.cols());
     for (std::size_t i = 0; i < a.data().size(); ++i) out.data()[i] = static_cast<double>(f(static_cast<T>(a.data()[i])));
+    return out;
+}
+
+// a[rows.first : rows.first + rows.count, :]
+Matrix rows_of(const Matrix& a, QueryRows rows) {
+    Matrix out(rows.count, a.cols());
+    std::copy(a.row(rows.first), a.row(rows.first) + rows.count * a.cols(), out.row(0));
     return out;
 }
 
@@ -71,10 +79,16 @@ Matrix affine(const Matrix& x, const Matrix& w, const std::optional<std::vector<
 }
 
 Projections project(const Problem& p, std::size_t batch, const Backend& backend, Dtype dtype) {
-    if (!p.from_tokens()) return {rounded(*p.Q, dtype), rounded(*p.K, dtype), rounded(*p.V, dtype)};
+    return project(p, batch, backend, dtype, all_query_rows(p));
+}
+
+Projections project(const Problem& p, std::size_t batch, const Backend& backend, Dtype dtype, QueryRows rows) {
+    const bool all = rows.first == 0 && rows.count == p.n;  // no copy of X or Q when every row is wanted
+    if (!p.from_tokens()) return {rounded(all ? *p.Q : rows_of(*p.Q, rows), dtype), rounded(*p.K, dtype), rounded(*p.V, dtype)};
     const Matrix& x = p.X[batch];
     const Matrix& source = p.cross_attention() ? p.X_source[batch] : x;
-    return {affine(x, *p.W_Q, p.b_Q, backend, dtype), affine(source, *p.W_K, p.b_K, backend, dtype),
+    // Each row of X W_Q + b_Q depends on its own row of X only.
+    return {affine(all ? x : rows_of(x, rows), *p.W_Q, p.b_Q, backend, dtype), affine(source, *p.W_K, p.b_K, backend, dtype),
             affine(source, *p.W_V, p.b_V, backend, dtype)};
 }
 
@@ -116,10 +130,12 @@ Matrix apply_rope(const Matrix& x, const Rope& rope, const std::vector<double>& 
     return out;
 }
 
-Matrix head_mask(const Problem& p, std::size_t batch, int head) {
+Matrix head_mask(const Problem& p, std::size_t batch, int head) { return head_mask(p, batch, head, all_query_rows(p)); }
+
+Matrix head_mask(const Problem& p, std::size_t batch, int head, QueryRows rows) {
     const std::size_t key_length = p.lengths.empty() ? p.m : p.lengths[batch];
     const double slope = p.alibi_slopes ? (*p.alibi_slopes)[static_cast<std::size_t>(head)] : 0.0;
-    return build_mask(p.masks, p.n, p.m, key_length, slope);
+    return build_mask_rows(p.masks, p.n, p.m, key_length, slope, rows.first, rows.count);
 }
 
 SoftmaxSteps softmax_rows(const Matrix& masked, EmptyRows policy, Dtype dtype) {

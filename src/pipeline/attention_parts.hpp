@@ -14,7 +14,16 @@ namespace attn_trace {
 
 inline double round_to(Dtype dtype, double x) { return dtype == Dtype::f32 ? static_cast<double>(static_cast<float>(x)) : x; }
 
+// The query rows a pipeline computes: all n of them, or (for explain) a few, each
+// keeping its true index for causal masks, RoPE positions and ALiBi distances, so
+// that every number equals the full computation's while memory stays O(rows · m).
+struct QueryRows {
+    std::size_t first = 0, count = 0;
+};
+inline QueryRows all_query_rows(const Problem& problem) { return {0, problem.n}; }
+
 // q (n, H·d_k), k (m, H_kv·d_k), v (m, H_kv·d_v) for one batch element.
+// With `rows`, q holds only those query rows (rows.count, H·d_k); k and v stay whole.
 struct Projections {
     Matrix q, k, v;
 };
@@ -23,6 +32,7 @@ Matrix affine(const Matrix& x, const Matrix& w, const std::optional<std::vector<
 
 // Q = X W_Q + b_Q, K = X_src W_K + b_K, V = X_src W_V + b_V (or Q, K, V as given).
 Projections project(const Problem& problem, std::size_t batch, const Backend& backend, Dtype dtype);
+Projections project(const Problem& problem, std::size_t batch, const Backend& backend, Dtype dtype, QueryRows rows);
 
 // The KV head that query head h reads: ⌊h / (H / H_kv)⌋, as repeat_interleave.
 int kv_head_of(const Problem& problem, int head);
@@ -37,6 +47,8 @@ Matrix apply_rope(const Matrix& x, const Rope& rope, const std::vector<double>& 
 
 // M (n, m) for one batch element and head: the masks, `lengths`, ALiBi.
 Matrix head_mask(const Problem& problem, std::size_t batch, int head);
+// Rows rows.first … of that M: (rows.count, m).
+Matrix head_mask(const Problem& problem, std::size_t batch, int head, QueryRows rows);
 
 // The steps of a row softmax over masked scores z (rows, cols):
 // row_max (rows, 1), exp = e^(z − row_max) (rows, cols), row_sum (rows, 1), weights.
