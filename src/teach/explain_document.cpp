@@ -29,23 +29,45 @@ std::string Notation::fraction(const std::string& top, const std::string& bottom
     return latex_ ? "\\frac{" + top + "}{" + bottom + "}" : top + " / " + bottom;
 }
 
+namespace {
+constexpr const char* latex_break = " \\\\\n  &\\quad ";  // " \\ &\quad ": the next line, indented
+}
+
 std::string Notation::vector(const std::vector<double>& values) const {
     std::vector<std::string> parts;
     for (double x : values) parts.push_back(number(x));
-    return fmt::format("({})", fmt::join(parts, ", "));
+    return "(" + terms(parts, ", ", 8) + ")";
+}
+
+std::string Notation::terms(const std::vector<std::string>& parts, const std::string& separator, std::size_t per_line) const {
+    std::string out;
+    for (std::size_t k = 0; k < parts.size(); ++k) {
+        if (k > 0) out += separator + (latex_ && per_line > 0 && k % per_line == 0 ? latex_break : "");
+        out += parts[k];
+    }
+    return out;
 }
 
 std::string Notation::words(const std::string& text) const { return latex_ ? "\\text{" + latex_text(text) + "}" : text; }
 
+namespace {
+// A line with breaks in it becomes an aligned block: every line starts at the
+// same place, the continuations indented by \quad.
+std::string display(const std::string& math) {
+    return math.find("\\\\") == std::string::npos ? math : "\\begin{aligned}\n  &" + math + "\n\\end{aligned}";
+}
+}  // namespace
+
 std::string render_explanation(const ExplainDocument& d, const std::string& format) {
     std::string out;
     if (format == "markdown") {
-        out = "### " + d.heading + "\n";
-        for (const auto& line : d.lines) out += "\n" + line.prose + (line.math.empty() ? "\n" : "\n$$" + line.math + "$$\n");
-        if (!d.footnote.empty()) out += "\n*" + d.footnote + "*\n";
+        out = "### " + markdown_text(d.heading) + "\n";
+        for (const auto& line : d.lines)
+            out += "\n" + markdown_text(line.prose) + "\n" + (line.math.empty() ? "" : "\n```math\n" + display(line.math) + "\n```\n");
+        if (!d.footnote.empty()) out += "\n*" + markdown_text(d.footnote) + "*\n";
     } else if (format == "latex") {
         out = "\\noindent\\textbf{" + latex_text(d.heading) + "}\n";
-        for (const auto& line : d.lines) out += "\n\\noindent " + latex_text(line.prose) + (line.math.empty() ? "\n" : "\n\\[ " + line.math + " \\]\n");
+        for (const auto& line : d.lines) out += "\n\\noindent " + latex_text(line.prose) + (line.math.empty() ? "\n" : "\n\\[ " + display(line.math) + " \\]\n");
         if (!d.footnote.empty()) out += "\n\\noindent\\emph{" + latex_text(d.footnote) + "}\n";
     } else {
         out = d.heading + "\n";
