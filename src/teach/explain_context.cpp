@@ -21,7 +21,9 @@ std::vector<std::string> ExplainContext::step_names() const {
 }
 
 void ExplainContext::no_step(const std::string& why) const {
-    throw InputError(fmt::format("'{}': {}; this problem's {} trace has: {}", target_.spec, why, trace_.command, fmt::join(step_names(), ", ")));
+    throw InputError(fmt::format("'{}': {}; this problem's {} trace has: {} (decode's with --t T: k_cache, v_cache, scores, weights, out; "
+                                 "tiled's with --tile QB,KT: scores, m, l, u, rescale)",
+                                 target_.spec, why, trace_.command, fmt::join(step_names(), ", ")));
 }
 
 void ExplainContext::check_head_and_batch() const {

@@ -39,6 +39,16 @@ std::string Notation::vector(const std::vector<double>& values) const {
     return "(" + terms(parts, ", ", 8) + ")";
 }
 
+std::string Notation::chain(const std::vector<std::string>& parts) const {
+    std::string out;
+    for (std::size_t k = 0; k < parts.size(); ++k) {
+        const bool broken = latex_ && k > 0 && (parts[k].find("\\\\") != std::string::npos || parts[k - 1].find("\\\\") != std::string::npos);
+        if (k > 0) out += broken ? std::string(" =") + latex_break : " = ";
+        out += parts[k];
+    }
+    return out;
+}
+
 std::string Notation::terms(const std::vector<std::string>& parts, const std::string& separator, std::size_t per_line) const {
     std::string out;
     for (std::size_t k = 0; k < parts.size(); ++k) {

@@ -28,6 +28,8 @@ public:
     // parts, so a sum of 16 terms stays inside the margin (render_explanation then
     // sets the line as an aligned block).
     std::string terms(const std::vector<std::string>& parts, const std::string& separator, std::size_t per_line) const;
+    // a = b = c: in LaTeX, a part broken into lines starts and ends a line of its own.
+    std::string chain(const std::vector<std::string>& parts) const;
     std::string ellipsis() const { return latex_ ? "\dots" : "…"; }
     std::string words(const std::string& text) const;  // text inside mathematics
     std::string sqrt(const std::string& x) const { return latex_ ? "\\sqrt{" + x + "}" : "√" + x; }

@@ -83,6 +83,10 @@ private:
         return rotated ? row_of(name + "_rot", i, 0, width) : row_of(name, i, static_cast<std::size_t>(column_head) * width, width);
     }
 
+    // W_Q[:,3] / W_{Q\,:,3}
+    std::string column_of(const std::string& matrix, std::size_t c) const {
+        return n_.latex() ? matrix.substr(0, 2) + "{" + matrix.substr(2) + ",:," + index(c) + "}" : matrix + "[:," + index(c) + "]";
+    }
     std::string heading(const std::string& what) const {
         return fmt::format("{}[{},{}], {}: {}", target_.step, i_, j(), per_head(target_.step) ? where() : p_.batched ? fmt::format("batch {}", options_.batch) : "all heads", what);
     }
@@ -115,7 +119,7 @@ private:
         const std::string x_name = query || !p_.cross_attention() ? "x" : "x^{src}";
         d.lines.push_back({fmt::format("row {} of {}{}", i_, query || !p_.cross_attention() ? "X" : "X_source", quoted_label(query ? query_labels(p_) : key_labels(p_), i_)),
                            n_.sub(n_.latex() ? x_name : (query || !p_.cross_attention() ? "x" : "xsrc"), index(i_)) + " = " + n_.vector(input)});
-        d.lines.push_back({fmt::format("column {} of W_{}", c, big), n_.sub("W_" + big, n_.latex() ? "{:," + index(c) + "}" : ":," + index(c)) + " = " + n_.vector(column)});
+        d.lines.push_back({fmt::format("column {} of W_{}", c, big), column_of("W_" + big, c) + " = " + n_.vector(column)});
         std::vector<std::string> products, terms;
         for (std::size_t t = 0; t < column.size(); ++t) {
             products.push_back(n_.factor(input[t]) + n_.times() + n_.factor(column[t]));
@@ -126,8 +130,7 @@ private:
             terms.push_back(n_.factor((*bias)[c]));
         }
         d.lines.push_back({fmt::format("multiply the pairs and add{}", bias ? fmt::format(", then the bias b_{}[{}]", big, c) : ""),
-                           n_.sub(name, index(i_, c)) + " = " + n_.terms(products, " + ", 3) + " = " + n_.terms(terms, " + ", 6) + " = " +
-                               n_.number(at(name, i_, c))});
+                           n_.chain({n_.sub(name, index(i_, c)), n_.terms(products, " + ", 3), n_.terms(terms, " + ", 6), n_.number(at(name, i_, c))})});
         return finish(d);
     }
 
@@ -187,8 +190,8 @@ private:
         }
         const double score = at("scores", i, j);
         d.lines.push_back({"the dot product: multiply the pairs and add",
-                           fmt::format("{} = {}{}{} = {} = {} = {}", n_.sub("S", index(i, j)), n_.sub("q", index(i)), n_.dot(), n_.sub("k", index(j)),
-                                       n_.terms(products, " + ", 3), n_.terms(terms, " + ", 6), n_.number(score))});
+                           n_.chain({n_.sub("S", index(i, j)), n_.sub("q", index(i)) + n_.dot() + n_.sub("k", index(j)), n_.terms(products, " + ", 3),
+                                     n_.terms(terms, " + ", 6), n_.number(score)})});
         const double s = p_.scale_factor(), scaled = at("scaled", i, j);
         const std::string scale_words = p_.scale.kind == Scale::Kind::automatic ? fmt::format("s = 1/√d_k = 1/√{}", p_.d_k) : "the problem's s";
         d.lines.push_back({fmt::format("the scale ({})", scale_words),
@@ -355,7 +358,7 @@ private:
             return fmt::format("{} = {} = {}", n_.sub("A", index(i, j)), n_.fraction(n_.number(at("exp", i, j)), n_.number(sum)), n_.number(at("weights", i, j)));
         });
         d.lines.push_back({"subtract it from every value (the weights do not change, and no exponential can overflow)",
-                           fmt::format("{} - {} = ({}) = ({})", n_.sub("z", index(i)), max_name, n_.terms(shifts, ", ", 4), n_.terms(shifted, ", ", 8))});
+                           n_.chain({n_.sub("z", index(i)) + " - " + max_name, "(" + n_.terms(shifts, ", ", 4) + ")", "(" + n_.terms(shifted, ", ", 8) + ")"})});
         d.lines.push_back({"each exponential (e^(-inf) = 0: a masked key gets nothing)", n_.terms(exps, ",  ", 3)});
         d.lines.push_back({"their sum", fmt::format("{} = {} = {}", n_.total(index(i)), n_.terms(exp_values, " + ", 8), n_.number(sum))});
         d.lines.push_back({"each weight: its exponential over the sum", n_.terms(quotients, ",  ", 3)});
@@ -374,9 +377,8 @@ private:
         const auto products = elided(p_.m, [&](std::size_t l) { return n_.number(at("weights", i, l)) + n_.times() + n_.factor(head_row("v", l, g, p_.d_v)[c]); });
         const auto terms = elided(p_.m, [&](std::size_t l) { return n_.factor(at("weights", i, l) * head_row("v", l, g, p_.d_v)[c]); });
         d.lines.push_back({fmt::format("each key's weight times component {} of its value row{}", c, p_.kv_heads < p_.heads ? fmt::format(" (KV head {})", g) : ""),
-                           fmt::format("{} = {} {} {} = {} = {} = {}", n_.sub("o", index(i, c)), n_.sub(n_.sum_symbol(), "j"), n_.sub("A", index(i) + "j"),
-                                       n_.sub("v", n_.latex() ? "{j" + index(c) + "}" : "j" + index(c)), n_.terms(products, " + ", 3), n_.terms(terms, " + ", 6),
-                                       n_.number(at("out", i, c)))});
+                           n_.chain({n_.sub("o", index(i, c)), n_.sub(n_.sum_symbol(), "j") + " " + n_.sub("A", index(i) + "j") + " " + n_.sub("v", "j" + index(c)),
+                                     n_.terms(products, " + ", 3), n_.terms(terms, " + ", 6), n_.number(at("out", i, c))})});
         return finish(d);
     }
 
@@ -402,15 +404,15 @@ private:
             for (std::size_t c = 0; c < p_.d_v; ++c) term[c] = weights[j] * v[c];
             d.lines.push_back({fmt::format("key {}{}: weight times value row {}{}", j, quoted_label(key_labels(p_), j), j,
                                            weights[j] == 0 ? " (weight 0: this key adds nothing)" : ""),
-                               fmt::format("{} {} = {}{}{} = {}", n_.sub("A", index(i, j)), n_.sub("v", index(j)), n_.number(weights[j]), n_.times(),
-                                           n_.vector(v), n_.vector(term))});
+                               p_.d_v > 2 ? n_.terms({n_.sub("A", index(i, j)) + " " + n_.sub("v", index(j)) + " = " + n_.number(weights[j]) + n_.times() + n_.vector(v), n_.vector(term)}, " = ", 1)
+                                          : n_.chain({n_.sub("A", index(i, j)) + " " + n_.sub("v", index(j)), n_.number(weights[j]) + n_.times() + n_.vector(v), n_.vector(term)})});
         }
         std::vector<std::string> components;
         for (std::size_t c = 0; c < p_.d_v; ++c)
             components.push_back(n_.terms(elided(p_.m, [&](std::size_t j) { return n_.factor(weights[j] * head_row("v", j, g, p_.d_v)[c]); }), " + ", 6));
         d.lines.push_back({"add the terms, component by component",
-                           fmt::format("{} = {} {} {} = ({}) = {}", n_.sub("o", index(i)), n_.sub(n_.sum_symbol(), "j"), n_.sub("A", index(i) + "j"),
-                                       n_.sub("v", "j"), n_.terms(components, ", ", 1), n_.vector(row_of("out", i, 0, p_.d_v)))});
+                           n_.chain({n_.sub("o", index(i)), n_.sub(n_.sum_symbol(), "j") + " " + n_.sub("A", index(i) + "j") + " " + n_.sub("v", "j"),
+                                     "(" + n_.terms(components, ", ", 1) + ")", n_.vector(row_of("out", i, 0, p_.d_v))})});
         return finish(d);
     }
 
@@ -434,7 +436,7 @@ private:
         std::vector<double> column(p_.W_O->rows());
         for (std::size_t t = 0; t < column.size(); ++t) column[t] = (*p_.W_O)(t, c);
         d.lines.push_back({fmt::format("row {} of concat", i_), n_.sub("concat", index(i_)) + " = " + n_.vector(concat)});
-        d.lines.push_back({fmt::format("column {} of W_O", c), n_.sub("W_O", n_.latex() ? "{:," + index(c) + "}" : ":," + index(c)) + " = " + n_.vector(column)});
+        d.lines.push_back({fmt::format("column {} of W_O", c), column_of("W_O", c) + " = " + n_.vector(column)});
         std::vector<std::string> products, terms;
         for (std::size_t t = 0; t < column.size(); ++t) {
             products.push_back(n_.factor(concat[t]) + n_.times() + n_.factor(column[t]));
@@ -445,7 +447,7 @@ private:
             terms.push_back(n_.factor((*p_.b_O)[c]));
         }
         d.lines.push_back({fmt::format("multiply the pairs and add{}", p_.b_O ? fmt::format(", then the bias b_O[{}]", c) : ""),
-                           n_.sub("final", index(i_, c)) + " = " + n_.terms(products, " + ", 3) + " = " + n_.terms(terms, " + ", 6) + " = " + n_.number(at("final", i_, c))});
+                           n_.chain({n_.sub("final", index(i_, c)), n_.terms(products, " + ", 3), n_.terms(terms, " + ", 6), n_.number(at("final", i_, c))})});
         return finish(d);
     }
 

@@ -58,8 +58,9 @@ protected:
         const double score = values_of(rows, "scores", options_.head, 0, j, 1, batch_tag())[0];
         const double scaled = values_of(rows, p_.softcap ? "capped" : "scaled", options_.head, 0, j, 1, batch_tag())[0];
         const std::string rope = p_.rope ? " (after RoPE)" : "";
-        d.lines.push_back({fmt::format("query {}{} and key {}{}", i, rope, j, rope), n_.sub("q", index(i)) + " = " + n_.vector(q) + ",  " + n_.sub("k", index(j)) + " = " + n_.vector(k)});
-        d.lines.push_back({"the dot product", fmt::format("{} = {} = {}", n_.sub("S", index(i, j)), n_.terms(products, " + ", 3), n_.number(score))});
+        d.lines.push_back({fmt::format("query {}{}", i, rope), n_.sub("q", index(i)) + " = " + n_.vector(q)});
+        d.lines.push_back({fmt::format("key {}{}", j, rope), n_.sub("k", index(j)) + " = " + n_.vector(k)});
+        d.lines.push_back({"the dot product", n_.chain({n_.sub("S", index(i, j)), n_.terms(products, " + ", 3), n_.number(score)})});
         d.lines.push_back({fmt::format("scaled by s = {}{}", n_.number(p_.scale_factor()), p_.softcap ? fmt::format(", then capped at c = {}", *p_.softcap) : ""),
                            fmt::format("{} = {}", p_.softcap ? "c" + n_.dot() + "tanh(s" + n_.dot() + "S / c)" : "s" + n_.dot() + "S", n_.number(scaled))});
         // The step may hide more than the problem's mask (decode's prefill block hides its later keys).
@@ -113,7 +114,7 @@ private:
         d.heading = heading(fmt::format("row {} of KV head {}'s {} cache", j, g, key ? "key" : "value"));
         const std::string when = j < offset() ? fmt::format("one of the {} keys before the first query", offset())
                                               : fmt::format("appended at step {}", j - offset());
-        d.lines.push_back({fmt::format("the cache holds {} after step {}: rows 0 to {}; row {} is {} {} of KV head {}{}, {}", key ? "keys" : "values", t(), s.values.rows() - 1, j,
+        d.lines.push_back({fmt::format("the cache holds {} after step {}: rows 0 to {}; row {} is {}_{} of KV head {}{}, {}", key ? "keys" : "values", t(), s.values.rows() - 1, j,
                                        key ? "k" : "v", j, g, key && p_.rope ? " after RoPE" : "", when),
                            n_.sub(key ? "k" : "v", index(j, c)) + " = " + n_.number(s.values(j, c))});
         d.footnote = footnote();
@@ -145,9 +146,9 @@ private:
         if (std::isinf(max)) {
             d.lines.push_back({"every key is hidden: the empty-row policy decides", n_.sub("a", index(j)) + " = " + n_.number(s.values(r, j))});
         } else {
-            d.lines.push_back({"its max and the sum of e^(z - max)", fmt::format("{} = {},  {} = {} = {}", n_.max_of(""), n_.number(max), n_.total(""),
+            d.lines.push_back({"its max and the sum of e^(z - max)", fmt::format("{} = {},  {} = {} = {}", n_.max_of(index(r)), n_.number(max), n_.total(index(r)),
                                                                                 n_.terms(elided(z.cols(), [&](std::size_t l) { return n_.number(soft.exp(0, l)); }), " + ", 8), n_.number(sum))});
-            d.lines.push_back({"the weight", softmax_quotient(n_.sub("a", index(j)), n_.sub("z", index(j)), n_.max_of(""), n_.total(""), z(0, j), max, soft.exp(0, j), sum, s.values(r, j))});
+            d.lines.push_back({"the weight", softmax_quotient(n_.sub("a", index(j)), n_.sub("z", index(j)), n_.max_of(index(r)), n_.total(index(r)), z(0, j), max, soft.exp(0, j), sum, s.values(r, j))});
         }
         d.footnote = footnote();
         return d;
@@ -162,7 +163,7 @@ private:
         ExplainDocument d;
         d.heading = heading(fmt::format("component {} of the output: the weights times the cached values", c));
         d.lines.push_back({fmt::format("Σ_j a_j · v_j[{}] over the {} cached values of KV head {}", c, cache.values.rows(), g),
-                           fmt::format("{} = {} = {}", n_.sub("o", index(r, c)), n_.terms(products, " + ", 3), n_.number(s.values(r, c)))});
+                           n_.chain({n_.sub("o", index(r, c)), n_.terms(products, " + ", 3), n_.number(s.values(r, c))})});
         d.footnote = footnote();
         return d;
     }
@@ -222,13 +223,13 @@ private:
         ExplainDocument d;
         d.heading = heading(fmt::format("the running state of query {} after key tile {}", tile()[0] * Br() + r, tile()[1]));
         d.lines.push_back({m_prev ? "m_old: the running max after the previous computed tile" : "the block's first tile: m starts at -inf, ℓ and u at 0",
-                           "m_{old} = " + n_.number(m_old)});
+                           n_.sub("m", "old") + " = " + n_.number(m_old)});
         d.lines.push_back({"the running max: the old max or the largest score of this tile's row",
-                           fmt::format("m_{{new}} = max({}, max({})) = {}", n_.number(m_old),
+                           fmt::format("{} = max({}, max({})) = {}", n_.sub("m", "new"), n_.number(m_old),
                                        n_.terms(elided(cols, [&](std::size_t l) { return n_.number(scores.values(r, l)); }), ", ", 8), n_.number(m_new))});
         if (target_.step == "m") return finish(d);
         d.lines.push_back({"the rescale factor for what was summed under the old max (1 when the max did not change)",
-                           fmt::format("{} = {} = {}", n_.exp("m_{old} - m_{new}"), n_.exp(n_.number(m_old) + " - " + n_.factor(m_new)), n_.number(rescale))});
+                           fmt::format("{} = {} = {}", n_.exp(n_.sub("m", "old") + " - " + n_.sub("m", "new")), n_.exp(n_.number(m_old) + " - " + n_.factor(m_new)), n_.number(rescale))});
         if (target_.step == "rescale") return finish(d);
         const auto p = [&](std::size_t l) { return std::isinf(scores.values(r, l)) ? 0.0 : std::exp(scores.values(r, l) - m_new); };
         if (target_.step == "l") {
@@ -244,7 +245,7 @@ private:
         const Trace rows = query_row(tile()[0] * Br() + r);
         const std::size_t j0 = tile()[1] * Bc();
         d.lines.push_back({fmt::format("u_new = rescale · u_old + Σ_j e^(S_j - m_new) · v_j[{}], over this tile's keys", c),
-                           fmt::format("u_{{new}} = {}{}{} + {} = {}", n_.number(rescale), n_.times(), n_.factor(u_old),
+                           fmt::format("{} = {}{}{} + {} = {}", n_.sub("u", "new"), n_.number(rescale), n_.times(), n_.factor(u_old),
                                        n_.terms(elided(cols, [&](std::size_t l) { return n_.number(p(l)) + n_.times() + n_.factor(v_of(rows, j0 + l)[c]); }), " + ", 3),
                                        n_.number(s.values(r, c)))});
         return finish(d);
