@@ -29,26 +29,34 @@ public:
     Trace run_one(std::size_t b) {
         trace_.command = "run";
         trace_.problem = summarise_problem(p_, dtype_, backend_->name());
-        run_sequence(b);
+        run_sequence(b, false);
         return std::move(trace_);
     }
 
 private:
-    void run_sequence(std::size_t b) {
+    // in_order: q, k, v recorded before the heads, as `run` prints them. Otherwise
+    // (explain, which finds steps by name) after, moved rather than copied: with
+    // m = 65 536 keys every copy of K or V is tens of megabytes.
+    void run_sequence(std::size_t b, bool in_order = true) {
         const auto& queries = queries_;
         const auto& keys = key_labels(p_);
         if (p_.from_tokens()) {
             steps_.record("x", "X", block_of(p_.X[b], rows_.first, rows_.count, 0, p_.d_model), std::nullopt, b, queries);
             if (p_.cross_attention()) steps_.record("x_source", "X_source", p_.X_source[b], std::nullopt, b, p_.source_tokens);
         }
-        const Projections qkv = project(p_, b, *backend_, dtype_, rows_);
+        Projections qkv = project(p_, b, *backend_, dtype_, rows_);
         const bool projected = p_.from_tokens();
         const std::string source = p_.cross_attention() ? "X_source" : "X";
-        steps_.record("q", projected ? (p_.b_Q ? "X W_Q + b_Q" : "X W_Q") : "Q (given)", qkv.q, std::nullopt, b, queries);
-        steps_.record("k", projected ? source + (p_.b_K ? " W_K + b_K" : " W_K") : "K (given)", qkv.k, std::nullopt, b, keys);
-        steps_.record("v", projected ? source + (p_.b_V ? " W_V + b_V" : " W_V") : "V (given)", qkv.v, std::nullopt, b, keys);
+        const auto record_projections = [&](bool move) {
+            const auto take = [move](Matrix& m) { return move ? std::move(m) : m; };
+            steps_.record("q", projected ? (p_.b_Q ? "X W_Q + b_Q" : "X W_Q") : "Q (given)", take(qkv.q), std::nullopt, b, queries);
+            steps_.record("k", projected ? source + (p_.b_K ? " W_K + b_K" : " W_K") : "K (given)", take(qkv.k), std::nullopt, b, keys);
+            steps_.record("v", projected ? source + (p_.b_V ? " W_V + b_V" : " W_V") : "V (given)", take(qkv.v), std::nullopt, b, keys);
+        };
+        if (in_order) record_projections(false);
         std::vector<Matrix> outs;
         for (int h = 0; h < p_.heads; ++h) outs.push_back(run_head(qkv, h, b));
+        if (!in_order) record_projections(true);
         steps_.record_concat_and_final(outs, b, *backend_, dtype_, rows_.first);
     }
 

@@ -14,9 +14,16 @@ const Step* ExplainContext::find_step(const std::string& name, std::optional<int
 }
 
 std::vector<std::string> ExplainContext::step_names() const {
+    // In SPEC §4's order, whatever order the pipeline recorded them in.
+    static const std::vector<std::string> order = {"x",      "x_source", "q",   "k",       "v",       "q_rot", "k_rot",  "scores", "scaled",
+                                                   "capped", "mask",     "masked", "row_max", "exp", "row_sum", "weights", "out", "concat", "final"};
     std::vector<std::string> names;
-    for (const Step& step : trace_.steps)
-        if (std::find(names.begin(), names.end(), step.name) == names.end()) names.push_back(step.name);
+    for (const auto& name : order)
+        for (const Step& step : trace_.steps)
+            if (step.name == name) {
+                names.push_back(name);
+                break;
+            }
     return names;
 }
 
