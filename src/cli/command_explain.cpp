@@ -86,7 +86,13 @@ Examples:
         options.decode.prefill = whole_number_option("--prefill", o.prefill, 0);
         options.tiled = TiledOptions{whole_number_option("--block-q", o.block_q, 1), whole_number_option("--block-k", o.block_k, 1)};
         const Problem problem = load_with_overrides(o.trace);
-        refuse_over_budget(problem, "explain", explain_bytes(problem, target, options));
+        // Refuse before computing anything: the estimate counts what the target needs.
+        const double bytes = explain_bytes(problem, target, options);
+        if (bytes > trace_budget_bytes)
+            throw InputError(fmt::format("{}: explaining '{}' would hold about {:.1f} GiB (n = {}, m = {}, {} head{}{}); the limit is {:.0f} GiB{}", problem.file,
+                                         target.spec, bytes / (1 << 30), problem.n, problem.m, problem.heads, problem.heads == 1 ? "" : "s",
+                                         options.tile ? fmt::format(", tiles of {} × {} scores", options.tiled.block_q, options.tiled.block_k) : "",
+                                         trace_budget_bytes / (1 << 30), options.tile ? ": choose a smaller --block-q and --block-k" : ""));
         std::cout << explain_problem(problem, run_options(o.trace), target, options);
         exit_code = 0;
     });
