@@ -232,12 +232,12 @@ TEST_CASE("a decode step computed alone equals the whole decode's step t, and ex
         }
     }
     const Problem problem = parse_problem(damaged, "test.json");
-    ExplainOptions options;
-    options.t = 2;
+    ExplainSource at_t;
+    at_t.t = 2;
     const Trace whole = pipeline_decode(problem, RunOptions{}, DecodeOptions{});
     const double a = whole.find("weights", 0, std::nullopt, 2, std::nullopt)->values(0, 1);
-    CHECK(contains(explain_problem(problem, RunOptions{}, parse_cell_spec("weights[0,1]"), options), "= " + format_rounded(a, 4) + "\n"));
-    CHECK(contains(explain_problem(problem, RunOptions{}, parse_cell_spec("k_cache[1,1]"), options), "k_11 = 0.5"));
+    CHECK(contains(explain_problem(problem, RunOptions{}, parse_cell_spec("weights[0,1]"), ExplainOptions{}, at_t), "= " + format_rounded(a, 4) + "\n"));
+    CHECK(contains(explain_problem(problem, RunOptions{}, parse_cell_spec("k_cache[1,1]"), ExplainOptions{}, at_t), "k_11 = 0.5"));
 }
 
 TEST_CASE("a tiled block computed alone equals the whole pass's tiles, and explains the recurrence") {
@@ -257,20 +257,20 @@ TEST_CASE("a tiled block computed alone equals the whole pass's tiles, and expla
         }
     }
     const Problem problem = parse_problem(damaged, "test.json");
-    ExplainOptions options;
-    options.tile = std::array<std::size_t, 2>{0, 1};
+    ExplainSource at_tile;
+    at_tile.tile = std::array<std::size_t, 2>{0, 1};
     const Trace whole = pipeline_tiled(problem, RunOptions{}, TiledOptions{});
     const double l = whole.find("l", 0, std::nullopt, std::nullopt, std::array<int, 2>{0, 1})->values(0, 0);
-    const std::string text = explain_problem(problem, RunOptions{}, parse_cell_spec("l[0,0]"), options);
+    const std::string text = explain_problem(problem, RunOptions{}, parse_cell_spec("l[0,0]"), ExplainOptions{}, at_tile);
     CHECK(contains(text, "m_old = 0.5303"));
     CHECK(contains(text, "= " + format_rounded(l, 4) + "\n"));
 }
 
 TEST_CASE("a step the problem's trace does not have, and every out-of-range target, is an input error naming what exists") {
     const Problem problem = parse_problem(damaged, "test.json");
-    const auto message = [&](const std::string& spec, ExplainOptions options = {}) {
+    const auto message = [&](const std::string& spec, ExplainSource source = {}) {
         try {
-            explain_problem(problem, RunOptions{}, spec.find(',') == std::string::npos ? parse_row_spec(spec) : parse_cell_spec(spec), options);
+            explain_problem(problem, RunOptions{}, spec.find(',') == std::string::npos ? parse_row_spec(spec) : parse_cell_spec(spec), ExplainOptions{}, source);
         } catch (const InputError& e) {
             return std::string(e.what());
         }
@@ -282,7 +282,7 @@ TEST_CASE("a step the problem's trace does not have, and every out-of-range targ
     CHECK(contains(message("capped[0,0]"), "no softcap"));
     CHECK(contains(message("q[3,0]"), "row 3 is out of range"));
     CHECK(contains(message("k[0,2]"), "column 2 is out of range"));
-    ExplainOptions decode;
+    ExplainSource decode;
     decode.t = 3;
     CHECK(contains(message("weights[0,0]", decode), "--t 3: decode's steps are t = 0 to 2"));
     decode.t = 1;
@@ -292,7 +292,7 @@ TEST_CASE("a step the problem's trace does not have, and every out-of-range targ
     decode.decode.prefill = 2;
     decode.t = 0;
     CHECK(contains(message("weights[0,0]", decode), "the prefill block of 2 queries is the step t = 1"));
-    ExplainOptions tiled;
+    ExplainSource tiled;
     tiled.tile = std::array<std::size_t, 2>{2, 0};
     CHECK(contains(message("l[0,0]", tiled), "--tile 2,0: with Br = 2 and Bc = 2 the tiles are [0…1, 0…1]"));
     tiled.tile = std::array<std::size_t, 2>{0, 0};
@@ -300,12 +300,14 @@ TEST_CASE("a step the problem's trace does not have, and every out-of-range targ
     Problem causal = problem;
     causal.masks.push_back(parse_mask_string("causal", "test"));
     try {
-        explain_problem(causal, RunOptions{}, parse_cell_spec("l[0,0]"), ExplainOptions{0, 0, 4, "text", std::nullopt, std::array<std::size_t, 2>{0, 1}});
+        ExplainSource skipped;
+        skipped.tile = std::array<std::size_t, 2>{0, 1};
+        explain_problem(causal, RunOptions{}, parse_cell_spec("l[0,0]"), ExplainOptions{}, skipped);
         FAIL("a skipped tile explained");
     } catch (const InputError& e) {
         CHECK(contains(e.what(), "the tile was skipped"));
     }
-    ExplainOptions both = decode;
+    ExplainSource both = decode;
     both.tile = std::array<std::size_t, 2>{0, 0};
     CHECK(contains(message("weights[0,0]", both), "exclude each other"));
 }
@@ -314,10 +316,20 @@ TEST_CASE("the memory estimate grows with m, not n times m") {
     Problem small = parse_problem(damaged, "test.json");
     Problem big = small;
     big.n = big.m = 65536;
-    const ExplainTarget target = parse_cell_spec("scores[5,7]");
-    CHECK(explain_bytes(big, target, ExplainOptions{}) < 200e6);
-    ExplainOptions huge_tiles;
+    CHECK(explain_bytes(big, ExplainSource{}) < 200e6);
+    ExplainSource huge_tiles;
     huge_tiles.tile = std::array<std::size_t, 2>{0, 0};
     huge_tiles.tiled = TiledOptions{65536, 65536};
-    CHECK(explain_bytes(big, target, huge_tiles) > 4.0 * (1 << 30));
+    CHECK(explain_bytes(big, huge_tiles) > 4.0 * (1 << 30));
+}
+
+TEST_CASE("a row of more than 16 keys shows the first 12 and the last 4, with an ellipsis in every format") {
+    Problem problem = parse_problem(R"({"Q": {"random": {"shape": [40, 2], "seed": 1}}, "K": {"random": {"shape": [40, 2], "seed": 2}},
+                                        "V": {"random": {"shape": [40, 2], "seed": 3}}})", "test.json");
+    const std::string text = explain_problem(problem, RunOptions{}, parse_row_spec("weights[3]"), ExplainOptions{});
+    CHECK(contains(text, "A_3,11 = "));
+    CHECK_FALSE(contains(text, "A_3,12 = "));
+    CHECK(contains(text, "…"));
+    CHECK(contains(text, "A_3,39 = "));
+    CHECK(contains(explain_problem(problem, RunOptions{}, parse_row_spec("weights[3]"), ExplainOptions{0, 0, 4, "latex"}), "\\dots"));
 }

@@ -33,9 +33,12 @@ struct ExplainOptions {
     int batch = 0;
     int precision = 4;            // every number rounded to this many decimals
     std::string format = "text";  // text, markdown or latex
-    // Which trace the target lives in: run's (neither), decode's step t, or the
-    // tiled pass's tile [query block, key tile]. Their indices are the step's own
-    // rows and columns, as that trace prints them.
+};
+
+// Which trace the target lives in: run's (neither t nor tile), decode's step t, or
+// the tiled pass's tile [query block, key tile]. Their indices are the step's own
+// rows and columns, as that trace prints them.
+struct ExplainSource {
     std::optional<std::size_t> t;
     std::optional<std::array<std::size_t, 2>> tile;
     DecodeOptions decode;  // --prefill, for t
@@ -52,10 +55,11 @@ std::string explain(const Trace& trace, const Problem& problem, const ExplainTar
 // and explains it: memory O((n + m) · d + m · H), never n · m. The numbers equal the
 // whole trace's. Throws InputError for a target this problem's trace does not have,
 // naming the steps it has.
-std::string explain_problem(const Problem& problem, const RunOptions& run, const ExplainTarget& target, const ExplainOptions& options);
+std::string explain_problem(const Problem& problem, const RunOptions& run, const ExplainTarget& target, const ExplainOptions& options,
+                            const ExplainSource& source = {});
 
 // The bytes explain_problem will hold at most for this target (an estimate, to
 // refuse before allocating).
-double explain_bytes(const Problem& problem, const ExplainTarget& target, const ExplainOptions& options);
+double explain_bytes(const Problem& problem, const ExplainSource& source);
 
 }  // namespace attn_trace

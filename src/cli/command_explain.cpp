@@ -80,20 +80,21 @@ Examples:
         if (o.cell.empty() == o.row.empty()) throw InputError("explain needs one --cell STEP[i,j] or one --row STEP[i], e.g. --cell scores[0,2]");
         // The spec first: a typo is reported before the problem is computed.
         const ExplainTarget target = o.cell.empty() ? parse_row_spec(o.row) : parse_cell_spec(o.cell);
-        ExplainOptions options{o.trace.head.value_or(0), o.trace.batch.value_or(0), o.trace.precision, o.format};
-        if (o.t != -1) options.t = whole_number_option("--t", o.t, 0);
-        if (!o.tile.empty()) options.tile = parse_tile(o.tile);
-        options.decode.prefill = whole_number_option("--prefill", o.prefill, 0);
-        options.tiled = TiledOptions{whole_number_option("--block-q", o.block_q, 1), whole_number_option("--block-k", o.block_k, 1)};
+        const ExplainOptions options{o.trace.head.value_or(0), o.trace.batch.value_or(0), o.trace.precision, o.format};
+        ExplainSource source;
+        if (o.t != -1) source.t = whole_number_option("--t", o.t, 0);
+        if (!o.tile.empty()) source.tile = parse_tile(o.tile);
+        source.decode.prefill = whole_number_option("--prefill", o.prefill, 0);
+        source.tiled = TiledOptions{whole_number_option("--block-q", o.block_q, 1), whole_number_option("--block-k", o.block_k, 1)};
         const Problem problem = load_with_overrides(o.trace);
         // Refuse before computing anything: the estimate counts what the target needs.
-        const double bytes = explain_bytes(problem, target, options);
+        const double bytes = explain_bytes(problem, source);
         if (bytes > trace_budget_bytes)
             throw InputError(fmt::format("{}: explaining '{}' would hold about {:.1f} GiB (n = {}, m = {}, {} head{}{}); the limit is {:.0f} GiB{}", problem.file,
                                          target.spec, bytes / (1 << 30), problem.n, problem.m, problem.heads, problem.heads == 1 ? "" : "s",
-                                         options.tile ? fmt::format(", tiles of {} × {} scores", options.tiled.block_q, options.tiled.block_k) : "",
-                                         trace_budget_bytes / (1 << 30), options.tile ? ": choose a smaller --block-q and --block-k" : ""));
-        std::cout << explain_problem(problem, run_options(o.trace), target, options);
+                                         source.tile ? fmt::format(", tiles of {} × {} scores", source.tiled.block_q, source.tiled.block_k) : "",
+                                         trace_budget_bytes / (1 << 30), source.tile ? ": choose a smaller --block-q and --block-k" : ""));
+        std::cout << explain_problem(problem, run_options(o.trace), target, options, source);
         exit_code = 0;
     });
 }

@@ -109,18 +109,21 @@ std::vector<double> key_positions(const Problem& p) {
     return out;
 }
 
+double rope_theta(const Rope& rope, std::size_t pair, std::size_t d) {
+    return rope.angles_deg.empty() ? std::pow(rope.base, -2.0 * static_cast<double>(pair) / static_cast<double>(d)) : rope.angles_deg[pair] * pi / 180.0;
+}
+
+std::array<std::size_t, 2> rope_pair(const Rope& rope, std::size_t pair, std::size_t d) {
+    return rope.style == Rope::Style::interleaved ? std::array<std::size_t, 2>{2 * pair, 2 * pair + 1} : std::array<std::size_t, 2>{pair, pair + d / 2};
+}
+
 Matrix apply_rope(const Matrix& x, const Rope& rope, const std::vector<double>& positions, Dtype dtype) {
     const std::size_t d = x.cols(), pairs = d / 2;
     Matrix out(x.rows(), d);
     for (std::size_t r = 0; r < x.rows(); ++r) {
         for (std::size_t p = 0; p < pairs; ++p) {
-            // θ_p = base^(−2p/d), or the given angle in degrees per position.
-            const double theta = rope.angles_deg.empty() ? std::pow(rope.base, -2.0 * static_cast<double>(p) / static_cast<double>(d))
-                                                         : rope.angles_deg[p] * pi / 180.0;
-            const double angle = positions[r] * theta;
-            // interleaved pairs (2p, 2p+1); half pairs (p, p + d/2)
-            const std::size_t a = rope.style == Rope::Style::interleaved ? 2 * p : p;
-            const std::size_t b = rope.style == Rope::Style::interleaved ? 2 * p + 1 : p + pairs;
+            const double angle = positions[r] * rope_theta(rope, p, d);
+            const auto [a, b] = rope_pair(rope, p, d);
             const double c = round_to(dtype, std::cos(angle)), s = round_to(dtype, std::sin(angle));
             // (x_a, x_b) -> (x_a cos − x_b sin, x_a sin + x_b cos)
             out(r, a) = round_to(dtype, x(r, a) * c - x(r, b) * s);

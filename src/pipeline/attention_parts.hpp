@@ -1,6 +1,7 @@
 #pragma once
 // The pieces of attention that every pipeline (full, decode, tiled) shares, so
 // each is written once: projections, head slices, RoPE, masks, the softmax steps.
+#include <array>
 #include <cstddef>
 #include <optional>
 #include <string>
@@ -41,6 +42,11 @@ int kv_head_of(const Problem& problem, int head);
 // to the end of the keys when m > n (the queries are the last n tokens).
 std::vector<double> query_positions(const Problem& problem);
 std::vector<double> key_positions(const Problem& problem);
+
+// RoPE's pair p of d columns: its angle per position θ_p (base^(−2p/d), or the
+// given degrees), and its two columns (2p, 2p+1 interleaved; p, p + d/2 half).
+double rope_theta(const Rope& rope, std::size_t pair, std::size_t d);
+std::array<std::size_t, 2> rope_pair(const Rope& rope, std::size_t pair, std::size_t d);
 
 // x (rows, d_k) -> x rotated: pair p of row r turned by positions[r] · θ_p.
 Matrix apply_rope(const Matrix& x, const Rope& rope, const std::vector<double>& positions, Dtype dtype);

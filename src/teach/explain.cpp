@@ -52,7 +52,6 @@ ExplainTarget parse_spec(const std::string& text, bool row) {
 void check_format(const ExplainOptions& options) {
     if (std::find(explain_formats().begin(), explain_formats().end(), options.format) == explain_formats().end())
         throw InputError(fmt::format("explain writes text, markdown or latex, not '{}'", options.format));
-    if (options.t && options.tile) throw InputError("explain: --t (a decode step) and --tile (a tiled step) exclude each other");
 }
 
 // The query rows a run explanation reads: row i, or one row for the key-indexed
@@ -87,25 +86,27 @@ std::string explain(const Trace& trace, const Problem& problem, const ExplainTar
     return render_explanation(explain_run_step(trace, problem, target, options, 0), options.format);
 }
 
-std::string explain_problem(const Problem& problem, const RunOptions& run, const ExplainTarget& target, const ExplainOptions& options) {
+std::string explain_problem(const Problem& problem, const RunOptions& run, const ExplainTarget& target, const ExplainOptions& options,
+                            const ExplainSource& source) {
     check_format(options);
+    if (source.t && source.tile) throw InputError("explain: --t (a decode step) and --tile (a tiled step) exclude each other");
     const std::size_t batch = checked_batch(problem, options);
-    if (options.t) return render_explanation(explain_decode_step(problem, run, target, options, batch), options.format);
-    if (options.tile) return render_explanation(explain_tiled_step(problem, run, target, options, batch), options.format);
+    if (source.t) return render_explanation(explain_decode_step(problem, run, target, options, source, batch), options.format);
+    if (source.tile) return render_explanation(explain_tiled_step(problem, run, target, options, source, batch), options.format);
     const QueryRows rows = rows_for(problem, target);
     const Trace trace = pipeline_full_rows(problem, run, batch, rows);
     return render_explanation(explain_run_step(trace, problem, target, options, rows.first), options.format);
 }
 
-double explain_bytes(const Problem& p, const ExplainTarget& /*target*/, const ExplainOptions& options) {
+double explain_bytes(const Problem& p, const ExplainSource& source) {
     const double heads = p.heads, n = p.n, m = p.m, d_k = p.d_k, d_v = p.d_v, kv = p.kv_heads;
     // k and v (and their per-head copies, RoPE) over every key.
     const double keys = 3 * m * kv * (d_k + d_v) + heads * m * (d_k + d_v);
-    if (options.t)  // decode: every head's q, k, v (n and m rows), the outputs, one step's caches and rows
+    if (source.t)  // decode: every head's q, k, v (n and m rows), the outputs, one step's caches and rows
         return 8 * (keys + heads * n * (d_k + d_v) + 2 * kv * m * (d_k + d_v) + 4 * heads * m);
-    if (options.tile) {  // tiled: the block's tiles up to kt
-        const double Br = std::min<double>(options.tiled.block_q, n), Bc = std::min<double>(options.tiled.block_k, m);
-        const double tiles = std::min<double>(static_cast<double>(options.tile->at(1)) + 1, (m + Bc - 1) / Bc);
+    if (source.tile) {  // tiled: the block's tiles up to kt
+        const double Br = std::min<double>(source.tiled.block_q, n), Bc = std::min<double>(source.tiled.block_k, m);
+        const double tiles = std::min<double>(static_cast<double>(source.tile->at(1)) + 1, (m + Bc - 1) / Bc);
         return 8 * (keys + heads * tiles * (Br * Bc + Br * (3 + d_v)) + heads * Br * m);
     }
     // run: one query row: about ten (1, m) steps per head

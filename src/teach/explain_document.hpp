@@ -30,7 +30,7 @@ public:
     std::string terms(const std::vector<std::string>& parts, const std::string& separator, std::size_t per_line) const;
     // a = b = c: in LaTeX, a part broken into lines starts and ends a line of its own.
     std::string chain(const std::vector<std::string>& parts) const;
-    std::string ellipsis() const { return latex_ ? "\dots" : "…"; }
+    std::string ellipsis() const { return latex_ ? "\\dots" : "…"; }
     std::string words(const std::string& text) const;  // text inside mathematics
     std::string sqrt(const std::string& x) const { return latex_ ? "\\sqrt{" + x + "}" : "√" + x; }
 

@@ -18,8 +18,6 @@ bool key_indexed_step(const std::string& name) { return name == "k" || name == "
 
 namespace {
 
-constexpr double pi = 3.14159265358979323846;
-
 class RunExplainer : ExplainContext {
 public:
     RunExplainer(const Trace& trace, const Problem& problem, const ExplainTarget& target, const ExplainOptions& options, std::size_t first_row)
@@ -141,12 +139,11 @@ private:
         const Rope& rope = *p_.rope;
         const bool interleaved = rope.style == Rope::Style::interleaved;
         const std::size_t pair = interleaved ? c / 2 : c % pairs;
-        const std::size_t a = interleaved ? 2 * pair : pair, b = interleaved ? 2 * pair + 1 : pair + pairs;
+        const auto [a, b] = rope_pair(rope, pair, d_k);
         const int column_head = query ? options_.head : kv_head_of(p_, options_.head);
         const auto x = row_of(query ? "q" : "k", i_, static_cast<std::size_t>(column_head) * d_k, d_k);
         const double position = (query ? query_positions(p_) : key_positions(p_))[i_];
-        const double theta = rope.angles_deg.empty() ? std::pow(rope.base, -2.0 * static_cast<double>(pair) / static_cast<double>(d_k))
-                                                     : rope.angles_deg[pair] * pi / 180.0;
+        const double theta = rope_theta(rope, pair, d_k);
         const double angle = position * theta;
         const double cosine = round_to(f32() ? Dtype::f32 : Dtype::f64, std::cos(angle)), sine = round_to(f32() ? Dtype::f32 : Dtype::f64, std::sin(angle));
         ExplainDocument d;

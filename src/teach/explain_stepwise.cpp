@@ -22,8 +22,8 @@ constexpr double minus_infinity = -std::numeric_limits<double>::infinity();
 class StepwiseExplainer : protected ExplainContext {
 public:
     StepwiseExplainer(const Trace& trace, const Problem& problem, const ExplainTarget& target, const ExplainOptions& options, const RunOptions& run,
-                      std::size_t batch)
-        : ExplainContext(trace, problem, target, options), run_(run), batch_(batch) {}
+                      const ExplainSource& source, std::size_t batch)
+        : ExplainContext(trace, problem, target, options), run_(run), source_(source), batch_(batch) {}
 
 protected:
     // run's trace of query row i alone: its q (after RoPE), k, v, the raw and scaled scores.
@@ -75,6 +75,7 @@ protected:
     }
 
     RunOptions run_;
+    const ExplainSource& source_;
     std::size_t batch_;
 };
 
@@ -99,7 +100,7 @@ public:
     }
 
 private:
-    std::size_t t() const { return *options_.t; }
+    std::size_t t() const { return *source_.t; }
     std::size_t offset() const { return p_.m - std::min(p_.m, p_.n); }
     // Row r of a step at t is query first + r (the prefill block has several rows).
     std::size_t query(std::size_t r) const { return t() + 1 - trace_.steps.back().values.rows() + r; }
@@ -181,17 +182,17 @@ public:
         const Step* s = find_step(name, options_.head, std::nullopt, tile());
         if (!s)
             throw InputError(fmt::format("--tile {},{}: the tile was skipped, every score in it is masked (no step records it); its state is "
-                                         "the previous tile's", (*options_.tile)[0], (*options_.tile)[1]));
-        check_row(s->values.rows(), fmt::format("{} of tile [{},{}]", name, (*options_.tile)[0], (*options_.tile)[1]));
+                                         "the previous tile's", (*source_.tile)[0], (*source_.tile)[1]));
+        check_row(s->values.rows(), fmt::format("{} of tile [{},{}]", name, (*source_.tile)[0], (*source_.tile)[1]));
         check_column(*s);
         if (name == "scores") return score_cell(*s);
         return state_cell(*s);
     }
 
 private:
-    std::array<int, 2> tile() const { return {static_cast<int>((*options_.tile)[0]), static_cast<int>((*options_.tile)[1])}; }
-    std::size_t Br() const { return std::min(options_.tiled.block_q, p_.n); }
-    std::size_t Bc() const { return std::min(options_.tiled.block_k, p_.m); }
+    std::array<int, 2> tile() const { return {static_cast<int>((*source_.tile)[0]), static_cast<int>((*source_.tile)[1])}; }
+    std::size_t Br() const { return std::min(source_.tiled.block_q, p_.n); }
+    std::size_t Bc() const { return std::min(source_.tiled.block_k, p_.m); }
     std::string heading(const std::string& what) const {
         return fmt::format("{}[{},{}] of tile [{},{}], {}: {}", target_.step, target_.row, *target_.column, tile()[0], tile()[1], where(), what);
     }
@@ -225,8 +226,8 @@ private:
         d.lines.push_back({m_prev ? "m_old: the running max after the previous computed tile" : "the block's first tile: m starts at -inf, ℓ and u at 0",
                            n_.sub("m", "old") + " = " + n_.number(m_old)});
         d.lines.push_back({"the running max: the old max or the largest score of this tile's row",
-                           fmt::format("{} = max({}, max({})) = {}", n_.sub("m", "new"), n_.number(m_old),
-                                       n_.terms(elided(cols, [&](std::size_t l) { return n_.number(scores.values(r, l)); }), ", ", 8), n_.number(m_new))});
+                           fmt::format("{} = {}({}, {}({})) = {}", n_.sub("m", "new"), max_word(), n_.number(m_old), max_word(),
+                                       n_.terms(elided(cols, [&](std::size_t l) { return n_.number(scores.values(r, l)); }), ", ", 6), n_.number(m_new))});
         if (target_.step == "m") return finish(d);
         d.lines.push_back({"the rescale factor for what was summed under the old max (1 when the max did not change)",
                            fmt::format("{} = {} = {}", n_.exp(n_.sub("m", "old") + " - " + n_.sub("m", "new")), n_.exp(n_.number(m_old) + " - " + n_.factor(m_new)), n_.number(rescale))});
@@ -236,8 +237,9 @@ private:
             const Step* l_prev = previous("l");
             const double l_old = l_prev ? l_prev->values(r, 0) : 0.0;
             d.lines.push_back({"ℓ_new = rescale · ℓ_old + Σ_j e^(S_j - m_new), over this tile's keys",
-                               fmt::format("{} = {}{}{} + {} = {}", n_.latex() ? "\\ell_{new}" : "ℓ_new", n_.number(rescale), n_.times(), n_.factor(l_old),
-                                           n_.terms(elided(cols, [&](std::size_t l) { return n_.number(p(l)); }), " + ", 6), n_.number(s.values(r, 0)))});
+                               n_.chain({n_.latex() ? "\\ell_{new}" : "ℓ_new",
+                                         n_.terms(with_first(n_.number(rescale) + n_.times() + n_.factor(l_old), elided(cols, [&](std::size_t l) { return n_.number(p(l)); })), " + ", 6),
+                                         n_.number(s.values(r, 0))})});
             return finish(d);
         }
         const Step* u_prev = previous("u");
@@ -245,9 +247,11 @@ private:
         const Trace rows = query_row(tile()[0] * Br() + r);
         const std::size_t j0 = tile()[1] * Bc();
         d.lines.push_back({fmt::format("u_new = rescale · u_old + Σ_j e^(S_j - m_new) · v_j[{}], over this tile's keys", c),
-                           fmt::format("{} = {}{}{} + {} = {}", n_.sub("u", "new"), n_.number(rescale), n_.times(), n_.factor(u_old),
-                                       n_.terms(elided(cols, [&](std::size_t l) { return n_.number(p(l)) + n_.times() + n_.factor(v_of(rows, j0 + l)[c]); }), " + ", 3),
-                                       n_.number(s.values(r, c)))});
+                           n_.chain({n_.sub("u", "new"),
+                                     n_.terms(with_first(n_.number(rescale) + n_.times() + n_.factor(u_old),
+                                                         elided(cols, [&](std::size_t l) { return n_.number(p(l)) + n_.times() + n_.factor(v_of(rows, j0 + l)[c]); })),
+                                              " + ", 3),
+                                     n_.number(s.values(r, c))})});
         return finish(d);
     }
 
@@ -255,30 +259,36 @@ private:
         d.footnote = footnote();
         return d;
     }
+    std::string max_word() const { return n_.latex() ? "\\max" : "max"; }
+    // The rescaled old value, then the tile's terms: one sum.
+    static std::vector<std::string> with_first(std::string first, std::vector<std::string> rest) {
+        rest.insert(rest.begin(), std::move(first));
+        return rest;
+    }
 };
 
 }  // namespace
 
 ExplainDocument explain_decode_step(const Problem& problem, const RunOptions& run, const ExplainTarget& target, const ExplainOptions& options,
-                                    std::size_t batch) {
-    const std::size_t t = *options.t, prefill = options.decode.prefill;
+                                    const ExplainSource& source, std::size_t batch) {
+    const std::size_t t = *source.t, prefill = source.decode.prefill;
     if (t >= problem.n || (prefill > 0 && t + 1 < prefill))
         throw InputError(fmt::format("--t {}: decode's steps are t = {} to {}{}", t, prefill > 0 ? prefill - 1 : 0, problem.n - 1,
                                      prefill > 0 ? fmt::format(" (the prefill block of {} queries is the step t = {})", prefill, prefill - 1) : ""));
-    const Trace trace = pipeline_decode_step(problem, run, options.decode, batch, t);
-    return DecodeExplainer(trace, problem, target, options, run, batch).explain();
+    const Trace trace = pipeline_decode_step(problem, run, source.decode, batch, t);
+    return DecodeExplainer(trace, problem, target, options, run, source, batch).explain();
 }
 
 ExplainDocument explain_tiled_step(const Problem& problem, const RunOptions& run, const ExplainTarget& target, const ExplainOptions& options,
-                                   std::size_t batch) {
-    if (options.tiled.block_q < 1 || options.tiled.block_k < 1) throw InputError("--block-q and --block-k: a block holds at least 1 row");
-    const std::size_t Br = std::min(options.tiled.block_q, problem.n), Bc = std::min(options.tiled.block_k, problem.m);
+                                   const ExplainSource& source, std::size_t batch) {
+    if (source.tiled.block_q < 1 || source.tiled.block_k < 1) throw InputError("--block-q and --block-k: a block holds at least 1 row");
+    const std::size_t Br = std::min(source.tiled.block_q, problem.n), Bc = std::min(source.tiled.block_k, problem.m);
     const std::size_t Tr = (problem.n + Br - 1) / Br, Tc = (problem.m + Bc - 1) / Bc;
-    const auto [qb, kt] = *options.tile;
+    const auto [qb, kt] = *source.tile;
     if (qb >= Tr || kt >= Tc)
         throw InputError(fmt::format("--tile {},{}: with Br = {} and Bc = {} the tiles are [0…{}, 0…{}]", qb, kt, Br, Bc, Tr - 1, Tc - 1));
-    const Trace trace = pipeline_tiled_block(problem, run, options.tiled, batch, qb, kt);
-    return TiledExplainer(trace, problem, target, options, run, batch).explain();
+    const Trace trace = pipeline_tiled_block(problem, run, source.tiled, batch, qb, kt);
+    return TiledExplainer(trace, problem, target, options, run, source, batch).explain();
 }
 
 }  // namespace attn_trace

@@ -7,8 +7,8 @@
 namespace attn_trace {
 
 ExplainDocument explain_decode_step(const Problem& problem, const RunOptions& run, const ExplainTarget& target, const ExplainOptions& options,
-                                    std::size_t batch);
+                                    const ExplainSource& source, std::size_t batch);
 ExplainDocument explain_tiled_step(const Problem& problem, const RunOptions& run, const ExplainTarget& target, const ExplainOptions& options,
-                                   std::size_t batch);
+                                   const ExplainSource& source, std::size_t batch);
 
 }  // namespace attn_trace

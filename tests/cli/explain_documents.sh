@@ -16,6 +16,7 @@ for tool in pdflatex cmark-gfm; do
 done
 "$A" random --n 16 --dk 4 --seed 3 --mask causal -o keys16.json
 "$A" random --n 6 --dk 64 --d-model 8 --seed 5 -o wide.json
+"$A" random --n 40 --dk 2 --seed 7 -o keys40.json
 
 # One explanation per line: the problem, then the explain options.
 cat > cases.txt <<CASES
@@ -60,6 +61,10 @@ keys16.json --cell out[15,1]
 keys16.json --cell row_sum[15,0]
 keys16.json --cell l[1,0] --tile 3,3 --block-q 4 --block-k 4
 keys16.json --cell u[1,1] --tile 3,3 --block-q 4 --block-k 4
+keys40.json --row weights[3]
+keys40.json --row out[39]
+keys40.json --cell row_max[2,0]
+keys40.json --cell u[0,0] --tile 0,1 --block-q 2 --block-k 20
 wide.json --cell scores[5,3]
 wide.json --cell q[2,63]
 wide.json --cell weights[0,3] --t 5
