@@ -149,21 +149,22 @@ bool key_rows(const std::string& name) { return name == "k" || name == "v" || na
 TEST_CASE("the rows explain computes equal the whole trace's, bit for bit, for every shipped problem") {
     const auto problems = shipped_problems();
     REQUIRE(problems.size() >= 20);
-    for (const Problem& problem : problems) {
-        INFO(problem.file);
-        const Trace full = pipeline_full(problem, RunOptions{});
-        for (std::size_t b = 0; b < problem.batch; ++b)
-            for (std::size_t i = 0; i < problem.n; ++i) {
-                const Trace rows = pipeline_full_rows(problem, RunOptions{}, b, {i, 1});
-                for (const Step& step : rows.steps) {
-                    INFO(step.name << " row " << i << " batch " << b);
-                    const Step* want = full.find(step.name, step.head, step.batch, std::nullopt, std::nullopt);
-                    REQUIRE(want != nullptr);
-                    const Matrix expected = key_rows(step.name) ? want->values : block_of(want->values, i, 1, 0, want->values.cols());
-                    CHECK(same_values(step.values, expected));
+    for (const Problem& problem : problems)
+        for (const Dtype dtype : {Dtype::f64, Dtype::f32}) {
+            INFO(problem.file << " " << dtype_name(dtype));
+            const Trace full = pipeline_full(problem, RunOptions{dtype, "cpu"});
+            for (std::size_t b = 0; b < problem.batch; ++b)
+                for (std::size_t i = 0; i < problem.n; ++i) {
+                    const Trace rows = pipeline_full_rows(problem, RunOptions{dtype, "cpu"}, b, {i, 1});
+                    for (const Step& step : rows.steps) {
+                        INFO(step.name << " row " << i << " batch " << b);
+                        const Step* want = full.find(step.name, step.head, step.batch, std::nullopt, std::nullopt);
+                        REQUIRE(want != nullptr);
+                        const Matrix expected = key_rows(step.name) ? want->values : block_of(want->values, i, 1, 0, want->values.cols());
+                        CHECK(same_values(step.values, expected));
+                    }
                 }
-            }
-    }
+        }
 }
 
 TEST_CASE("every cell of every run step explains the same numbers from its own row as from the whole trace") {
