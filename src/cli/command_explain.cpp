@@ -38,7 +38,8 @@ void add_explain_command(CLI::App& app, int& exit_code) {
 scores[0,2] is query 0 against key 2. --head H (default 0) and --batch B choose the head
 and the sequence. Every number is the computed one, rounded to --precision decimals.
 explain computes only the rows it needs (one query row; one decode step; one query
-block), so a cell of an n = 65 536 problem takes a fraction of a second.
+block): memory O((n + m) · d), never the n · m scores. At n = m = 65 536, d_k = 64 a
+cell takes about 0.9 s and 240 MB, two thirds of it loading the problem.
 
 Every step of run can be explained, cell by cell (--cell STEP[i,j]):
   x, x_source, q, k, v   x_i · column of W + bias, term by term (or "given")
