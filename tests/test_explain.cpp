@@ -170,19 +170,21 @@ TEST_CASE("the rows explain computes equal the whole trace's, bit for bit, for e
 TEST_CASE("every cell of every run step explains the same numbers from its own row as from the whole trace") {
     for (const Problem& problem : shipped_problems()) {
         const Trace full = pipeline_full(problem, RunOptions{});
-        for (const int head : {0, problem.heads - 1})
-            for (const Step& step : full.steps) {
-                if ((step.head && *step.head != head) || (step.batch && *step.batch != 0)) continue;
-                // The corners of the step: first and last row and column.
-                for (const std::size_t i : {std::size_t{0}, step.values.rows() - 1})
-                    for (const std::size_t j : {std::size_t{0}, step.values.cols() - 1}) {
-                        const std::string spec = fmt::format("{}[{},{}]", step.name, i, j);
-                        INFO(problem.file << " " << spec << " head " << head);
-                        const ExplainOptions options{head, 0, 12, "text"};
-                        const ExplainTarget target = parse_cell_spec(spec);
-                        CHECK(explain_problem(problem, RunOptions{}, target, options) == explain(full, problem, target, options));
-                    }
-            }
+        const int last_batch = static_cast<int>(problem.batch) - 1;
+        for (const int batch : {0, last_batch})
+            for (const int head : {0, problem.heads - 1})
+                for (const Step& step : full.steps) {
+                    if ((step.head && *step.head != head) || (step.batch && *step.batch != batch)) continue;
+                    // The corners of the step: first and last row and column.
+                    for (const std::size_t i : {std::size_t{0}, step.values.rows() - 1})
+                        for (const std::size_t j : {std::size_t{0}, step.values.cols() - 1}) {
+                            const std::string spec = fmt::format("{}[{},{}]", step.name, i, j);
+                            INFO(problem.file << " " << spec << " head " << head << " batch " << batch);
+                            const ExplainOptions options{head, batch, 12, "text"};
+                            const ExplainTarget target = parse_cell_spec(spec);
+                            CHECK(explain_problem(problem, RunOptions{}, target, options) == explain(full, problem, target, options));
+                        }
+                }
         for (const std::string spec : {"weights[0]", "out[0]"}) {
             const ExplainOptions options{0, 0, 12, "latex"};
             CHECK(explain_problem(problem, RunOptions{}, parse_row_spec(spec), options) == explain(full, problem, parse_row_spec(spec), options));
