@@ -60,6 +60,7 @@ TEST_CASE("the worked answer shows the steps and the arithmetic of a row, in Mar
     CHECK(md.find("### `mask`") != std::string::npos);
     CHECK(md.find("the softmax of row") != std::string::npos);
     CHECK(md.find("## The arithmetic, step by step") != std::string::npos);
+    CHECK(md.find("```math") != std::string::npos);  // explain's display maths, as GitHub renders it
     const std::string tex = write_exercise("softmax", 2, "latex");
     CHECK(tex.find("\\begin{enumerate}") != std::string::npos);
     CHECK(tex.find("\\begin{bmatrix}") != std::string::npos);

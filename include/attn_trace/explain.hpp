@@ -3,10 +3,13 @@
 // trace, term by term. Every number printed is read from the trace (or is a product
 // of numbers read from it), so the explanation shows the arithmetic that was done.
 // Indices are 0-based, like the trace's row and column numbers and the JSON `head`.
+#include <array>
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "attn_trace/pipeline.hpp"
 #include "attn_trace/problem.hpp"
 #include "attn_trace/trace.hpp"
 
@@ -14,7 +17,7 @@ namespace attn_trace {
 
 // One cell, STEP[i,j], or one row, STEP[i].
 struct ExplainTarget {
-    std::string step;  // scores or weights for a cell; weights or out for a row
+    std::string step;  // any step name of run, decode or tiled for a cell; weights or out for a row
     std::size_t row = 0;
     std::optional<std::size_t> column;  // set for a cell
     std::string spec;                   // as the user wrote it, for messages
@@ -32,9 +35,31 @@ struct ExplainOptions {
     std::string format = "text";  // text, markdown or latex
 };
 
+// Which trace the target lives in: run's (neither t nor tile), decode's step t, or
+// the tiled pass's tile [query block, key tile]. Their indices are the step's own
+// rows and columns, as that trace prints them.
+struct ExplainSource {
+    std::optional<std::size_t> t;
+    std::optional<std::array<std::size_t, 2>> tile;
+    DecodeOptions decode;  // --prefill, for t
+    TiledOptions tiled;    // --block-q, --block-k, for tile
+};
+
 const std::vector<std::string>& explain_formats();
 
-// Throws InputError when the row, column, head or batch is out of range.
+// Explains the target from a whole computed trace (run's). Throws InputError when
+// the row, column, head or batch is out of range, or the trace has no such step.
 std::string explain(const Trace& trace, const Problem& problem, const ExplainTarget& target, const ExplainOptions& options);
+
+// Computes only what the target reads (its query row, decode step or query block)
+// and explains it: memory O((n + m) · d + m · H), never n · m. The numbers equal the
+// whole trace's. Throws InputError for a target this problem's trace does not have,
+// naming the steps it has.
+std::string explain_problem(const Problem& problem, const RunOptions& run, const ExplainTarget& target, const ExplainOptions& options,
+                            const ExplainSource& source = {});
+
+// The bytes explain_problem will hold at most for this target (an estimate, to
+// refuse before allocating).
+double explain_bytes(const Problem& problem, const ExplainSource& source);
 
 }  // namespace attn_trace

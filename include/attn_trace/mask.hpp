@@ -41,6 +41,11 @@ MaskSpec parse_mask_string(const std::string& text, const std::string& where);
 Matrix build_mask(const std::vector<MaskSpec>& masks, std::size_t n, std::size_t m,
                   std::size_t key_length, double alibi_slope);
 
+// Rows first_row … first_row+row_count−1 of build_mask's M, each computed with its
+// true query index, without the other rows: (row_count, m).
+Matrix build_mask_rows(const std::vector<MaskSpec>& masks, std::size_t n, std::size_t m, std::size_t key_length,
+                       double alibi_slope, std::size_t first_row, std::size_t row_count);
+
 // "causal + padding:1,1,0", or "none".
 std::string describe_masks(const std::vector<MaskSpec>& masks);
 

@@ -1,5 +1,6 @@
 #include "attention_parts.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -23,6 +24,13 @@ template <typename T, typename F>
 Matrix map_elements(const Matrix& a, F f) {
     Matrix out(a.rows(), a.cols());
     for (std::size_t i = 0; i < a.data().size(); ++i) out.data()[i] = static_cast<double>(f(static_cast<T>(a.data()[i])));
+    return out;
+}
+
+// a[rows.first : rows.first + rows.count, :]
+Matrix rows_of(const Matrix& a, QueryRows rows) {
+    Matrix out(rows.count, a.cols());
+    std::copy(a.row(rows.first), a.row(rows.first) + rows.count * a.cols(), out.row(0));
     return out;
 }
 
@@ -73,10 +81,16 @@ Matrix affine(const Matrix& x, const Matrix& w, const std::optional<std::vector<
 }
 
 Projections project(const Problem& p, std::size_t batch, const Backend& backend, Dtype dtype) {
-    if (!p.from_tokens()) return {rounded(*p.Q, dtype), rounded(*p.K, dtype), rounded(*p.V, dtype)};
+    return project(p, batch, backend, dtype, all_query_rows(p));
+}
+
+Projections project(const Problem& p, std::size_t batch, const Backend& backend, Dtype dtype, QueryRows rows) {
+    const bool all = rows.first == 0 && rows.count == p.n;  // no copy of X or Q when every row is wanted
+    if (!p.from_tokens()) return {rounded(all ? *p.Q : rows_of(*p.Q, rows), dtype), rounded(*p.K, dtype), rounded(*p.V, dtype)};
     const Matrix& x = p.X[batch];
     const Matrix& source = p.cross_attention() ? p.X_source[batch] : x;
-    return {affine(x, *p.W_Q, p.b_Q, backend, dtype), affine(source, *p.W_K, p.b_K, backend, dtype),
+    // Each row of X W_Q + b_Q depends on its own row of X only.
+    return {affine(all ? x : rows_of(x, rows), *p.W_Q, p.b_Q, backend, dtype), affine(source, *p.W_K, p.b_K, backend, dtype),
             affine(source, *p.W_V, p.b_V, backend, dtype)};
 }
 
@@ -97,18 +111,21 @@ std::vector<double> key_positions(const Problem& p) {
     return out;
 }
 
+double rope_theta(const Rope& rope, std::size_t pair, std::size_t d) {
+    return rope.angles_deg.empty() ? std::pow(rope.base, -2.0 * static_cast<double>(pair) / static_cast<double>(d)) : rope.angles_deg[pair] * pi / 180.0;
+}
+
+std::array<std::size_t, 2> rope_pair(const Rope& rope, std::size_t pair, std::size_t d) {
+    return rope.style == Rope::Style::interleaved ? std::array<std::size_t, 2>{2 * pair, 2 * pair + 1} : std::array<std::size_t, 2>{pair, pair + d / 2};
+}
+
 Matrix apply_rope(const Matrix& x, const Rope& rope, const std::vector<double>& positions, Dtype dtype) {
     const std::size_t d = x.cols(), pairs = d / 2;
     Matrix out(x.rows(), d);
     for (std::size_t r = 0; r < x.rows(); ++r) {
         for (std::size_t p = 0; p < pairs; ++p) {
-            // θ_p = base^(−2p/d), or the given angle in degrees per position.
-            const double theta = rope.angles_deg.empty() ? std::pow(rope.base, -2.0 * static_cast<double>(p) / static_cast<double>(d))
-                                                         : rope.angles_deg[p] * pi / 180.0;
-            const double angle = positions[r] * theta;
-            // interleaved pairs (2p, 2p+1); half pairs (p, p + d/2)
-            const std::size_t a = rope.style == Rope::Style::interleaved ? 2 * p : p;
-            const std::size_t b = rope.style == Rope::Style::interleaved ? 2 * p + 1 : p + pairs;
+            const double angle = positions[r] * rope_theta(rope, p, d);
+            const auto [a, b] = rope_pair(rope, p, d);
             const double c = round_to(dtype, std::cos(angle)), s = round_to(dtype, std::sin(angle));
             // (x_a, x_b) -> (x_a cos − x_b sin, x_a sin + x_b cos)
             out(r, a) = round_to(dtype, x(r, a) * c - x(r, b) * s);
@@ -118,10 +135,12 @@ Matrix apply_rope(const Matrix& x, const Rope& rope, const std::vector<double>& 
     return out;
 }
 
-Matrix head_mask(const Problem& p, std::size_t batch, int head) {
+Matrix head_mask(const Problem& p, std::size_t batch, int head) { return head_mask(p, batch, head, all_query_rows(p)); }
+
+Matrix head_mask(const Problem& p, std::size_t batch, int head, QueryRows rows) {
     const std::size_t key_length = p.lengths.empty() ? p.m : p.lengths[batch];
     const double slope = p.alibi_slopes ? (*p.alibi_slopes)[static_cast<std::size_t>(head)] : 0.0;
-    return build_mask(p.masks, p.n, p.m, key_length, slope);
+    return build_mask_rows(p.masks, p.n, p.m, key_length, slope, rows.first, rows.count);
 }
 
 SoftmaxSteps softmax_rows(const Matrix& masked, EmptyRows policy, Dtype dtype) {

@@ -1,6 +1,7 @@
 #pragma once
 // The pieces of attention that every pipeline (full, decode, tiled) shares, so
 // each is written once: projections, head slices, RoPE, masks, the softmax steps.
+#include <array>
 #include <cstddef>
 #include <optional>
 #include <string>
@@ -14,7 +15,16 @@ namespace attn_trace {
 
 inline double round_to(Dtype dtype, double x) { return dtype == Dtype::f32 ? static_cast<double>(static_cast<float>(x)) : x; }
 
+// The query rows a pipeline computes: all n of them, or (for explain) a few, each
+// keeping its true index for causal masks, RoPE positions and ALiBi distances, so
+// that every number equals the full computation's while memory stays O(rows · m).
+struct QueryRows {
+    std::size_t first = 0, count = 0;
+};
+inline QueryRows all_query_rows(const Problem& problem) { return {0, problem.n}; }
+
 // q (n, H·d_k), k (m, H_kv·d_k), v (m, H_kv·d_v) for one batch element.
+// With `rows`, q holds only those query rows (rows.count, H·d_k); k and v stay whole.
 struct Projections {
     Matrix q, k, v;
 };
@@ -23,6 +33,7 @@ Matrix affine(const Matrix& x, const Matrix& w, const std::optional<std::vector<
 
 // Q = X W_Q + b_Q, K = X_src W_K + b_K, V = X_src W_V + b_V (or Q, K, V as given).
 Projections project(const Problem& problem, std::size_t batch, const Backend& backend, Dtype dtype);
+Projections project(const Problem& problem, std::size_t batch, const Backend& backend, Dtype dtype, QueryRows rows);
 
 // The KV head that query head h reads: ⌊h / (H / H_kv)⌋, as repeat_interleave.
 int kv_head_of(const Problem& problem, int head);
@@ -32,11 +43,18 @@ int kv_head_of(const Problem& problem, int head);
 std::vector<double> query_positions(const Problem& problem);
 std::vector<double> key_positions(const Problem& problem);
 
+// RoPE's pair p of d columns: its angle per position θ_p (base^(−2p/d), or the
+// given degrees), and its two columns (2p, 2p+1 interleaved; p, p + d/2 half).
+double rope_theta(const Rope& rope, std::size_t pair, std::size_t d);
+std::array<std::size_t, 2> rope_pair(const Rope& rope, std::size_t pair, std::size_t d);
+
 // x (rows, d_k) -> x rotated: pair p of row r turned by positions[r] · θ_p.
 Matrix apply_rope(const Matrix& x, const Rope& rope, const std::vector<double>& positions, Dtype dtype);
 
 // M (n, m) for one batch element and head: the masks, `lengths`, ALiBi.
 Matrix head_mask(const Problem& problem, std::size_t batch, int head);
+// Rows rows.first … of that M: (rows.count, m).
+Matrix head_mask(const Problem& problem, std::size_t batch, int head, QueryRows rows);
 
 // The steps of a row softmax over masked scores z (rows, cols):
 // row_max (rows, 1), exp = e^(z − row_max) (rows, cols), row_sum (rows, 1), weights.

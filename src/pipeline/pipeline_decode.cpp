@@ -7,6 +7,7 @@
 
 #include "attn_trace/cost.hpp"
 #include "attn_trace/errors.hpp"
+#include "pipeline_rows.hpp"
 #include "stepwise_parts.hpp"
 
 namespace attn_trace {
@@ -30,6 +31,24 @@ public:
         for (std::size_t b = 0; b < p_.batch; ++b) run_sequence(b);
         trace_.numbers.emplace_back("max_abs_diff_vs_full", max_abs_diff_vs(trace_, pipeline_full(causal_reference(), options_)));
         add_cache_size();
+        return std::move(trace_);
+    }
+
+    // Only the decode step that ends at query t (explain): its steps, no notes or numbers.
+    Trace run_step_of(std::size_t b, std::size_t t) {
+        validate();
+        trace_.command = "decode";
+        trace_.problem = summarise_problem(p_, options_.dtype, backend_->name());
+        const Projections projections = project(p_, b, *backend_, options_.dtype);
+        std::vector<HeadInputs> heads;
+        std::vector<Matrix> outs;
+        for (int h = 0; h < p_.heads; ++h) {
+            heads.push_back(head_inputs(p_, projections, h, options_.dtype));
+            outs.emplace_back(p_.n, p_.d_v);
+        }
+        std::vector<std::vector<std::size_t>> empty_rows(static_cast<std::size_t>(p_.heads));
+        const std::size_t first = decode_.prefill > 0 && t + 1 == decode_.prefill ? 0 : t;
+        run_step(first, t + 1, b, heads, outs, empty_rows);
         return std::move(trace_);
     }
 
@@ -86,17 +105,16 @@ private:
     void run_sequence(std::size_t b) {
         const Projections projections = project(p_, b, *backend_, options_.dtype);
         std::vector<HeadInputs> heads;
-        std::vector<Matrix> masks, outs;
+        std::vector<Matrix> outs;
         for (int h = 0; h < p_.heads; ++h) {
             heads.push_back(head_inputs(p_, projections, h, options_.dtype));
-            masks.push_back(head_mask(p_, b, h));
             outs.emplace_back(p_.n, p_.d_v);
         }
         std::vector<std::vector<std::size_t>> empty_rows(static_cast<std::size_t>(p_.heads));
         // The prefill block (queries 0 … P−1) first, then one query per step.
         for (std::size_t first = 0, end = 0; first < p_.n; first = end) {
             end = first == 0 && decode_.prefill > 0 ? decode_.prefill : first + 1;
-            run_step(first, end, b, heads, masks, outs, empty_rows);
+            run_step(first, end, b, heads, outs, empty_rows);
         }
         for (int h = 0; h < p_.heads; ++h) {
             const std::size_t hs = static_cast<std::size_t>(h);
@@ -107,9 +125,10 @@ private:
     }
 
     // Queries first … end−1 as one step: the cache then holds keys 0 … end−1+(m−n).
-    // heads[h]: q (n, d_k), k (m, d_k), v (m, d_v); masks[h] (n, m); outs[h] (n, d_v) receives the rows.
-    void run_step(std::size_t first, std::size_t end, std::size_t b, const std::vector<HeadInputs>& heads, const std::vector<Matrix>& masks,
-                  std::vector<Matrix>& outs, std::vector<std::vector<std::size_t>>& empty_rows) {
+    // heads[h]: q (n, d_k), k (m, d_k), v (m, d_v); outs[h] (n, d_v) receives the rows.
+    // The mask rows are built per step, so no step ever holds the whole n × m mask.
+    void run_step(std::size_t first, std::size_t end, std::size_t b, const std::vector<HeadInputs>& heads, std::vector<Matrix>& outs,
+                  std::vector<std::vector<std::size_t>>& empty_rows) {
         const Dtype dtype = options_.dtype;
         const std::size_t rows = end - first, cache_length = end + offset_;
         const int t = static_cast<int>(end - 1);
@@ -129,7 +148,7 @@ private:
             // z = s · q_t K_cacheᵀ (+ softcap) + M[t, 0 … cache)
             Matrix z = scale(backend_->multiply_transposed(block_of(in.q, first, rows, 0, p_.d_k), k_cache, dtype), p_.scale_factor(), dtype);
             if (p_.softcap) z = soft_cap(z, *p_.softcap, dtype);
-            z = add_elementwise(z, cache_mask(masks[hs], first, end, cache_length), dtype);
+            z = add_elementwise(z, cache_mask(head_mask(p_, b, h, {first, rows}), first, cache_length), dtype);
             SoftmaxSteps softmax = softmax_rows(z, p_.empty_rows, dtype);
             for (std::size_t r : softmax.empty_rows) empty_rows[hs].push_back(first + r);
             if (p_.empty_rows == EmptyRows::error) recorder_.note_empty_rows(empty_rows[hs], h, b);
@@ -145,10 +164,10 @@ private:
         }
     }
 
-    // M (n, m) -> the rows first … end−1 over the cached keys (rows, cache_length),
+    // M's rows first … (rows, m) -> over the cached keys (rows, cache_length),
     // with the keys after each query blocked: only the prefill block has any.
-    Matrix cache_mask(const Matrix& mask, std::size_t first, std::size_t end, std::size_t cache_length) const {
-        Matrix block = block_of(mask, first, end - first, 0, cache_length);
+    Matrix cache_mask(const Matrix& mask_rows, std::size_t first, std::size_t cache_length) const {
+        Matrix block = block_of(mask_rows, 0, mask_rows.rows(), 0, cache_length);
         for (std::size_t r = 0; r < block.rows(); ++r)
             for (std::size_t j = first + r + offset_ + 1; j < cache_length; ++j) block(r, j) = minus_infinity;
         return block;
@@ -192,6 +211,10 @@ private:
 
 Trace pipeline_decode(const Problem& problem, const RunOptions& options, const DecodeOptions& decode) {
     return DecodePipeline(problem, options, decode).run();
+}
+
+Trace pipeline_decode_step(const Problem& problem, const RunOptions& options, const DecodeOptions& decode, std::size_t batch, std::size_t t) {
+    return DecodePipeline(problem, options, decode).run_step_of(batch, t);
 }
 
 }  // namespace attn_trace

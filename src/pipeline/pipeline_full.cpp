@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include "attn_trace/pipeline.hpp"
+#include "pipeline_rows.hpp"
 #include "stepwise_parts.hpp"
 
 namespace attn_trace {
@@ -21,8 +22,9 @@ std::string columns_read(const Problem& p, int head, bool values) {
 
 class FullPipeline {
 public:
-    FullPipeline(const Problem& problem, const RunOptions& options)
-        : p_(problem), dtype_(options.dtype), backend_(make_backend(options.backend)), steps_(problem, trace_) {}
+    FullPipeline(const Problem& problem, const RunOptions& options, QueryRows rows)
+        : p_(problem), dtype_(options.dtype), backend_(make_backend(options.backend)), steps_(problem, trace_), rows_(rows),
+          queries_(slice_labels(query_labels(problem), rows.first, rows.count)) {}
 
     Trace run() {
         trace_.command = "run";
@@ -32,31 +34,47 @@ public:
         return std::move(trace_);
     }
 
+    // One sequence, no notes: what explain reads.
+    Trace run_one(std::size_t b) {
+        trace_.command = "run";
+        trace_.problem = summarise_problem(p_, dtype_, backend_->name());
+        run_sequence(b, false);
+        return std::move(trace_);
+    }
+
 private:
-    void run_sequence(std::size_t b) {
-        const auto& queries = query_labels(p_);
+    // in_order: q, k, v recorded before the heads, as `run` prints them. Otherwise
+    // (explain, which finds steps by name) after, moved rather than copied: with
+    // m = 65 536 keys every copy of K or V is tens of megabytes.
+    void run_sequence(std::size_t b, bool in_order = true) {
+        const auto& queries = queries_;
         const auto& keys = key_labels(p_);
         if (p_.from_tokens()) {
-            steps_.record("x", "X", p_.X[b], std::nullopt, b, queries);
+            steps_.record("x", "X", block_of(p_.X[b], rows_.first, rows_.count, 0, p_.d_model), std::nullopt, b, queries);
             if (p_.cross_attention()) steps_.record("x_source", "X_source", p_.X_source[b], std::nullopt, b, p_.source_tokens);
         }
-        const Projections qkv = project(p_, b, *backend_, dtype_);
+        Projections qkv = project(p_, b, *backend_, dtype_, rows_);
         const bool projected = p_.from_tokens();
         const std::string source = p_.cross_attention() ? "X_source" : "X";
-        steps_.record("q", projected ? (p_.b_Q ? "X W_Q + b_Q" : "X W_Q") : "Q (given)", qkv.q, std::nullopt, b, queries);
-        steps_.record("k", projected ? source + (p_.b_K ? " W_K + b_K" : " W_K") : "K (given)", qkv.k, std::nullopt, b, keys);
-        steps_.record("v", projected ? source + (p_.b_V ? " W_V + b_V" : " W_V") : "V (given)", qkv.v, std::nullopt, b, keys);
+        const auto record_projections = [&](bool move) {
+            const auto take = [move](Matrix& m) { return move ? std::move(m) : m; };
+            steps_.record("q", projected ? (p_.b_Q ? "X W_Q + b_Q" : "X W_Q") : "Q (given)", take(qkv.q), std::nullopt, b, queries);
+            steps_.record("k", projected ? source + (p_.b_K ? " W_K + b_K" : " W_K") : "K (given)", take(qkv.k), std::nullopt, b, keys);
+            steps_.record("v", projected ? source + (p_.b_V ? " W_V + b_V" : " W_V") : "V (given)", take(qkv.v), std::nullopt, b, keys);
+        };
+        if (in_order) record_projections(false);
         std::vector<Matrix> outs;
         for (int h = 0; h < p_.heads; ++h) outs.push_back(run_head(qkv, h, b));
-        steps_.record_concat_and_final(outs, b, *backend_, dtype_);
+        if (!in_order) record_projections(true);
+        steps_.record_concat_and_final(outs, b, *backend_, dtype_, rows_.first);
     }
 
     // One head: scores → scaled → (capped) → mask → masked → softmax steps → out.
     Matrix run_head(const Projections& qkv, int h, std::size_t b) {
-        const auto& queries = query_labels(p_);
+        const auto& queries = queries_;
         const auto& keys = key_labels(p_);
         const int g = kv_head_of(p_, h);
-        const HeadInputs in = head_inputs(p_, qkv, h, dtype_);
+        const HeadInputs in = head_inputs(p_, qkv, h, dtype_, rows_.first);
         if (p_.rope) {
             steps_.record("q_rot", "RoPE(q)", in.q, h, b, queries);
             steps_.record("k_rot", "RoPE(k)", in.k, h, b, keys);
@@ -74,11 +92,12 @@ private:
             scaled = soft_cap(scaled, *p_.softcap, dtype_);
             steps_.record("capped", fmt::format("c · tanh(scaled / c), c = {}", describe_number(*p_.softcap)), scaled, h, b, queries, keys);
         }
-        const Matrix mask = head_mask(p_, b, h);
+        const Matrix mask = head_mask(p_, b, h, rows_);
         steps_.record("mask", "M (0 = may read, -inf = may not)", mask, h, b, queries, keys);
         const Matrix masked = add_elementwise(scaled, mask, dtype_);
         steps_.record("masked", p_.softcap ? "capped + M" : "scaled + M", masked, h, b, queries, keys);
         SoftmaxSteps softmax = softmax_rows(masked, p_.empty_rows, dtype_);
+        for (auto& row : softmax.empty_rows) row += rows_.first;
         steps_.note_empty_rows(softmax.empty_rows, h, b);
         steps_.record("row_max", "max_j masked", softmax.row_max, h, b, queries);
         steps_.record("exp", "exp(masked − row_max)", softmax.exp, h, b, queries, keys);
@@ -94,10 +113,16 @@ private:
     std::unique_ptr<Backend> backend_;
     Trace trace_;
     StepRecorder steps_;
+    QueryRows rows_;
+    std::vector<std::string> queries_;  // the labels of those rows
 };
 
 }  // namespace
 
-Trace pipeline_full(const Problem& problem, const RunOptions& options) { return FullPipeline(problem, options).run(); }
+Trace pipeline_full(const Problem& problem, const RunOptions& options) { return FullPipeline(problem, options, all_query_rows(problem)).run(); }
+
+Trace pipeline_full_rows(const Problem& problem, const RunOptions& options, std::size_t batch, QueryRows rows) {
+    return FullPipeline(problem, options, rows).run_one(batch);
+}
 
 }  // namespace attn_trace

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "attn_trace/errors.hpp"
+#include "pipeline_rows.hpp"
 #include "stepwise_parts.hpp"
 
 namespace attn_trace {
@@ -99,7 +100,7 @@ public:
                                                       "of the tile (K_g with a subscript is KV head g)");
         if (tiles_skipped_ > max_skipped_lines)
             skipped_notes_.push_back(fmt::format("… and {} more skipped tiles", tiles_skipped_ - max_skipped_lines));
-        trace_.notes.insert(trace_.notes.begin() + 0, skipped_notes_.begin(), skipped_notes_.end());
+        trace_.notes.insert(trace_.notes.begin(), skipped_notes_.begin(), skipped_notes_.end());
         trace_.notes.insert(trace_.notes.begin(),
                             fmt::format("tiled: Br = {} query rows × Bc = {} keys per tile, Tr × Tc = {} × {} tiles per head; "
                                         "{} of {} tiles skipped (every score masked){}; {} scores held at once instead of n · m = {}",
@@ -113,13 +114,25 @@ public:
         return std::move(trace_);
     }
 
+    // Only query block qb, key tiles 0 … last_tile (explain): their tile steps.
+    Trace run_block_of(std::size_t b, std::size_t qb, std::size_t last_tile) {
+        trace_.command = "tiled";
+        trace_.problem = summarise_problem(p_, options_.dtype, backend_->name());
+        const Projections projections = project(p_, b, *backend_, options_.dtype, {qb * Br_, std::min(Br_, p_.n - qb * Br_)});
+        for (int h = 0; h < p_.heads; ++h) {
+            const HeadInputs in = head_inputs(p_, projections, h, options_.dtype, qb * Br_);
+            run_block(in, 0, qb, last_tile, h, b);
+        }
+        return std::move(trace_);
+    }
+
 private:
     void run_sequence(std::size_t b) {
         const Projections projections = project(p_, b, *backend_, options_.dtype);
         std::vector<Matrix> outs;
         for (int h = 0; h < p_.heads; ++h) {
             std::vector<std::size_t> empty_rows;
-            Matrix out = run_head(head_inputs(p_, projections, h, options_.dtype), head_mask(p_, b, h), h, b, empty_rows);
+            Matrix out = run_head(head_inputs(p_, projections, h, options_.dtype), h, b, empty_rows);
             recorder_.note_empty_rows(empty_rows, h, b);
             recorder_.record("out", "u / ℓ after the last tile of each query block", out, h, b, query_labels(p_));
             outs.push_back(std::move(out));
@@ -127,39 +140,16 @@ private:
         recorder_.record_concat_and_final(outs, b, *backend_, options_.dtype);
     }
 
-    // in: q (n, d_k), k (m, d_k), v (m, d_v); mask M (n, m) -> out (n, d_v)
-    Matrix run_head(const HeadInputs& in, const Matrix& mask, int h, std::size_t b, std::vector<std::size_t>& empty_rows) {
+    // in: q (n, d_k), k (m, d_k), v (m, d_v) -> out (n, d_v)
+    Matrix run_head(const HeadInputs& in, int h, std::size_t b, std::vector<std::size_t>& empty_rows) {
         const Dtype dtype = options_.dtype;
         Matrix out(p_.n, p_.d_v);
+        const std::size_t last_tile = (p_.m + Bc_ - 1) / Bc_ - 1;
         for (std::size_t qb = 0, i0 = 0; i0 < p_.n; ++qb, i0 += Br_) {
-            const std::size_t rows = std::min(Br_, p_.n - i0);
-            const Matrix Q_i = block_of(in.q, i0, rows, 0, p_.d_k);
-            OnlineSoftmax state(rows, p_.d_v);
-            bool first_tile = true;  // of this query block: m_old = −∞ there
-            for (std::size_t kt = 0, j0 = 0; j0 < p_.m; ++kt, j0 += Bc_) {
-                const std::size_t cols = std::min(Bc_, p_.m - j0);
-                const Matrix M_ij = block_of(mask, i0, rows, j0, cols);
-                // A tile that no query of the block may read changes nothing: skip it.
-                if (every_score_masked(M_ij)) {
-                    if (++tiles_skipped_ <= max_skipped_lines)
-                        skipped_notes_.push_back(fmt::format("tile [{}, {}]{}: skipped, every score masked (queries {}…{}, keys {}…{})", qb, kt,
-                                                             where(h, b), i0, i0 + rows - 1, j0, j0 + cols - 1));
-                    continue;
-                }
-                ++tiles_computed_;
-                const Matrix K_j = block_of(in.k, j0, cols, 0, p_.d_k), V_j = block_of(in.v, j0, cols, 0, p_.d_v);
-                // S_ij = s · Q_i K_jᵀ (capped) + M_ij
-                Matrix S_ij = scale(backend_->multiply_transposed(Q_i, K_j, dtype), p_.scale_factor(), dtype);
-                if (p_.softcap) S_ij = soft_cap(S_ij, *p_.softcap, dtype);
-                S_ij = add_elementwise(S_ij, M_ij, dtype);
-                if (dtype == Dtype::f32) absorb_tile<float>(state, S_ij, V_j, *backend_, dtype);
-                else absorb_tile<double>(state, S_ij, V_j, *backend_, dtype);
-                record_tile(state, std::move(S_ij), qb, kt, i0, rows, j0, cols, h, b, first_tile);
-                first_tile = false;
-            }
+            const OnlineSoftmax state = run_block(in, i0, qb, last_tile, h, b);
             const Matrix O_i = dtype == Dtype::f32 ? finish_rows<float>(state, p_.empty_rows, empty_rows, i0)
                                                    : finish_rows<double>(state, p_.empty_rows, empty_rows, i0);
-            for (std::size_t i = 0; i < rows; ++i)
+            for (std::size_t i = 0; i < O_i.rows(); ++i)
                 for (std::size_t c = 0; c < p_.d_v; ++c) out(i0 + i, c) = O_i(i, c);
         }
         return out;
@@ -167,6 +157,39 @@ private:
 
     std::string where(int h, std::size_t b) const {
         return (p_.heads > 1 ? fmt::format(", head {}", h) : "") + (p_.batched ? fmt::format(", batch {}", b) : "");
+    }
+
+    // Query block qb against key tiles 0 … last_tile; in.q holds query qb·Br at row
+    // q_row. The block's mask rows only: the whole n × m mask is never built.
+    OnlineSoftmax run_block(const HeadInputs& in, std::size_t q_row, std::size_t qb, std::size_t last_tile, int h, std::size_t b) {
+        const Dtype dtype = options_.dtype;
+        const std::size_t i0 = qb * Br_, rows = std::min(Br_, p_.n - i0);
+        const Matrix Q_i = block_of(in.q, q_row, rows, 0, p_.d_k);
+        const Matrix mask = head_mask(p_, b, h, {i0, rows});
+        OnlineSoftmax state(rows, p_.d_v);
+        bool first_tile = true;  // of this query block: m_old = −∞ there
+        for (std::size_t kt = 0, j0 = 0; j0 < p_.m && kt <= last_tile; ++kt, j0 += Bc_) {
+            const std::size_t cols = std::min(Bc_, p_.m - j0);
+            const Matrix M_ij = block_of(mask, 0, rows, j0, cols);
+            // A tile that no query of the block may read changes nothing: skip it.
+            if (every_score_masked(M_ij)) {
+                if (++tiles_skipped_ <= max_skipped_lines)
+                    skipped_notes_.push_back(fmt::format("tile [{}, {}]{}: skipped, every score masked (queries {}…{}, keys {}…{})", qb, kt, where(h, b),
+                                                         i0, i0 + rows - 1, j0, j0 + cols - 1));
+                continue;
+            }
+            ++tiles_computed_;
+            const Matrix K_j = block_of(in.k, j0, cols, 0, p_.d_k), V_j = block_of(in.v, j0, cols, 0, p_.d_v);
+            // S_ij = s · Q_i K_jᵀ (capped) + M_ij
+            Matrix S_ij = scale(backend_->multiply_transposed(Q_i, K_j, dtype), p_.scale_factor(), dtype);
+            if (p_.softcap) S_ij = soft_cap(S_ij, *p_.softcap, dtype);
+            S_ij = add_elementwise(S_ij, M_ij, dtype);
+            if (dtype == Dtype::f32) absorb_tile<float>(state, S_ij, V_j, *backend_, dtype);
+            else absorb_tile<double>(state, S_ij, V_j, *backend_, dtype);
+            record_tile(state, std::move(S_ij), qb, kt, i0, rows, j0, cols, h, b, first_tile);
+            first_tile = false;
+        }
+        return state;
     }
 
     void record_tile(const OnlineSoftmax& state, Matrix scores, std::size_t qb, std::size_t kt, std::size_t i0, std::size_t rows, std::size_t j0,
@@ -203,6 +226,11 @@ private:
 
 Trace pipeline_tiled(const Problem& problem, const RunOptions& options, const TiledOptions& tiled) {
     return TiledPipeline(problem, options, tiled).run();
+}
+
+Trace pipeline_tiled_block(const Problem& problem, const RunOptions& options, const TiledOptions& tiled, std::size_t batch, std::size_t qb,
+                           std::size_t last_tile) {
+    return TiledPipeline(problem, options, tiled).run_block_of(batch, qb, last_tile);
 }
 
 }  // namespace attn_trace

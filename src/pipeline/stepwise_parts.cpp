@@ -23,18 +23,19 @@ Step& StepRecorder::record(std::string name, std::string formula, Matrix values,
     return trace_.steps.back();
 }
 
-void StepRecorder::record_concat_and_final(const std::vector<Matrix>& outs, std::size_t batch, const Backend& backend, Dtype dtype) {
+void StepRecorder::record_concat_and_final(const std::vector<Matrix>& outs, std::size_t batch, const Backend& backend, Dtype dtype,
+                                           std::size_t first_row) {
     if (p_.heads == 1 && !p_.W_O) return;
-    const std::size_t d_v = p_.d_v;
-    Matrix concat(p_.n, outs.size() * d_v);
+    const std::size_t d_v = p_.d_v, rows = outs.front().rows();
+    const auto labels = slice_labels(query_labels(p_), first_row, rows);
+    Matrix concat(rows, outs.size() * d_v);
     for (std::size_t h = 0; h < outs.size(); ++h)
-        for (std::size_t i = 0; i < p_.n; ++i)
+        for (std::size_t i = 0; i < rows; ++i)
             for (std::size_t j = 0; j < d_v; ++j) concat(i, h * d_v + j) = outs[h](i, j);
     Matrix final_out;
     if (p_.W_O) final_out = affine(concat, *p_.W_O, p_.b_O, backend, dtype);
-    record("concat", p_.heads > 1 ? fmt::format("[O_0 … O_{}]", p_.heads - 1) : "O_0", std::move(concat), std::nullopt, batch,
-           query_labels(p_));
-    if (p_.W_O) record("final", p_.b_O ? "concat W_O + b_O" : "concat W_O", std::move(final_out), std::nullopt, batch, query_labels(p_));
+    record("concat", p_.heads > 1 ? fmt::format("[O_0 … O_{}]", p_.heads - 1) : "O_0", std::move(concat), std::nullopt, batch, labels);
+    if (p_.W_O) record("final", p_.b_O ? "concat W_O + b_O" : "concat W_O", std::move(final_out), std::nullopt, batch, labels);
 }
 
 void StepRecorder::note_empty_rows(const std::vector<std::size_t>& rows, int head, std::size_t batch) {
@@ -46,13 +47,15 @@ void StepRecorder::note_empty_rows(const std::vector<std::size_t>& rows, int hea
                                        p_.empty_rows == EmptyRows::zero ? "weights and output 0, as PyTorch >= 2.5" : "NaN, as older PyTorch"));
 }
 
-HeadInputs head_inputs(const Problem& p, const Projections& projections, int head, Dtype dtype) {
+HeadInputs head_inputs(const Problem& p, const Projections& projections, int head, Dtype dtype, std::size_t first_query_row) {
     const std::size_t h = static_cast<std::size_t>(head), g = static_cast<std::size_t>(kv_head_of(p, head));
     HeadInputs in{projections.q.columns(h * p.d_k, p.d_k), projections.k.columns(g * p.d_k, p.d_k), projections.v.columns(g * p.d_v, p.d_v)};
     if (p.rope) {
         // RoPE turns each row by its own position only, so rotating every row
         // up front equals rotating each key as it enters the cache.
-        in.q = apply_rope(in.q, *p.rope, query_positions(p), dtype);
+        const auto positions = query_positions(p);
+        const auto first = positions.begin() + static_cast<long>(first_query_row);
+        in.q = apply_rope(in.q, *p.rope, std::vector<double>(first, first + static_cast<long>(in.q.rows())), dtype);
         in.k = apply_rope(in.k, *p.rope, key_positions(p), dtype);
     }
     return in;

@@ -22,7 +22,9 @@ public:
 
     // outs: H matrices (n, d_v). Records concat [O_0 … O_{H−1}] (n, H·d_v) and
     // final = concat W_O + b_O, where SPEC §4 has them (H > 1, or W_O given).
-    void record_concat_and_final(const std::vector<Matrix>& outs, std::size_t batch, const Backend& backend, Dtype dtype);
+    // With outs of fewer rows (explain), they are the query rows from first_row on.
+    void record_concat_and_final(const std::vector<Matrix>& outs, std::size_t batch, const Backend& backend, Dtype dtype,
+                                 std::size_t first_row = 0);
 
     // Rows (query indices) of one head that read no key: an error under the
     // "error" policy, otherwise a note saying what the policy made of them.
@@ -37,7 +39,9 @@ private:
 struct HeadInputs {
     Matrix q, k, v;
 };
-HeadInputs head_inputs(const Problem& problem, const Projections& projections, int head, Dtype dtype);
+// projections.q may hold only the query rows from first_query_row on (see QueryRows):
+// each is turned by its own position.
+HeadInputs head_inputs(const Problem& problem, const Projections& projections, int head, Dtype dtype, std::size_t first_query_row = 0);
 
 // a (rows, cols) -> a[first_row : first_row+row_count, first_col : first_col+col_count]
 Matrix block_of(const Matrix& a, std::size_t first_row, std::size_t row_count, std::size_t first_col, std::size_t col_count);

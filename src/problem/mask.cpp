@@ -93,9 +93,15 @@ MaskSpec parse_mask_string(const std::string& text, const std::string& where) {
 
 Matrix build_mask(const std::vector<MaskSpec>& masks, std::size_t n, std::size_t m,
                   std::size_t key_length, double alibi_slope) {
-    Matrix mask(n, m, 0.0);
+    return build_mask_rows(masks, n, m, key_length, alibi_slope, 0, n);
+}
+
+Matrix build_mask_rows(const std::vector<MaskSpec>& masks, std::size_t n, std::size_t m, std::size_t key_length,
+                       double alibi_slope, std::size_t first_row, std::size_t row_count) {
+    Matrix mask(row_count, m, 0.0);
     const long offset = static_cast<long>(m) - static_cast<long>(n);
-    for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t r = 0; r < row_count; ++r) {
+        const std::size_t i = first_row + r;  // the true query index: causal, window and ALiBi depend on it
         for (std::size_t j = 0; j < m; ++j) {
             double value = 0.0;
             // ALiBi: a linear penalty on the distance between query and key positions.
@@ -106,7 +112,7 @@ Matrix build_mask(const std::vector<MaskSpec>& masks, std::size_t n, std::size_t
                 if (spec.kind == MaskSpec::Kind::additive) value += spec.matrix(i, j);
                 else if (!visible(spec, i, j, offset)) hidden = true;
             }
-            mask(i, j) = hidden ? minus_infinity : value;
+            mask(r, j) = hidden ? minus_infinity : value;
         }
     }
     return mask;

@@ -1,5 +1,6 @@
 #include "explain_document.hpp"
 
+#include <cctype>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -29,23 +30,81 @@ std::string Notation::fraction(const std::string& top, const std::string& bottom
     return latex_ ? "\\frac{" + top + "}{" + bottom + "}" : top + " / " + bottom;
 }
 
+namespace {
+constexpr const char* latex_break = " \\\\\n  &\\quad ";  // " \\ &\quad ": the next line, indented
+}
+
 std::string Notation::vector(const std::vector<double>& values) const {
     std::vector<std::string> parts;
     for (double x : values) parts.push_back(number(x));
-    return fmt::format("({})", fmt::join(parts, ", "));
+    return "(" + terms(parts, ", ", 8) + ")";
+}
+
+namespace {
+
+// About how many characters a piece of LaTeX mathematics shows: commands and
+// braces count nothing, \frac{a}{b} counts its longer half. Rough, but enough to
+// keep a chain of equalities inside the text width.
+std::size_t shown_width(const std::string& math) {
+    std::size_t width = 0;
+    for (std::size_t i = 0; i < math.size(); ++i) {
+        if (math[i] == '\\') {
+            while (i + 1 < math.size() && std::isalpha(static_cast<unsigned char>(math[i + 1]))) ++i;
+            continue;
+        }
+        if (math[i] != '{' && math[i] != '}' && math[i] != '_' && math[i] != '^' && math[i] != ' ') ++width;
+    }
+    return width;
+}
+
+// A display line of a plain article holds about this many characters of mathematics.
+constexpr std::size_t latex_line_width = 60;
+
+}  // namespace
+
+std::string Notation::chain(const std::vector<std::string>& parts) const {
+    std::string out;
+    std::size_t line = 0;  // width shown on the current line so far
+    for (std::size_t k = 0; k < parts.size(); ++k) {
+        const std::size_t width = shown_width(parts[k]);
+        const bool broken = latex_ && k > 0 &&
+                            (parts[k].find("\\\\") != std::string::npos || parts[k - 1].find("\\\\") != std::string::npos || line + width > latex_line_width);
+        if (k > 0) out += broken ? std::string(" =") + latex_break : " = ";
+        line = (broken ? 0 : line) + width + 3;
+        out += parts[k];
+    }
+    return out;
+}
+
+std::string Notation::terms(const std::vector<std::string>& parts, const std::string& separator, std::size_t per_line) const {
+    std::string out;
+    for (std::size_t k = 0; k < parts.size(); ++k) {
+        if (k > 0) out += separator + (latex_ && per_line > 0 && k % per_line == 0 ? latex_break : "");
+        out += parts[k];
+    }
+    return out;
 }
 
 std::string Notation::words(const std::string& text) const { return latex_ ? "\\text{" + latex_text(text) + "}" : text; }
 
+namespace {
+// A line with breaks in it becomes an aligned block: every line starts at the
+// same place, the continuations indented by \quad.
+std::string display(const std::string& math) {
+    return math.find("\\\\") == std::string::npos ? math : "\\begin{aligned}\n  &" + math + "\n\\end{aligned}";
+}
+}  // namespace
+
 std::string render_explanation(const ExplainDocument& d, const std::string& format) {
     std::string out;
     if (format == "markdown") {
-        out = "### " + d.heading + "\n";
-        for (const auto& line : d.lines) out += "\n" + line.prose + (line.math.empty() ? "\n" : "\n$$" + line.math + "$$\n");
-        if (!d.footnote.empty()) out += "\n*" + d.footnote + "*\n";
+        out = "### " + markdown_text(d.heading) + "\n";
+        for (const auto& line : d.lines)
+            out += "\n" + markdown_text(line.prose) + "\n" + (line.math.empty() ? "" : "\n```math\n" + display(line.math) + "\n```\n");
+        if (!d.footnote.empty()) out += "\n*" + markdown_text(d.footnote) + "*\n";
     } else if (format == "latex") {
         out = "\\noindent\\textbf{" + latex_text(d.heading) + "}\n";
-        for (const auto& line : d.lines) out += "\n\\noindent " + latex_text(line.prose) + (line.math.empty() ? "\n" : "\n\\[ " + line.math + " \\]\n");
+        for (const auto& line : d.lines) out += "\n\\noindent " + latex_text(line.prose) + (line.math.empty() ? "\n" : "\n\\[ " + display(line.math) + " \\]\n");
         if (!d.footnote.empty()) out += "\n\\noindent\\emph{" + latex_text(d.footnote) + "}\n";
     } else {
         out = d.heading + "\n";

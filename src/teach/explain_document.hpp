@@ -23,7 +23,14 @@ public:
     std::string max_of(const std::string& index) const { return latex_ ? "\\max_{" + index + "}" : "max_" + index; }
     std::string sum_symbol() const { return latex_ ? "\\sum" : "Σ"; }      // the operator, Σ_j
     std::string total(const std::string& index) const { return latex_ ? "\\Sigma_{" + index + "}" : "Σ_" + index; }  // a sum's value
-    std::string vector(const std::vector<double>& values) const;  // (0.5, 1.5)
+    std::string vector(const std::vector<double>& values) const;  // (0.5, 1.5), long ones broken into lines
+    // parts joined by `separator`; in LaTeX a line break after every `per_line`
+    // parts, so a sum of 16 terms stays inside the margin (render_explanation then
+    // sets the line as an aligned block).
+    std::string terms(const std::vector<std::string>& parts, const std::string& separator, std::size_t per_line) const;
+    // a = b = c: in LaTeX, a part broken into lines starts and ends a line of its own.
+    std::string chain(const std::vector<std::string>& parts) const;
+    std::string ellipsis() const { return latex_ ? "\\dots" : "…"; }
     std::string words(const std::string& text) const;  // text inside mathematics
     std::string sqrt(const std::string& x) const { return latex_ ? "\\sqrt{" + x + "}" : "√" + x; }
 
@@ -43,8 +50,10 @@ struct ExplainDocument {
     std::string footnote;
 };
 
-// text: prose, then the mathematics indented; markdown: paragraphs with $$…$$;
-// latex: paragraphs with \[…\]. The Notation must be LaTeX for the last two.
+// text: prose, then the mathematics indented; markdown: paragraphs with ```math
+// blocks (GitHub renders them as maths, other renderers as code, so nothing
+// mangles a backslash or an underscore); latex: paragraphs with \[…\], an aligned
+// block when the line is broken. The Notation must be LaTeX for the last two.
 std::string render_explanation(const ExplainDocument& document, const std::string& format);
 
 }  // namespace attn_trace

@@ -9,7 +9,7 @@ expect_exit 0 "S_02 = q_0 · k_2 = 0.5 × 0 \+ 1.5 × 2 = 0 \+ 3 = 3" -- "$A" ex
 expect_exit 0 "A_02 = .* = 1 / 1.3744 = 0.7276" -- "$A" explain "$E" --cell 'weights[0,2]'
 expect_exit 0 "A_10 = 1 / 2 = 0.5" -- "$A" explain "$E" --row 'weights[1]' --mask causal
 expect_exit 0 "\(0.2484, 0.7276\)$" -- "$A" explain "$E" --row 'out[0]'
-expect_exit 0 '\$\$S_\{02\}' -- "$A" explain "$E" --cell 'scores[0,2]' --format markdown
+expect_exit 0 '^S_\{02\} = q_\{0\}' -- "$A" explain "$E" --cell 'scores[0,2]' --format markdown
 expect_exit 0 '\\frac\{1\}\{2\}' -- "$A" explain "$E" --row 'weights[1]' --mask causal --format latex
 expect_exit 0 "head 5" -- "$A" explain "$G" --cell 'weights[1,3]' --head 5
 expect_exit 0 "0-based" -- "$A" explain --help
