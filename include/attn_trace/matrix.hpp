@@ -4,6 +4,7 @@
 // type serves both dtypes and the trace never needs to know which was used.
 #include <cstddef>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace attn_trace {
@@ -13,6 +14,9 @@ public:
     Matrix() = default;
     Matrix(std::size_t rows, std::size_t cols, double fill = 0.0)
         : rows_(rows), cols_(cols), data_(rows * cols, fill) {}
+    // Takes `values` (rows · cols of them, row-major) over without copying: a
+    // loaded n = 65 536 matrix must not exist twice.
+    Matrix(std::size_t rows, std::size_t cols, std::vector<double>&& values) : rows_(rows), cols_(cols), data_(std::move(values)) {}
 
     std::size_t rows() const { return rows_; }
     std::size_t cols() const { return cols_; }

@@ -238,9 +238,7 @@ Matrix JsonReader::matrix(const json& value, const std::string& path) const {
     if (array_value.shape.size() != 2)
         fail(path, fmt::format("expected a matrix (2 dimensions), found {} dimension{} {}", array_value.shape.size(),
                                array_value.shape.size() == 1 ? "" : "s", join_shape(array_value.shape)));
-    Matrix out(array_value.shape[0], array_value.shape[1]);
-    out.data() = std::move(array_value.data);
-    return out;
+    return Matrix(array_value.shape[0], array_value.shape[1], std::move(array_value.data));
 }
 
 std::vector<double> JsonReader::vector(const json& value, const std::string& path) const {

@@ -76,12 +76,11 @@ Matrix heads_side_by_side(const NumericArray& array) {
     return out;
 }
 
-std::vector<Matrix> batch_of_matrices(const NumericArray& array, const JsonReader& reader, const std::string& path,
-                                      const char* what) {
+std::vector<Matrix> batch_of_matrices(NumericArray array, const JsonReader& reader, const std::string& path, const char* what) {
     if (array.shape.size() == 2) {
-        Matrix single(array.shape[0], array.shape[1]);
-        single.data() = array.data;
-        return {single};
+        std::vector<Matrix> out;
+        out.push_back(Matrix(array.shape[0], array.shape[1], std::move(array.data)));
+        return out;
     }
     if (array.shape.size() == 3) {
         std::vector<Matrix> out;
@@ -178,14 +177,13 @@ private:
             if (has(key) && !torch_layout_)
                 reader_.fail(path_of(key), "this nn.MultiheadAttention key needs \"weights_layout\": \"torch\"");
         if (has("X")) {
-            const auto x = reader_.array(at("X"), "$.X");
-            problem_.X = batch_of_matrices(x, reader_, "$.X", "X");
+            auto x = reader_.array(at("X"), "$.X");
             problem_.batched = x.shape.size() == 3;
+            problem_.X = batch_of_matrices(std::move(x), reader_, "$.X", "X");
         }
         if (has("X_source")) {
             if (!has("X")) reader_.fail("$.X_source", "X_source (cross-attention) needs X for the queries");
-            const auto xs = reader_.array(at("X_source"), "$.X_source");
-            problem_.X_source = batch_of_matrices(xs, reader_, "$.X_source", "X_source");
+            problem_.X_source = batch_of_matrices(reader_.array(at("X_source"), "$.X_source"), reader_, "$.X_source", "X_source");
             if (problem_.X_source.size() != problem_.X.size())
                 reader_.fail("$.X_source", fmt::format("X is a batch of {} so X_source needs {} sequences, found {}",
                                                        problem_.X.size(), problem_.X.size(), problem_.X_source.size()));
@@ -263,11 +261,9 @@ private:
     }
 
     Matrix direct_matrix(const char* key, int& heads, const char* heads_key) {
-        const auto array = reader_.array(at(key), path_of(key));
+        auto array = reader_.array(at(key), path_of(key));
         if (array.shape.size() == 2) {
-            Matrix m(array.shape[0], array.shape[1]);
-            m.data() = array.data;
-            return m;
+            return Matrix(array.shape[0], array.shape[1], std::move(array.data));
         }
         if (array.shape.size() != 3)
             reader_.fail(path_of(key), fmt::format("expected {} as (rows, width) or per head (heads, rows, width), found 1 dimension", key));
