@@ -33,6 +33,11 @@ struct TraceSummary {
     std::string empty_rows = "error";
 };
 
+// Every step name a trace can hold, in trace order: run's (SPEC §4), then decode's
+// caches (§6) and tiled's running state (§7). The one list that --steps, `expect`
+// and explain check names against.
+const std::vector<std::string>& step_names();
+
 struct Trace {
     std::string command = "run";  // run, decode, tiled
     TraceSummary problem;

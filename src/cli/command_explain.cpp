@@ -1,5 +1,7 @@
 // `explain`: the arithmetic behind one cell or one row of the trace (SPEC §8).
+#include <array>
 #include <iostream>
+#include <optional>
 #include <regex>
 
 #include <fmt/format.h>
@@ -18,7 +20,8 @@ struct ExplainCommandOptions {
     TraceOptions trace;
     std::string cell, row;
     std::string format = "text";
-    long long t = -1, prefill = 0, block_q = 2, block_k = 2;
+    std::optional<long long> t;
+    long long prefill = 0, block_q = 2, block_k = 2;
     std::string tile;
 };
 
@@ -28,7 +31,11 @@ std::array<std::size_t, 2> parse_tile(const std::string& text) {
     std::smatch match;
     if (!std::regex_match(text, match, pattern))
         throw InputError(fmt::format("--tile '{}': expected QB,KT (the query block and the key tile, 0-based), e.g. --tile 1,0", text));
-    return {std::stoul(match[1]), std::stoul(match[2])};
+    try {
+        return {std::stoul(match[1]), std::stoul(match[2])};
+    } catch (const std::out_of_range&) {
+        throw InputError(fmt::format("--tile '{}': the index is too large", text));
+    }
 }
 
 void add_explain_command(CLI::App& app, int& exit_code) {
@@ -74,16 +81,21 @@ Examples:
     auto* t = explain_command->add_option("--t", o.t, "a decode step: explain decode's k_cache, v_cache, scores, weights or out at step T");
     auto* tile = explain_command->add_option("--tile", o.tile, "a tiled step: explain tiled's scores, m, l, u or rescale at tile QB,KT");
     t->excludes(tile);
-    explain_command->add_option("--prefill", o.prefill, "with --t: the first P queries as one causal block, as decode --prefill")->capture_default_str();
-    explain_command->add_option("--block-q", o.block_q, "with --tile: Br, query rows per block, as tiled")->capture_default_str();
-    explain_command->add_option("--block-k", o.block_k, "with --tile: Bc, keys per tile, as tiled")->capture_default_str();
+    auto* prefill = explain_command->add_option("--prefill", o.prefill, "with --t: the first P queries as one causal block, as decode --prefill")
+                        ->capture_default_str();
+    auto* block_q = explain_command->add_option("--block-q", o.block_q, "with --tile: Br, query rows per block, as tiled")->capture_default_str();
+    auto* block_k = explain_command->add_option("--block-k", o.block_k, "with --tile: Bc, keys per tile, as tiled")->capture_default_str();
+    // Nothing silent: an option that would change nothing is refused.
+    prefill->needs(t);
+    block_q->needs(tile);
+    block_k->needs(tile);
     explain_command->callback([&exit_code] {
         if (o.cell.empty() == o.row.empty()) throw InputError("explain needs one --cell STEP[i,j] or one --row STEP[i], e.g. --cell scores[0,2]");
         // The spec first: a typo is reported before the problem is computed.
         const ExplainTarget target = o.cell.empty() ? parse_row_spec(o.row) : parse_cell_spec(o.cell);
         const ExplainOptions options{o.trace.head.value_or(0), o.trace.batch.value_or(0), o.trace.precision, o.format};
         ExplainSource source;
-        if (o.t != -1) source.t = whole_number_option("--t", o.t, 0);
+        if (o.t) source.t = whole_number_option("--t", *o.t, 0);
         if (!o.tile.empty()) source.tile = parse_tile(o.tile);
         source.decode.prefill = whole_number_option("--prefill", o.prefill, 0);
         source.tiled = TiledOptions{whole_number_option("--block-q", o.block_q, 1), whole_number_option("--block-k", o.block_k, 1)};

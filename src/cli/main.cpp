@@ -37,7 +37,8 @@ int main(int argc, char** argv) {
   attn-trace check examples/*.json
   attn-trace random --n 4 --dk 2 --seed 7 -o problem.json
 
-Exit codes: 0 success, 1 a check failed, 2 bad input or usage, 3 backend unavailable.
+Exit codes: 0 success, 1 a check failed, 2 bad input or usage, 3 backend unavailable,
+4 an internal error (a bug: please report it).
 Run `attn-trace COMMAND --help` for each command's options and examples.)");
     int exit_code = 0;
     for (const auto& command : attn_trace::cli::registered_commands()) command.add(app, exit_code);
@@ -54,6 +55,10 @@ Run `attn-trace COMMAND --help` for each command's options and examples.)");
     } catch (const std::bad_alloc&) {
         std::cerr << "attn-trace: error: out of memory (the problem is too large for this machine)\n";
         return 2;
+    } catch (const std::exception& error) {
+        // Anything else is a bug: exit 4 with a message (SPEC §2), never an abort.
+        std::cerr << "attn-trace: internal error (a bug in attn-trace; please report it with the command and the file): " << error.what() << "\n";
+        return 4;
     }
     return exit_code;
 }

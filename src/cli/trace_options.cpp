@@ -15,9 +15,6 @@ namespace attn_trace::cli {
 
 namespace {
 
-const std::vector<std::string> known_steps = {"x", "x_source", "q", "k", "v", "q_rot", "k_rot", "scores", "scaled", "capped",
-                                               "mask", "masked", "row_max", "exp", "row_sum", "weights", "out", "concat", "final",
-                                               "k_cache", "v_cache", "m", "l", "u", "rescale"};
 
 void write_file(const std::string& path, const std::string& text) {
     std::ofstream out(path);
@@ -100,8 +97,8 @@ RenderOptions render_options(const TraceOptions& o, const Problem&) {
     while (!o.steps.empty() && start <= o.steps.size()) {
         const auto comma = o.steps.find(',', start);
         const std::string name = o.steps.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-        if (std::find(known_steps.begin(), known_steps.end(), name) == known_steps.end())
-            throw InputError(fmt::format("--steps: unknown step '{}': expected some of {}", name, fmt::join(known_steps, ", ")));
+        if (std::find(step_names().begin(), step_names().end(), name) == step_names().end())
+            throw InputError(fmt::format("--steps: unknown step '{}': expected some of {}", name, fmt::join(step_names(), ", ")));
         r.steps.push_back(name);
         if (comma == std::string::npos) break;
         start = comma + 1;
@@ -126,8 +123,11 @@ void check_steps_present(const Trace& trace, const RenderOptions& r, const Probl
         if (cache && r.head && problem.kv_heads < problem.heads)
             hint = fmt::format(" ({} carries the KV head: query head {} reads KV head {}, so use --head {})", name, *r.head,
                                *r.head / (problem.heads / problem.kv_heads), *r.head / (problem.heads / problem.kv_heads));
-        else if (std::find(known_steps.begin(), known_steps.end(), name) != known_steps.end() && (name == "concat" || name == "final"))
+        else if (name == "concat" || name == "final")
             hint = " (concat needs more than one head or W_O; final needs W_O)";
+        else if (!trace.notes.empty() && trace.notes.front().starts_with("fast path"))
+            hint = " (run took the fast path, which keeps only row_max, row_sum and out: its note says why; the full trace of a smaller "
+                   "problem has every step)";
         throw InputError(fmt::format("--steps {}: this {} trace{} has no '{}' step{}; it has: {}", name, trace.command,
                                      r.head ? fmt::format(" (head {})", *r.head) : "", name, hint, fmt::join(produced, ", ")));
     }

@@ -79,6 +79,8 @@ Trace load_golden_trace(const std::string& path) {
         root = nlohmann::json::parse(text.str());
     } catch (const nlohmann::json::parse_error& error) {
         throw InputError(fmt::format("{}: malformed JSON in the golden trace: {}", path, error.what()));
+    } catch (const nlohmann::json::out_of_range& error) {
+        throw InputError(fmt::format("{}: malformed JSON in the golden trace: a number out of the range of a double ({})", path, error.what()));
     }
     const JsonReader reader(path);
     if (!root.is_object() || !root.contains("attn_trace") || !root.contains("steps"))

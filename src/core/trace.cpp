@@ -2,6 +2,13 @@
 
 namespace attn_trace {
 
+const std::vector<std::string>& step_names() {
+    static const std::vector<std::string> names = {"x",       "x_source", "q",       "k",   "v",       "q_rot",   "k_rot", "scores", "scaled",
+                                                   "capped",  "mask",     "masked",  "row_max", "exp", "row_sum", "weights", "out", "concat",
+                                                   "final",   "k_cache",  "v_cache", "m",   "l",       "u",       "rescale"};
+    return names;
+}
+
 const Step* Trace::find(const std::string& name, std::optional<int> head, std::optional<int> batch, std::optional<int> t,
                         std::optional<std::array<int, 2>> tile) const {
     for (const auto& step : steps) {

@@ -85,13 +85,16 @@ Projections project(const Problem& p, std::size_t batch, const Backend& backend,
 }
 
 Projections project(const Problem& p, std::size_t batch, const Backend& backend, Dtype dtype, QueryRows rows) {
-    const bool all = rows.first == 0 && rows.count == p.n;  // no copy of X or Q when every row is wanted
+    const bool all = rows.first == 0 && rows.count == p.n;
     if (!p.from_tokens()) return {rounded(all ? *p.Q : rows_of(*p.Q, rows), dtype), rounded(*p.K, dtype), rounded(*p.V, dtype)};
     const Matrix& x = p.X[batch];
     const Matrix& source = p.cross_attention() ? p.X_source[batch] : x;
-    // Each row of X W_Q + b_Q depends on its own row of X only.
-    return {affine(all ? x : rows_of(x, rows), *p.W_Q, p.b_Q, backend, dtype), affine(source, *p.W_K, p.b_K, backend, dtype),
-            affine(source, *p.W_V, p.b_V, backend, dtype)};
+    // Each row of X W_Q + b_Q depends on its own row of X only. (An if, not ?:, so
+    // that X itself is not copied when every row is wanted.)
+    Matrix q;
+    if (all) q = affine(x, *p.W_Q, p.b_Q, backend, dtype);
+    else q = affine(rows_of(x, rows), *p.W_Q, p.b_Q, backend, dtype);
+    return {std::move(q), affine(source, *p.W_K, p.b_K, backend, dtype), affine(source, *p.W_V, p.b_V, backend, dtype)};
 }
 
 int kv_head_of(const Problem& p, int head) { return head / (p.heads / p.kv_heads); }

@@ -12,6 +12,7 @@
 
 #include "attn_trace/errors.hpp"
 #include "attn_trace/problem.hpp"
+#include "attn_trace/trace.hpp"
 #include "json_reader.hpp"
 
 namespace attn_trace {
@@ -46,11 +47,6 @@ std::optional<std::string> first_nonfinite_cell(const json& value, const std::st
     return std::nullopt;
 }
 
-const std::vector<std::string> step_names = {
-    "x", "x_source", "q", "k", "v", "q_rot", "k_rot", "scores", "scaled", "capped", "mask", "masked", "row_max",
-    "exp", "row_sum", "weights", "out", "concat", "final",
-    // decode (§6) and tiled (§7) steps
-    "k_cache", "v_cache", "m", "l", "u", "rescale"};
 
 std::string line_and_column(const std::string& text, std::size_t byte) {
     std::size_t line = 1, column = 1;
@@ -543,8 +539,8 @@ private:
             }
             need(item.contains("name"), path, "needs \"name\" (a step such as \"weights\")");
             x.name = reader_.string(item["name"], path + ".name");
-            if (std::find(step_names.begin(), step_names.end(), x.name) == step_names.end()) {
-                const auto near = nearest_word(x.name, step_names);
+            if (std::find(step_names().begin(), step_names().end(), x.name) == step_names().end()) {
+                const auto near = nearest_word(x.name, step_names());
                 reader_.fail(path + ".name", "unknown step \"" + x.name + "\"" + (near.empty() ? "" : " (did you mean \"" + near + "\"?)"));
             }
             if (item.contains("head")) x.head = static_cast<int>(reader_.whole_number(item["head"], path + ".head", 0, problem_.heads - 1));
@@ -595,6 +591,9 @@ Problem parse_problem(const std::string& text, const std::string& file_label, bo
         const auto colon = reason.find(": ", reason.find("parse error"));
         if (colon != std::string::npos) reason = reason.substr(colon + 2);
         throw InputError(fmt::format("{}: malformed JSON at {}: {}", file_label, line_and_column(text, error.byte), reason));
+    } catch (const json::out_of_range& error) {
+        // nlohmann reports a number past double's range (1e400) this way, without a position.
+        throw InputError(fmt::format("{}: malformed JSON: a number out of the range of a double ({})", file_label, error.what()));
     }
     return ProblemLoader(root, file_label, allow_nonfinite).load();
 }

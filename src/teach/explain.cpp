@@ -16,10 +16,6 @@ namespace attn_trace {
 
 namespace {
 
-// Every step name of run (SPEC §4), decode (§6) and tiled (§7).
-const std::vector<std::string> cell_steps = {"x",      "x_source", "q",    "k",   "v",       "q_rot",   "k_rot", "scores", "scaled",
-                                             "capped", "mask",     "masked", "row_max", "exp", "row_sum", "weights", "out", "concat",
-                                             "final",  "k_cache",  "v_cache", "m",   "l",       "u",       "rescale"};
 const std::vector<std::string> row_steps = {"weights", "out"};
 
 ExplainTarget parse_spec(const std::string& text, bool row) {
@@ -33,7 +29,7 @@ ExplainTarget parse_spec(const std::string& text, bool row) {
                                      row ? "weights[1]" : "scores[0,2]",
                                      other_form ? fmt::format(" (for {} use {})", row ? "one cell" : "a whole row", row ? "--cell" : "--row") : ""));
     }
-    const auto& allowed = row ? row_steps : cell_steps;
+    const auto& allowed = row ? row_steps : step_names();
     ExplainTarget target;
     target.step = match[1];
     target.spec = text;

@@ -14,11 +14,9 @@ const Step* ExplainContext::find_step(const std::string& name, std::optional<int
 }
 
 std::vector<std::string> ExplainContext::step_names() const {
-    // In SPEC §4's order, whatever order the pipeline recorded them in.
-    static const std::vector<std::string> order = {"x",      "x_source", "q",   "k",       "v",       "q_rot", "k_rot",  "scores", "scaled",
-                                                   "capped", "mask",     "masked", "row_max", "exp", "row_sum", "weights", "out", "concat", "final"};
+    // In the trace's canonical order, whatever order the pipeline recorded them in.
     std::vector<std::string> names;
-    for (const auto& name : order)
+    for (const auto& name : attn_trace::step_names())
         for (const Step& step : trace_.steps)
             if (step.name == name) {
                 names.push_back(name);

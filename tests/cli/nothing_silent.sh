@@ -11,6 +11,7 @@ expect_exit 2 "no 'concat' step .*; it has: .*weights, out$" -- "$A" run "$E" --
 expect_exit 2 "query head 5 reads KV head 1, so use --head 1" -- "$A" decode "$G" --head 5 --steps k_cache
 expect_exit 0 "k_cache" -- "$A" decode "$G" --head 1 --steps k_cache
 expect_exit 2 "no 'q_rot' step" -- "$A" tiled "$E" --steps q_rot
+expect_exit 2 "no 'weights' step \(run took the fast path.*it has: row_max, row_sum, out" -- "$A" run "$E" --fast --steps weights
 
 # --heatmap and --svg draw the step --steps names; weights by default
 expect_exit 0 "^scores  head 0  \(3, 3\).*colour scale 0 … 3" -- "$A" run "$E" --heatmap --steps scores --color never
@@ -47,5 +48,15 @@ expect_exit 2 "\\\$.mask.additive\[0\]\[1\]: expected a finite bias" -- "$A" run
 expect_exit 0 "mask = lengths, f64" -- "$A" run "$SOURCE_DIR/tests/golden/mha_batch_padding.json" --steps weights
 printf '%s' '{"Q": [[1, 0]], "K": [[1, 0], [0, 1]], "V": [[1], [2]]}' > one.json
 expect_exit 0 "n = 1 query, m = 2 keys" -- "$A" run one.json
+
+# a number past double's range is bad input (exit 2), not an abort
+printf '%s' '{"Q": [[1e400]], "K": [[1]], "V": [[1]]}' > overflow.json
+expect_exit 2 "overflow.json: malformed JSON: a number out of the range of a double" -- "$A" run overflow.json
+
+# explain: nothing silent, nothing aborts
+expect_exit 2 "--tile '99999999999999999999999,0': the index is too large" -- "$A" explain "$E" --cell 'l[0,0]' --tile 99999999999999999999999,0
+expect_exit 2 "--prefill requires --t" -- "$A" explain "$E" --cell 'scores[0,0]' --prefill 1
+expect_exit 2 "--block-k requires --tile" -- "$A" explain "$E" --cell 'scores[0,0]' --block-k 3
+expect_exit 2 "--t -1" -- "$A" explain "$E" --cell 'weights[0,0]' --t -1
 
 finish
