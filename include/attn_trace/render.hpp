@@ -62,6 +62,9 @@ std::string latex_text(const std::string& text);
 // LaTeX: the mathematics in math mode ($\ell_{\mathrm{new}} = e^{m_{\mathrm{old}} - …}$),
 // a trailing remark in parentheses or a tail of plain words as text after it.
 std::string latex_formula(const std::string& formula);
+// Prose with formulas in it ("ℓ_new = rescale · ℓ_old + Σ_j e^(S_j − m_new), over
+// this tile's keys") as LaTeX: the words as text, the formulas in math mode.
+std::string latex_prose(const std::string& text);
 // Markdown inline text for a label, title or note: backslash-escapes the characters
 // GitHub-flavoured Markdown would read as markup or HTML (`<pad>` would vanish as a
 // tag, `*`, `_`, `|` would start emphasis or end a table cell).

@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstring>
+#include <regex>
 #include <cmath>
 #include <utility>
 
@@ -115,12 +116,20 @@ std::size_t utf8_length(unsigned char lead) { return lead < 0x80 ? 1 : lead >= 0
 // (\mathrm{exp}), x_word → x_{\mathrm{word}}, ^(…) → ^{…}, √x → \sqrt{x}, spaces kept.
 std::string math_of(const std::string& text) {
     std::string out;
-    auto name = [](const std::string& word) { return word.size() == 1 ? word : "\\mathrm{" + latex_text(word) + "}"; };
+    auto name = [](const std::string& word) {
+        if (word == "inf") return std::string("\\infty ");
+        return word.size() == 1 ? word : "\\mathrm{" + latex_text(word) + "}";
+    };
     for (std::size_t i = 0; i < text.size();) {
         const char c = text[i];
         if (std::isalpha(static_cast<unsigned char>(c))) {
             std::size_t end = i;
             while (end < text.size() && std::isalpha(static_cast<unsigned char>(text[end]))) ++end;
+            // row_max, max_abs_diff_vs_full: a name of several letters takes its
+            // underscores along (m_new is m with a subscript).
+            if (end - i >= 2)
+                while (end + 1 < text.size() && text[end] == '_' && std::isalnum(static_cast<unsigned char>(text[end + 1])))
+                    for (++end; end < text.size() && std::isalnum(static_cast<unsigned char>(text[end]));) ++end;
             out += name(text.substr(i, end - i));
             i = end;
         } else if ((c == '_' || c == '^') && i + 1 < text.size()) {
@@ -142,10 +151,10 @@ std::string math_of(const std::string& text) {
             }
             out += fmt::format("{}{{{}}}", c, inner);
             i = end;
-        } else if (text.compare(i, 3, "√") == 0) {
+        } else if (text.compare(i, 3, "√") == 0) {  // √d_k → \sqrt{d_k}
             std::size_t end = i + 3;
-            while (end < text.size() && std::isalnum(static_cast<unsigned char>(text[end]))) ++end;
-            out += "\\sqrt{" + text.substr(i + 3, end - i - 3) + "}";
+            while (end < text.size() && (std::isalnum(static_cast<unsigned char>(text[end])) || text[end] == '_')) ++end;
+            out += "\\sqrt{" + math_of(text.substr(i + 3, end - i - 3)) + "}";
             i = end;
         } else if (static_cast<unsigned char>(c) >= 0x80) {
             const std::size_t length = utf8_length(static_cast<unsigned char>(c));
@@ -212,6 +221,99 @@ std::string latex_formula(const std::string& formula) {
     }
     std::string out = math.empty() ? "" : "$" + math_of(math) + "$";
     if (!remark.empty()) out += (out.empty() ? "" : " ") + latex_text(remark);
+    return out;
+}
+
+namespace {
+
+bool is_operator(const std::string& word) {
+    static const std::vector<std::string> operators = {"+", "-", "=", "/", "·", "×", "−", "<=", ">="};
+    return std::find(operators.begin(), operators.end(), word) != operators.end();
+}
+
+// A word of formula rather than of English: e^(z, ℓ_old, Σ_j, θ_1, 1/√2.
+bool is_formula_word(const std::string& word) {
+    // A name such as row_max or empty_rows is a word of the text, not x with a subscript.
+    static const std::regex identifier("[a-z]{2,}(_[a-z0-9]+)+");
+    if (std::regex_match(word, identifier)) return false;
+    if (word.find_first_of("^_=") != std::string::npos) return true;
+    for (const char* symbol : {"·", "Σ", "ℓ", "θ", "∞", "−", "√", "ᵀ"})
+        if (word.find(symbol) != std::string::npos) return true;
+    return false;
+}
+
+}  // namespace
+
+namespace {
+
+// A word split into its formula and the punctuation of the sentence around it:
+// "(e^(-inf)" → "(" + "e^(-inf)", "m_new)," → "m_new" + "),".
+struct ProseWord {
+    std::string lead, core, tail;
+};
+
+ProseWord split_punctuation(const std::string& word) {
+    ProseWord w{"", word, ""};
+    auto count = [&](char c) { return std::count(w.core.begin(), w.core.end(), c); };
+    while (!w.core.empty() && (std::string(",;:").find(w.core.back()) != std::string::npos || (w.core.back() == ')' && count(')') > count('(')))) {
+        w.tail.insert(w.tail.begin(), w.core.back());
+        w.core.pop_back();
+    }
+    while (!w.core.empty() && w.core.front() == '(' && count('(') > count(')')) {
+        w.lead += '(';
+        w.core.erase(w.core.begin());
+    }
+    return w;
+}
+
+}  // namespace
+
+std::string latex_prose(const std::string& text) {
+    std::vector<ProseWord> words;
+    for (std::size_t start = 0; start <= text.size();) {
+        const std::size_t space = std::min(text.find(' ', start), text.size());
+        words.push_back(split_punctuation(text.substr(start, space - start)));
+        start = space + 1;
+    }
+    // Which words are mathematics: formula words, operators, the words beside an
+    // operator ("rescale" in "= rescale ·"), and what an exponent's bracket holds
+    // ("e^(z - max)").
+    std::vector<bool> math(words.size(), false);
+    int depth = 0;
+    for (std::size_t k = 0; k < words.size(); ++k) {
+        ProseWord& w = words[k];
+        math[k] = !w.core.empty() && (depth > 0 || is_formula_word(w.core) || is_operator(w.core));
+        for (std::size_t c = 0; c < w.core.size(); ++c) {
+            if (w.core[c] == '(' && c > 0 && (w.core[c - 1] == '^' || w.core[c - 1] == '_')) ++depth;
+            else if (w.core[c] == ')' && depth > 0) --depth;
+        }
+        // "m_new)," closes an exponent's bracket: that ")" belongs to the formula.
+        while (depth > 0 && !w.tail.empty() && w.tail.front() == ')') {
+            w.core += ')';
+            w.tail.erase(w.tail.begin());
+            --depth;
+        }
+    }
+    for (std::size_t k = 0; k < words.size(); ++k) {
+        const bool beside_operator = (k > 0 && is_operator(words[k - 1].core) && words[k - 1].tail.empty() && words[k].lead.empty()) ||
+                                     (k + 1 < words.size() && is_operator(words[k + 1].core) && words[k].tail.empty() && words[k + 1].lead.empty());
+        if (!words[k].core.empty() && beside_operator) math[k] = true;
+    }
+    std::string out;
+    auto add = [&](const std::string& piece) { out += (out.empty() ? "" : " ") + piece; };
+    for (std::size_t k = 0; k < words.size();) {
+        if (!math[k]) {
+            add(latex_text(words[k].lead + words[k].core + words[k].tail));
+            ++k;
+            continue;
+        }
+        // A formula runs over math words until one ends in punctuation or the next opens a bracket.
+        const std::string lead = words[k].lead;
+        std::string formula = words[k].core;
+        while (words[k].tail.empty() && k + 1 < words.size() && math[k + 1] && words[k + 1].lead.empty()) formula += " " + words[++k].core;
+        add(latex_text(lead) + "$" + math_of(formula) + "$" + latex_text(words[k].tail));
+        ++k;
+    }
     return out;
 }
 

@@ -139,7 +139,7 @@ public:
 
 private:
     bool is(const char* format) const { return format_ == format; }
-    std::string text(const std::string& s) const { return is("latex") ? latex_text(s) : is("markdown") ? markdown_text(s) : s; }
+    std::string text(const std::string& s) const { return is("latex") ? latex_prose(s) : is("markdown") ? markdown_text(s) : s; }
     std::string heading(int level, const std::string& s) const {
         if (is("latex")) return fmt::format("\n\\{}{{{}}}\n", level == 1 ? "section*" : "subsection*", text(s));
         if (is("markdown")) return fmt::format("\n{} {}\n", level == 1 ? "#" : "##", text(s));

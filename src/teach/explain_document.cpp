@@ -103,8 +103,8 @@ std::string render_explanation(const ExplainDocument& d, const std::string& form
             out += "\n" + markdown_text(line.prose) + "\n" + (line.math.empty() ? "" : "\n```math\n" + display(line.math) + "\n```\n");
         if (!d.footnote.empty()) out += "\n*" + markdown_text(d.footnote) + "*\n";
     } else if (format == "latex") {
-        out = "\\noindent\\textbf{" + latex_text(d.heading) + "}\n";
-        for (const auto& line : d.lines) out += "\n\\noindent " + latex_text(line.prose) + (line.math.empty() ? "\n" : "\n\\[ " + display(line.math) + " \\]\n");
+        out = "\\noindent\\textbf{" + latex_prose(d.heading) + "}\n";
+        for (const auto& line : d.lines) out += "\n\\noindent " + latex_prose(line.prose) + (line.math.empty() ? "\n" : "\n\\[ " + display(line.math) + " \\]\n");
         if (!d.footnote.empty()) out += "\n\\noindent\\emph{" + latex_text(d.footnote) + "}\n";
     } else {
         out = d.heading + "\n";
