@@ -43,10 +43,13 @@ std::string latex_labels(const Step& step, const std::vector<std::size_t>& rows,
     return out + "\n";
 }
 
-// At most this many columns per bmatrix: nine numbers such as -0.1234 in
-// \footnotesize fit the text width of a plain article (so does a summary, 5 + … + 3);
-// wider steps (--full) are split.
-constexpr std::size_t columns_per_matrix = 9;
+// How many columns of cells `width` characters wide one \footnotesize bmatrix
+// holds within a plain article's text width (about 330pt: 4.2pt a character, 6pt
+// between columns): nine of -0.1234, so a summary (5 + … + 3) stays whole; wider
+// numbers or --full split the matrix into blocks of columns.
+std::size_t columns_per_matrix(std::size_t width) {
+    return std::clamp<std::size_t>(static_cast<std::size_t>(330.0 / (4.2 * static_cast<double>(width) + 6.0)), 1, 9);
+}
 
 std::string latex_matrix(const Step& step, const RenderOptions& options) {
     const Matrix& m = step.values;
@@ -54,12 +57,22 @@ std::string latex_matrix(const Step& step, const RenderOptions& options) {
     const auto rows = visible_rows(m.rows(), options.full);
     const auto cols = visible_columns(m.cols(), options.full);
     std::string out = latex_labels(step, rows, cols);
-    for (std::size_t first = 0; first < cols.size(); first += columns_per_matrix) {
+    std::size_t widest = 1;
+    for (auto i : rows)
+        for (auto j : cols)
+            if (i != gap && j != gap) {
+                const std::string text = cell(m(i, j));
+                widest = std::max(widest, text.size() + (text.find('e') != std::string::npos ? 3 : 0));  // e-05 is set ×10^{-5}
+            }
+    const std::size_t per_matrix = columns_per_matrix(widest);
+    for (std::size_t first = 0; first < cols.size(); first += per_matrix) {
         const std::vector<std::size_t> part(cols.begin() + static_cast<long>(first),
-                                            cols.begin() + static_cast<long>(std::min(first + columns_per_matrix, cols.size())));
-        if (cols.size() > columns_per_matrix) out += fmt::format("\\noindent columns {}--{}:\n", part.front(), part.back());
-        // Narrow matrices keep their name in the display; wide ones need the room.
-        const bool wide = part.size() > 5;
+                                            cols.begin() + static_cast<long>(std::min(first + per_matrix, cols.size())));
+        if (cols.size() > per_matrix) out += fmt::format("\\noindent columns {}--{}:\n", part.front() == gap ? part[1] : part.front(),
+                                                          part.back() == gap ? part[part.size() - 2] : part.back());
+        // Matrices that fit at the normal size (5pt a character, 10pt between columns,
+        // 50pt for the name) keep their name in the display; wider ones need the room.
+        const bool wide = static_cast<double>(part.size()) * (5.0 * static_cast<double>(widest) + 10.0) + 50.0 > 330.0;
         out += wide ? "{\\footnotesize\\setlength{\\arraycolsep}{3pt}\n\\[\n\\begin{bmatrix}\n"
                     : fmt::format("\\[\n\\mathrm{{{}}} = \\begin{{bmatrix}}\n", latex_text(step.name));
         for (auto i : rows) {

@@ -78,8 +78,13 @@ std::string Notation::chain(const std::vector<std::string>& parts) const {
 
 std::string Notation::terms(const std::vector<std::string>& parts, const std::string& separator, std::size_t per_line) const {
     std::string out;
+    std::size_t line = 0;  // width shown on the current line so far
     for (std::size_t k = 0; k < parts.size(); ++k) {
-        if (k > 0) out += separator + (latex_ && per_line > 0 && k % per_line == 0 ? latex_break : "");
+        const std::size_t width = shown_width(parts[k]) + shown_width(separator);
+        // A new line every per_line terms, or sooner when the terms are long.
+        const bool broken = latex_ && k > 0 && ((per_line > 0 && k % per_line == 0) || line + width > latex_line_width);
+        if (k > 0) out += separator + (broken ? latex_break : "");
+        line = (broken ? 0 : line) + width;
         out += parts[k];
     }
     return out;

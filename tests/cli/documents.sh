@@ -33,6 +33,20 @@ document tiled "$A" tiled "$E/damaged_on_arrival_tiled.json"
 document tiled_causal "$A" tiled "$E/damaged_on_arrival_tiled.json" --mask causal
 document tiled_gqa "$A" tiled "$E/gqa_8q_2kv.json" --block-q 3 --block-k 4
 document tiled_rope "$A" tiled "$SOURCE_DIR/tests/golden/rope_half.json"
+# real-valued numbers, not hand-friendly ones: wide cells and long rows must still fit the page
+"$A" random --n 40 --d-model 64 --heads 4 --kv-heads 2 --mask causal -o wide.json > /dev/null
+document wide_scores "$A" run wide.json --full --steps scores --head 3
+document wide_decode "$A" decode wide.json --steps weights --head 1
+document wide_precision "$A" run wide.json --steps q,weights --precision 8 --head 0
+explain_document() {
+  local name=$1
+  shift
+  { latex_preamble; "$@" --format latex || fail "$name: $* exited $?"; echo '\end{document}'; } > "$name.tex"
+  check_latex "$name"
+}
+explain_document explain_wide_row "$A" explain wide.json --row 'weights[39]' --head 3
+explain_document explain_wide_q "$A" explain wide.json --cell 'q[39,7]' --precision 6
+explain_document explain_wide_out "$A" explain wide.json --row 'out[39]' --head 2 --precision 6
 # a token label in another script and LaTeX's special characters still compile
 printf '%s' '{"tokens": ["naïve", "<pad>", "50%_&_#"], "Q": [[1, 0], [0, 1], [1, 1]], "K": [[1, 0], [0, 1], [1, 1]], "V": [[1], [2], [3]]}' > labels.json
 document labels "$A" run labels.json
