@@ -39,16 +39,9 @@ public:
         validate();
         trace_.command = "decode";
         trace_.problem = summarise_problem(p_, options_.dtype, backend_->name());
-        const Projections projections = project(p_, b, *backend_, options_.dtype);
-        std::vector<HeadInputs> heads;
-        std::vector<Matrix> outs;
-        for (int h = 0; h < p_.heads; ++h) {
-            heads.push_back(head_inputs(p_, projections, h, options_.dtype));
-            outs.emplace_back(p_.n, p_.d_v);
-        }
-        std::vector<std::vector<std::size_t>> empty_rows(static_cast<std::size_t>(p_.heads));
+        Heads heads = prepare_heads(b);
         const std::size_t first = decode_.prefill > 0 && t + 1 == decode_.prefill ? 0 : t;
-        run_step(first, t + 1, b, heads, outs, empty_rows);
+        run_step(first, t + 1, b, heads);
         return std::move(trace_);
     }
 
@@ -102,33 +95,44 @@ private:
                                         p_.kv_heads, p_.heads / p_.kv_heads));
     }
 
-    void run_sequence(std::size_t b) {
-        const Projections projections = project(p_, b, *backend_, options_.dtype);
-        std::vector<HeadInputs> heads;
+    // Every head's q, k, v of sequence b, with an (n, d_v) output and a list of
+    // empty rows each: what the decode steps fill in.
+    struct Heads {
+        std::vector<HeadInputs> inputs;
         std::vector<Matrix> outs;
+        std::vector<std::vector<std::size_t>> empty_rows;
+    };
+    Heads prepare_heads(std::size_t b) const {
+        const Projections projections = project(p_, b, *backend_, options_.dtype);
+        Heads heads;
         for (int h = 0; h < p_.heads; ++h) {
-            heads.push_back(head_inputs(p_, projections, h, options_.dtype));
-            outs.emplace_back(p_.n, p_.d_v);
+            heads.inputs.push_back(head_inputs(p_, projections, h, options_.dtype));
+            heads.outs.emplace_back(p_.n, p_.d_v);
         }
-        std::vector<std::vector<std::size_t>> empty_rows(static_cast<std::size_t>(p_.heads));
+        heads.empty_rows.resize(static_cast<std::size_t>(p_.heads));
+        return heads;
+    }
+
+    void run_sequence(std::size_t b) {
+        Heads heads = prepare_heads(b);
         // The prefill block (queries 0 … P−1) first, then one query per step.
         for (std::size_t first = 0, end = 0; first < p_.n; first = end) {
             end = first == 0 && decode_.prefill > 0 ? decode_.prefill : first + 1;
-            run_step(first, end, b, heads, outs, empty_rows);
+            run_step(first, end, b, heads);
         }
         for (int h = 0; h < p_.heads; ++h) {
             const std::size_t hs = static_cast<std::size_t>(h);
-            recorder_.note_empty_rows(empty_rows[hs], h, b);
-            recorder_.record("out", "the output rows of every step, stacked", outs[hs], h, b, query_labels(p_));
+            recorder_.note_empty_rows(heads.empty_rows[hs], h, b);
+            recorder_.record("out", "the output rows of every step, stacked", heads.outs[hs], h, b, query_labels(p_));
         }
-        recorder_.record_concat_and_final(outs, b, *backend_, options_.dtype);
+        recorder_.record_concat_and_final(heads.outs, b, *backend_, options_.dtype);
     }
 
     // Queries first … end−1 as one step: the cache then holds keys 0 … end−1+(m−n).
-    // heads[h]: q (n, d_k), k (m, d_k), v (m, d_v); outs[h] (n, d_v) receives the rows.
-    // The mask rows are built per step, so no step ever holds the whole n × m mask.
-    void run_step(std::size_t first, std::size_t end, std::size_t b, const std::vector<HeadInputs>& heads, std::vector<Matrix>& outs,
-                  std::vector<std::vector<std::size_t>>& empty_rows) {
+    // heads.inputs[h]: q (n, d_k), k (m, d_k), v (m, d_v); heads.outs[h] (n, d_v)
+    // receives the rows. The mask rows are built per step, so no step ever holds
+    // the whole n × m mask.
+    void run_step(std::size_t first, std::size_t end, std::size_t b, Heads& heads) {
         const Dtype dtype = options_.dtype;
         const std::size_t rows = end - first, cache_length = end + offset_;
         const int t = static_cast<int>(end - 1);
@@ -136,26 +140,26 @@ private:
         const auto query_names = slice_labels(query_labels(p_), first, rows);
         const auto key_names = slice_labels(key_labels(p_), 0, cache_length);
         for (int g = 0; g < p_.kv_heads; ++g) {
-            const HeadInputs& kv = heads[static_cast<std::size_t>(g * group)];
+            const HeadInputs& kv = heads.inputs[static_cast<std::size_t>(g * group)];
             const std::string which = p_.kv_heads > 1 || p_.heads > 1 ? fmt::format(" of KV head {}", g) : "";
             recorder_.record("k_cache", fmt::format("K cache{} after appending k_{}", which, t), block_of(kv.k, 0, cache_length, 0, p_.d_k), g, b, key_names).t = t;
             recorder_.record("v_cache", fmt::format("V cache{} after appending v_{}", which, t), block_of(kv.v, 0, cache_length, 0, p_.d_v), g, b, key_names).t = t;
         }
         for (int h = 0; h < p_.heads; ++h) {
             const std::size_t hs = static_cast<std::size_t>(h);
-            const HeadInputs& in = heads[hs];
+            const HeadInputs& in = heads.inputs[hs];
             const Matrix k_cache = block_of(in.k, 0, cache_length, 0, p_.d_k), v_cache = block_of(in.v, 0, cache_length, 0, p_.d_v);
             // z = s · q_t K_cacheᵀ (+ softcap) + M[t, 0 … cache)
             Matrix z = scale(backend_->multiply_transposed(block_of(in.q, first, rows, 0, p_.d_k), k_cache, dtype), p_.scale_factor(), dtype);
             if (p_.softcap) z = soft_cap(z, *p_.softcap, dtype);
             z = add_elementwise(z, cache_mask(head_mask(p_, b, h, {first, rows}), first, cache_length), dtype);
             SoftmaxSteps softmax = softmax_rows(z, p_.empty_rows, dtype);
-            for (std::size_t r : softmax.empty_rows) empty_rows[hs].push_back(first + r);
-            if (p_.empty_rows == EmptyRows::error) recorder_.note_empty_rows(empty_rows[hs], h, b);
+            for (std::size_t r : softmax.empty_rows) heads.empty_rows[hs].push_back(first + r);
+            if (p_.empty_rows == EmptyRows::error) recorder_.note_empty_rows(heads.empty_rows[hs], h, b);
             // o_t = a_t V_cache
             Matrix out = backend_->multiply(softmax.weights, v_cache, dtype);
             for (std::size_t r = 0; r < rows; ++r)
-                for (std::size_t j = 0; j < p_.d_v; ++j) outs[hs](first + r, j) = out(r, j);
+                for (std::size_t j = 0; j < p_.d_v; ++j) heads.outs[hs](first + r, j) = out(r, j);
             const std::string q_name = rows == 1 ? fmt::format("q_{}", t) : fmt::format("Q_0…{}", t);
             recorder_.record("scores", fmt::format("s · {} K_cacheᵀ{}{}", q_name, p_.softcap ? ", capped," : "", rows > 1 ? " + causal M" : " + M"),
                              std::move(z), h, b, query_names, key_names).t = t;

@@ -8,12 +8,7 @@ R=$SOURCE_DIR/tests/golden/rope_half.json
 M=$SOURCE_DIR/tests/golden/mha_causal.json
 S=$SOURCE_DIR/tests/golden/softcap.json
 L=$SOURCE_DIR/tests/golden/alibi.json
-for tool in pdflatex cmark-gfm; do
-  if ! command -v "$tool" >/dev/null; then
-    echo "FAIL: $tool is not installed (tools/setup.sh installs texlive-latex-base and cmark-gfm)"
-    exit 1
-  fi
-done
+require_document_tools
 "$A" random --n 16 --dk 4 --seed 3 --mask causal -o keys16.json
 "$A" random --n 6 --dk 64 --d-model 8 --seed 5 -o wide.json
 "$A" random --n 40 --dk 2 --seed 7 -o keys40.json
@@ -70,14 +65,6 @@ wide.json --cell q[2,63]
 wide.json --cell weights[0,3] --t 5
 CASES
 
-# compile FILE: the LaTeX of one explanation inside the smallest document.
-compile() {
-  { printf '%s\n' '\documentclass{article}' '\usepackage{amsmath}' '\begin{document}'
-    cat "$1"
-    printf '%s\n' '\end{document}'; } > doc.tex
-  pdflatex -interaction=nonstopmode -halt-on-error doc.tex >/dev/null 2>&1
-}
-
 while read -r problem args; do
   checks=$((checks + 1))
   # shellcheck disable=SC2086
@@ -86,22 +73,12 @@ while read -r problem args; do
     failures=$((failures + 1))
     continue
   fi
-  if ! compile body.tex; then
-    echo "FAIL: the LaTeX of $(basename "$problem") $args does not compile:"
-    grep -A3 '^!' doc.log | head -8 | sed 's/^/    /'
-    failures=$((failures + 1))
-    continue
-  fi
-  # An overfull box of a few points is invisible; past ~20pt the maths runs into the margin.
-  widest=$(grep -o 'Overfull \\hbox ([0-9.]*pt' doc.log | grep -o '[0-9.]*' | sort -n | tail -1)
-  if [ -n "$widest" ] && awk -v w="$widest" 'BEGIN { exit !(w > 20) }'; then
-    echo "FAIL: the LaTeX of $(basename "$problem") $args runs ${widest}pt past the margin"
-    failures=$((failures + 1))
-  fi
+  { latex_preamble; cat body.tex; echo '\end{document}'; } > doc.tex
+  check_latex doc
   checks=$((checks + 1))
   # shellcheck disable=SC2086
   "$A" explain "$problem" $args --format markdown > body.md
-  cmark-gfm body.md > body.html
+  check_markdown body
   # The maths arrives as a code block GitHub renders as maths: subscripts' underscores
   # and braces untouched, no emphasis made of them.
   if ! grep -q 'class="language-math"' body.html || ! grep -q '_{' body.html || grep -q '<em>[^<]*</em>[^<]*</code>' body.html; then
