@@ -46,7 +46,7 @@ scores[0,2] is query 0 against key 2. --head H (default 0) and --batch B choose 
 and the sequence. Every number is the computed one, rounded to --precision decimals.
 explain computes only the rows it needs (one query row; one decode step; one query
 block): memory O((n + m) · d), never the n · m scores. At n = m = 65 536, d_k = 64 a
-cell takes about 0.5 s and 241 MB, 104 MB of it reading the problem.
+cell takes about 0.4 s and 176 MB, 104 MB of it reading the problem.
 
 Every step of run can be explained, cell by cell (--cell STEP[i,j]):
   x, x_source, q, k, v   x_i · column of W + bias, term by term (or "given")

@@ -64,17 +64,24 @@ private:
         };
         if (in_order) record_projections(false);
         std::vector<Matrix> outs;
-        for (int h = 0; h < p_.heads; ++h) outs.push_back(run_head(qkv, h, b));
+        if (p_.heads == 1 && !p_.rope) {
+            // One head reads every column of q, k and v, unrotated: lend them to the
+            // head rather than copy them (at m = 65 536, K and V are 67 MB).
+            HeadInputs in{std::move(qkv.q), std::move(qkv.k), std::move(qkv.v)};
+            outs.push_back(run_head(in, 0, b));
+            qkv = {std::move(in.q), std::move(in.k), std::move(in.v)};
+        } else {
+            for (int h = 0; h < p_.heads; ++h) outs.push_back(run_head(head_inputs(p_, qkv, h, dtype_, rows_.first), h, b));
+        }
         if (!in_order) record_projections(true);
         steps_.record_concat_and_final(outs, b, *backend_, dtype_, rows_.first);
     }
 
     // One head: scores → scaled → (capped) → mask → masked → softmax steps → out.
-    Matrix run_head(const Projections& qkv, int h, std::size_t b) {
+    Matrix run_head(const HeadInputs& in, int h, std::size_t b) {
         const auto& queries = queries_;
         const auto& keys = key_labels(p_);
         const int g = kv_head_of(p_, h);
-        const HeadInputs in = head_inputs(p_, qkv, h, dtype_, rows_.first);
         if (p_.rope) {
             steps_.record("q_rot", "RoPE(q)", in.q, h, b, queries);
             steps_.record("k_rot", "RoPE(k)", in.k, h, b, keys);
