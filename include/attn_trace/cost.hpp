@@ -47,9 +47,8 @@ CostAnswer compute_cost(const CostQuestion& question);
 std::string cost_text(const CostAnswer& answer);
 std::string cost_json(const CostAnswer& answer);
 
-// "512 bytes", "230,400 bytes = 0.23 MB = 230.4 kB", "1,073,741,824 bytes = 1073.74 MB (1.00 GiB)":
-// MB = 10⁶ bytes with two decimals (as the seeds write score matrices), kB for
-// small sizes, MiB or GiB (2²⁰, 2³⁰) for large ones.
+// "512 bytes", "6,144 bytes = 6.144 kB", "230,400 bytes = 230.4 kB = 0.23 MB",
+// "4,194,304 bytes = 4.19 MB (4.00 MiB)", "2,147,483,648 bytes = 2.15 GB (2.00 GiB)".
 std::string bytes_text(double bytes);
 
 }  // namespace attn_trace

@@ -29,8 +29,8 @@ std::string plural(std::uint64_t count, const char* word) { return fmt::format("
 }  // namespace
 
 // The natural decimal unit first (kB below a megabyte, GB above a gigabyte), the MB
-// figure of the seeds' tables beside kB once it reads as more than 0.00, and the
-// binary unit in parentheses from a MiB on: no "0.00 MB", no 2147.48 MB.
+// figure beside kB from 0.01 MB on (teaching texts tabulate score memory in MB), and
+// the binary unit in parentheses from a MiB on: no "0.00 MB", no 2147.48 MB.
 std::string bytes_text(double bytes) {
     if (bytes < 1e3) return fmt::format("{} bytes", grouped(bytes));
     std::string text = grouped(bytes) + " bytes = ";
