@@ -129,5 +129,8 @@ TEST_CASE("unknown mask names and bad window widths are refused") {
     REQUIRE_THROWS_WITH(parse_mask_string("casual", "--mask"), Catch::Contains("unknown mask 'casual'"));
     REQUIRE_THROWS_WITH(parse_mask_string("window:0", "--mask"), Catch::Contains("at least 1 key"));
     REQUIRE_THROWS_WITH(parse_mask_string("window:x", "--mask"), Catch::Contains("whole number"));
+    // Issue 12: the string form was not capped like {"window": W}, and row − (W − 1) overflowed (UBSan).
+    REQUIRE_THROWS_WITH(parse_mask_string("window:9223372036854775807", "--mask"), Catch::Contains("at most 1099511627776 keys"));
+    REQUIRE_NOTHROW(parse_mask_string("window:1099511627776", "--mask"));
     REQUIRE_THROWS_WITH(parse_mask_string("padding:1,2", "--mask"), Catch::Contains("found '2'"));
 }

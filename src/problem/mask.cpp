@@ -12,6 +12,7 @@ namespace attn_trace {
 namespace {
 
 constexpr double minus_infinity = -std::numeric_limits<double>::infinity();
+constexpr long max_window = 1L << 40;  // far past any n that fits in memory
 
 long parse_whole_number(const std::string& text, const std::string& where, const std::string& spec) {
     std::size_t used = 0;
@@ -66,6 +67,9 @@ MaskSpec parse_mask_string(const std::string& text, const std::string& where) {
         const long width = parse_whole_number(tail, where, text);
         if (width < 1)
             throw InputError(fmt::format("{}: mask '{}': a window holds at least 1 key (the query's own), found {}", where, text, width));
+        // The same bound as {"window": W}: row − (W − 1) must not overflow a long.
+        if (width > max_window)
+            throw InputError(fmt::format("{}: mask '{}': a window holds at most {} keys, found {}", where, text, max_window, width));
         spec.kind = MaskSpec::Kind::window;
         spec.window_left = width - 1;  // W keys including the query's own
         spec.window_right = 0;
