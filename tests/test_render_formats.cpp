@@ -129,3 +129,18 @@ TEST_CASE("latex_text escapes LaTeX specials and writes the trace's Unicode as L
     CHECK(latex_text("50% & #1") == "50\\% \\& \\#1");
     CHECK(latex_text("exp(masked − row_max)") == "exp(masked $-$ row\\_max)");
 }
+
+TEST_CASE("latex_formula sets a step's formula in math mode, its remark as text") {
+    CHECK(latex_formula("m_new = max(m_old, max_j S_ij)") == "$m_{\\mathrm{new}}=\\mathrm{max}(m_{\\mathrm{old}},\\mathrm{max}_{j}\\,S_{ij})$");
+    CHECK(latex_formula("exp(masked − row_max)") == "$\\mathrm{exp}(\\mathrm{masked}-\\mathrm{row\\_max})$");
+    CHECK(latex_formula("s · Q[0…1] K[2…3]ᵀ + M (query block 0, key tile 1)") ==
+          "$s\\cdot Q[0\\dots 1]\\,K[2\\dots 3]^{\\top}+M$ (query block 0, key tile 1)");
+    CHECK(latex_formula("u / ℓ after the last tile") == "$u/\\ell $ after the last tile");
+}
+
+TEST_CASE("latex_prose puts the formulas of a sentence in math mode") {
+    CHECK(latex_prose("ℓ_new = rescale · ℓ_old + Σ_j e^(S_j - m_new), over this tile's keys") ==
+          "$\\ell _{\\mathrm{new}}=\\mathrm{rescale}\\cdot \\ell _{\\mathrm{old}}+\\Sigma_{j}\\,e^{S_{j}-m_{\\mathrm{new}}}$, over this tile's keys");
+    CHECK(latex_prose("empty_rows = zero keeps the row") .find("empty\\_rows") != std::string::npos);
+    CHECK(latex_prose("a plain sentence, no formula") == "a plain sentence, no formula");
+}

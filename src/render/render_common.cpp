@@ -125,11 +125,16 @@ std::string math_of(const std::string& text) {
         if (std::isalpha(static_cast<unsigned char>(c))) {
             std::size_t end = i;
             while (end < text.size() && std::isalpha(static_cast<unsigned char>(text[end]))) ++end;
-            // row_max, max_abs_diff_vs_full: a name of several letters takes its
-            // underscores along (m_new is m with a subscript).
+            // row_max, max_abs_diff_vs_full: a name of several letters takes a part of
+            // two or more letters after an underscore along (m_new is m with a
+            // subscript, max_j is max with one).
+            auto part_end = [&](std::size_t underscore) {
+                std::size_t k = underscore + 1;
+                while (k < text.size() && std::isalnum(static_cast<unsigned char>(text[k]))) ++k;
+                return k;
+            };
             if (end - i >= 2)
-                while (end + 1 < text.size() && text[end] == '_' && std::isalnum(static_cast<unsigned char>(text[end + 1])))
-                    for (++end; end < text.size() && std::isalnum(static_cast<unsigned char>(text[end]));) ++end;
+                while (end < text.size() && text[end] == '_' && part_end(end) - end > 2) end = part_end(end);
             out += name(text.substr(i, end - i));
             i = end;
         } else if ((c == '_' || c == '^') && i + 1 < text.size()) {
