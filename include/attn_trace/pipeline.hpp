@@ -40,6 +40,8 @@ struct TiledOptions {
     std::size_t block_q = 2;  // Br: query rows per block
     std::size_t block_k = 2;  // Bc: keys per tile
 };
+// Throws InputError for a block of no rows or a tile of no keys.
+void validate_tiles(const TiledOptions& tiled);
 
 // Per computed tile [qb, kt] and head: scores, m, rescale, l, u. Tiles whose
 // every score is masked are skipped and counted. Then out = u / ℓ per head,

@@ -84,8 +84,7 @@ public:
     TiledPipeline(const Problem& problem, const RunOptions& options, const TiledOptions& tiled)
         : p_(problem), options_(options), backend_(make_backend(options.backend)), recorder_(problem, trace_),
           Br_(std::min(tiled.block_q, problem.n)), Bc_(std::min(tiled.block_k, problem.m)) {
-        if (tiled.block_q < 1) throw InputError(fmt::format("--block-q {}: a query block holds at least 1 row", tiled.block_q));
-        if (tiled.block_k < 1) throw InputError(fmt::format("--block-k {}: a key tile holds at least 1 key", tiled.block_k));
+        validate_tiles(tiled);
     }
 
     Trace run() {
@@ -223,6 +222,11 @@ private:
 };
 
 }  // namespace
+
+void validate_tiles(const TiledOptions& tiled) {
+    if (tiled.block_q < 1) throw InputError(fmt::format("--block-q {}: a query block holds at least 1 row", tiled.block_q));
+    if (tiled.block_k < 1) throw InputError(fmt::format("--block-k {}: a key tile holds at least 1 key", tiled.block_k));
+}
 
 Trace pipeline_tiled(const Problem& problem, const RunOptions& options, const TiledOptions& tiled) {
     return TiledPipeline(problem, options, tiled).run();

@@ -60,13 +60,6 @@ QueryRows rows_for(const Problem& problem, const ExplainTarget& target) {
     return {target.row, 1};
 }
 
-std::size_t checked_batch(const Problem& problem, const ExplainOptions& options) {
-    if (options.batch < 0 || static_cast<std::size_t>(options.batch) >= problem.batch)
-        throw InputError(fmt::format("--batch {}: the problem has {} sequence{} (0 to {})", options.batch, problem.batch, problem.batch == 1 ? "" : "s",
-                                     problem.batch - 1));
-    return static_cast<std::size_t>(options.batch);
-}
-
 }  // namespace
 
 ExplainTarget parse_cell_spec(const std::string& text) { return parse_spec(text, false); }

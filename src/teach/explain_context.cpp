@@ -34,8 +34,14 @@ void ExplainContext::no_step(const std::string& why) const {
 void ExplainContext::check_head_and_batch() const {
     if (options_.head < 0 || options_.head >= p_.heads)
         throw InputError(fmt::format("--head {}: the problem has {} head{} (0 to {})", options_.head, p_.heads, p_.heads == 1 ? "" : "s", p_.heads - 1));
-    if (options_.batch < 0 || static_cast<std::size_t>(options_.batch) >= p_.batch)
-        throw InputError(fmt::format("--batch {}: the problem has {} sequence{} (0 to {})", options_.batch, p_.batch, p_.batch == 1 ? "" : "s", p_.batch - 1));
+    checked_batch(p_, options_);
+}
+
+std::size_t checked_batch(const Problem& problem, const ExplainOptions& options) {
+    if (options.batch < 0 || static_cast<std::size_t>(options.batch) >= problem.batch)
+        throw InputError(fmt::format("--batch {}: the problem has {} sequence{} (0 to {})", options.batch, problem.batch, problem.batch == 1 ? "" : "s",
+                                     problem.batch - 1));
+    return static_cast<std::size_t>(options.batch);
 }
 
 void ExplainContext::check_row(std::size_t rows, const std::string& what) const {
@@ -63,6 +69,11 @@ std::string ExplainContext::index(std::size_t i, std::size_t j) const {
 std::string ExplainContext::footnote() const {
     return fmt::format("every number rounded to {} decimals; each result is the computed value, so a last digit may differ from the rounded terms",
                        options_.precision);
+}
+
+ExplainDocument ExplainContext::finish(ExplainDocument d) const {
+    d.footnote = footnote();
+    return d;
 }
 
 std::string ExplainContext::quoted_label(const std::vector<std::string>& labels, std::size_t i) {

@@ -12,6 +12,9 @@
 
 namespace attn_trace {
 
+// options.batch as an index, or InputError when the problem has no such sequence.
+std::size_t checked_batch(const Problem& problem, const ExplainOptions& options);
+
 class ExplainContext {
 public:
     ExplainContext(const Trace& trace, const Problem& problem, const ExplainTarget& target, const ExplainOptions& options)
@@ -34,6 +37,8 @@ protected:
     // "02" for A_02; "1,10" once an index has two digits, so it stays readable.
     std::string index(std::size_t i, std::size_t j) const;
     std::string footnote() const;
+    // The document with the footnote every explanation ends with.
+    ExplainDocument finish(ExplainDocument d) const;
     static std::string quoted_label(const std::vector<std::string>& labels, std::size_t i);
     // part(j) for j < count, all of them up to 16, otherwise the first 12, an
     // ellipsis and the last 4: a row of 65 536 keys stays readable.

@@ -88,10 +88,6 @@ private:
     std::string heading(const std::string& what) const {
         return fmt::format("{}[{},{}], {}: {}", target_.step, i_, j(), per_head(target_.step) ? where() : p_.batched ? fmt::format("batch {}", options_.batch) : "all heads", what);
     }
-    ExplainDocument finish(ExplainDocument d) const {
-        d.footnote = footnote();
-        return d;
-    }
 
     ExplainDocument given_cell(const std::string& what) {
         ExplainDocument d;

@@ -118,8 +118,7 @@ private:
         d.lines.push_back({fmt::format("the cache holds {} after step {}: rows 0 to {}; row {} is {}_{} of KV head {}{}, {}", key ? "keys" : "values", t(), s.values.rows() - 1, j,
                                        key ? "k" : "v", j, g, key && p_.rope ? " after RoPE" : "", when),
                            n_.sub(key ? "k" : "v", index(j, c)) + " = " + n_.number(s.values(j, c))});
-        d.footnote = footnote();
-        return d;
+        return finish(d);
     }
 
     ExplainDocument score_cell(const Step& s) {
@@ -129,8 +128,7 @@ private:
         const double z = s.values(r, j);
         score_lines(d, i, j, z, std::isinf(z) ? "the key is hidden (a later key in the prefill block, or the problem's mask)"
                                               : "the problem's mask (the cache holds only the past)");
-        d.footnote = footnote();
-        return d;
+        return finish(d);
     }
 
     ExplainDocument weight_cell(const Step& s) {
@@ -151,8 +149,7 @@ private:
                                                                                 n_.terms(elided(z.cols(), [&](std::size_t l) { return n_.number(soft.exp(0, l)); }), " + ", 8), n_.number(sum))});
             d.lines.push_back({"the weight", softmax_quotient(n_.sub("a", index(j)), n_.sub("z", index(j)), n_.max_of(index(r)), n_.total(index(r)), z(0, j), max, soft.exp(0, j), sum, s.values(r, j))});
         }
-        d.footnote = footnote();
-        return d;
+        return finish(d);
     }
 
     ExplainDocument output_cell(const Step& s) {
@@ -165,8 +162,7 @@ private:
         d.heading = heading(fmt::format("component {} of the output: the weights times the cached values", c));
         d.lines.push_back({fmt::format("Σ_j a_j · v_j[{}] over the {} cached values of KV head {}", c, cache.values.rows(), g),
                            n_.chain({n_.sub("o", index(r, c)), n_.terms(products, " + ", 3), n_.number(s.values(r, c))})});
-        d.footnote = footnote();
-        return d;
+        return finish(d);
     }
 };
 
@@ -208,8 +204,7 @@ private:
         ExplainDocument d;
         d.heading = heading(fmt::format("query {} against key {}", i, j));
         score_lines(d, i, j, s.values(r, c), "the mask");
-        d.footnote = footnote();
-        return d;
+        return finish(d);
     }
 
     // m, rescale, ℓ, u: the recurrence from the previous tile.
@@ -255,10 +250,6 @@ private:
         return finish(d);
     }
 
-    ExplainDocument finish(ExplainDocument d) const {
-        d.footnote = footnote();
-        return d;
-    }
     std::string max_word() const { return n_.latex() ? "\\max" : "max"; }
     // The rescaled old value, then the tile's terms: one sum.
     static std::vector<std::string> with_first(std::string first, std::vector<std::string> rest) {
@@ -281,7 +272,7 @@ ExplainDocument explain_decode_step(const Problem& problem, const RunOptions& ru
 
 ExplainDocument explain_tiled_step(const Problem& problem, const RunOptions& run, const ExplainTarget& target, const ExplainOptions& options,
                                    const ExplainSource& source, std::size_t batch) {
-    if (source.tiled.block_q < 1 || source.tiled.block_k < 1) throw InputError("--block-q and --block-k: a block holds at least 1 row");
+    validate_tiles(source.tiled);
     const std::size_t Br = std::min(source.tiled.block_q, problem.n), Bc = std::min(source.tiled.block_k, problem.m);
     const std::size_t Tr = (problem.n + Br - 1) / Br, Tc = (problem.m + Bc - 1) / Bc;
     const auto [qb, kt] = *source.tile;
