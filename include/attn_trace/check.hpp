@@ -46,6 +46,7 @@ CheckResult check_expectations(const Problem& problem, const CheckOptions& optio
 
 // A golden trace (run --format json) read back; throws InputError on a malformed one.
 Trace load_golden_trace(const std::string& path);
+Trace parse_golden_trace(const std::string& text, const std::string& file);  // the text of one; `file` names it in messages
 CheckResult check_golden(const Problem& problem, const Trace& golden, const CheckOptions& options);
 
 }  // namespace attn_trace

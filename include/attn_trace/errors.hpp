@@ -1,6 +1,8 @@
 #pragma once
 // Typed errors, each carrying the exit code the CLI returns for it (SPEC §2):
 // 1 a check failed, 2 bad input or usage, 3 a requested backend is unavailable.
+#include <exception>
+#include <iosfwd>
 #include <stdexcept>
 #include <string>
 
@@ -34,5 +36,11 @@ class BackendUnavailable : public Error {
 public:
     explicit BackendUnavailable(const std::string& message) : Error(message, 3) {}
 };
+
+// What the CLI does with an exception that reached it: writes one line to `out`
+// and returns the exit code. An Error carries its own code; running out of memory
+// is 2 (the problem is too large); anything else, of any type, is a bug in
+// attn-trace: 4 with "internal error" (SPEC §2 v2), never an abort.
+int report_error(std::exception_ptr error, std::ostream& out);
 
 }  // namespace attn_trace

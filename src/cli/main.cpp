@@ -49,16 +49,8 @@ Run `attn-trace COMMAND --help` for each command's options and examples.)");
     } catch (const CLI::ParseError& error) {
         app.exit(error);
         return 2;  // usage errors share the bad-input exit code (SPEC §2)
-    } catch (const attn_trace::Error& error) {
-        std::cerr << "attn-trace: error: " << error.what() << "\n";
-        return error.exit_code();
-    } catch (const std::bad_alloc&) {
-        std::cerr << "attn-trace: error: out of memory (the problem is too large for this machine)\n";
-        return 2;
-    } catch (const std::exception& error) {
-        // Anything else is a bug: exit 4 with a message (SPEC §2), never an abort.
-        std::cerr << "attn-trace: internal error (a bug in attn-trace; please report it with the command and the file): " << error.what() << "\n";
-        return 4;
+    } catch (...) {
+        return attn_trace::report_error(std::current_exception(), std::cerr);
     }
     return exit_code;
 }

@@ -10,6 +10,7 @@
 #include "attn_trace/errors.hpp"
 #include "attn_trace/tolerances.hpp"
 #include "../problem/json_reader.hpp"
+#include "../problem/json_text.hpp"
 
 namespace attn_trace {
 
@@ -74,15 +75,12 @@ Trace load_golden_trace(const std::string& path) {
     if (!in) throw InputError(fmt::format("{}: cannot open the golden trace", path));
     std::stringstream text;
     text << in.rdbuf();
-    nlohmann::json root;
-    try {
-        root = nlohmann::json::parse(text.str());
-    } catch (const nlohmann::json::parse_error& error) {
-        throw InputError(fmt::format("{}: malformed JSON in the golden trace: {}", path, error.what()));
-    } catch (const nlohmann::json::out_of_range& error) {
-        throw InputError(fmt::format("{}: malformed JSON in the golden trace: a number out of the range of a double ({})", path, error.what()));
-    }
-    const JsonReader reader(path);
+    return parse_golden_trace(text.str(), path);
+}
+
+Trace parse_golden_trace(const std::string& text, const std::string& file) {
+    const nlohmann::json root = parse_json_text(text, file);
+    const JsonReader reader(file);
     if (!root.is_object() || !root.contains("attn_trace") || !root.contains("steps"))
         reader.fail("$", "expected a trace written by `attn-trace run --format json` ({\"attn_trace\": 1, \"steps\": [...]})");
     Trace trace;

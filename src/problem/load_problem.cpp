@@ -14,6 +14,7 @@
 #include "attn_trace/problem.hpp"
 #include "attn_trace/trace.hpp"
 #include "json_reader.hpp"
+#include "json_text.hpp"
 
 namespace attn_trace {
 
@@ -47,19 +48,6 @@ std::optional<std::string> first_nonfinite_cell(const json& value, const std::st
     return std::nullopt;
 }
 
-
-std::string line_and_column(const std::string& text, std::size_t byte) {
-    std::size_t line = 1, column = 1;
-    for (std::size_t i = 0; i + 1 < byte && i < text.size(); ++i) {
-        if (text[i] == '\n') {
-            ++line;
-            column = 1;
-        } else {
-            ++column;
-        }
-    }
-    return fmt::format("line {}, column {}", line, column);
-}
 
 // Splits a 3-D (H, rows, width) per-head array into one (rows, H·width) matrix,
 // heads side by side: the layout every pipeline uses.
@@ -582,19 +570,7 @@ double Problem::scale_factor() const {
 }
 
 Problem parse_problem(const std::string& text, const std::string& file_label, bool allow_nonfinite) {
-    json root;
-    try {
-        root = json::parse(text);
-    } catch (const json::parse_error& error) {
-        std::string reason = error.what();
-        // nlohmann's text starts "[json.exception.parse_error.101] parse error at line 1, column 5: ..."
-        const auto colon = reason.find(": ", reason.find("parse error"));
-        if (colon != std::string::npos) reason = reason.substr(colon + 2);
-        throw InputError(fmt::format("{}: malformed JSON at {}: {}", file_label, line_and_column(text, error.byte), reason));
-    } catch (const json::out_of_range& error) {
-        // nlohmann reports a number past double's range (1e400) this way, without a position.
-        throw InputError(fmt::format("{}: malformed JSON: a number out of the range of a double ({})", file_label, error.what()));
-    }
+    const json root = parse_json_text(text, file_label);
     return ProblemLoader(root, file_label, allow_nonfinite).load();
 }
 

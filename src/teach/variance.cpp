@@ -3,13 +3,13 @@
 #include "attn_trace/variance.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <thread>
 
 #include <fmt/format.h>
 
 #include "../pipeline/attention_parts.hpp"
+#include "core/parallel.hpp"
 #include "attn_trace/backend.hpp"
 #include "attn_trace/errors.hpp"
 #include "attn_trace/random.hpp"
@@ -98,14 +98,8 @@ void run_block(const Block& b, const VarianceOptions& o, const Backend& backend)
 }
 
 void run_blocks(const std::vector<Block>& blocks, const VarianceOptions& o, const Backend& backend) {
-    std::atomic<std::size_t> next{0};
-    auto worker = [&] {
-        for (std::size_t k = next++; k < blocks.size(); k = next++) run_block(blocks[k], o, backend);
-    };
-    std::vector<std::thread> threads(std::max(1u, std::thread::hardware_concurrency()) - 1);
-    for (auto& t : threads) t = std::thread(worker);
-    worker();
-    for (auto& t : threads) t.join();
+    parallel_for(blocks.size(), static_cast<int>(std::max(1u, std::thread::hardware_concurrency())),
+                 [&](std::size_t k, int) { run_block(blocks[k], o, backend); });
 }
 
 VarianceRow summarise(const Experiment& e) {

@@ -51,7 +51,11 @@ expect_exit 0 "n = 1 query, m = 2 keys" -- "$A" run one.json
 
 # a number past double's range is bad input (exit 2), not an abort
 printf '%s' '{"Q": [[1e400]], "K": [[1]], "V": [[1]]}' > overflow.json
-expect_exit 2 "overflow.json: malformed JSON: a number out of the range of a double" -- "$A" run overflow.json
+expect_exit 2 "overflow.json: malformed JSON at line 1, column 9: number overflow parsing .1e400. \(out of the range of a double\)" -- "$A" run overflow.json
+printf '{"Q": [[1]],\n "K": [[1]],\n "V": [[-1.7976931348623159e308, 1e999]]}' > overflow2.json
+expect_exit 2 "overflow2.json: malformed JSON at line 3, column 9: number overflow parsing .-1.7976931348623159e308." -- "$A" check overflow2.json
+printf '{"attn_trace": 1,\n  "steps": [{"name": "weights", "data": [[2e308]]}]}' > golden-overflow.json
+expect_exit 2 "golden-overflow.json: malformed JSON at line 2, column 43: number overflow parsing .2e308." -- "$A" check "$E" --golden golden-overflow.json
 
 # explain: nothing silent, nothing aborts
 expect_exit 2 "--tile '99999999999999999999999,0': the index is too large" -- "$A" explain "$E" --cell 'l[0,0]' --tile 99999999999999999999999,0

@@ -25,14 +25,12 @@
 #include "attn_trace/fast_attention.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <functional>
 #include <limits>
-#include <thread>
 
+#include "core/parallel.hpp"
 #include "panel_kernels.hpp"
 
 namespace attn_trace {
@@ -49,18 +47,6 @@ template <typename T>
 constexpr T minus_infinity = -std::numeric_limits<T>::infinity();
 
 std::size_t round_up(std::size_t x, std::size_t step) { return (x + step - 1) / step * step; }
-
-// Runs work(item, worker) for item = 0 … count−1 on `threads` workers (this
-// thread is worker 0); items go to whichever worker is free next.
-void parallel_for(std::size_t count, int threads, const std::function<void(std::size_t, int)>& work) {
-    std::atomic<std::size_t> next{0};
-    auto worker = [&](int id) {
-        for (std::size_t item = next++; item < count; item = next++) work(item, id);
-    };
-    std::vector<std::jthread> helpers;
-    for (int id = 1; id < threads; ++id) helpers.emplace_back(worker, id);
-    worker(0);
-}
 
 // The keys [first, end) of query `row` (all keys without row ranges).
 struct KeyRange {

@@ -4,10 +4,10 @@
 #include <cmath>
 #include <limits>
 #include <stdexcept>
-#include <thread>
 #include <vector>
 
 #include "blas_library.hpp"
+#include "core/parallel.hpp"
 
 namespace attn_trace {
 
@@ -65,15 +65,11 @@ FastAttentionStats naive_attention(const FastAttentionInput<T>& input, const Fas
     const std::size_t block = (input.n + wanted - 1) / wanted;
     const std::size_t workers = (input.n + block - 1) / block;  // n = 5 on 4 threads: blocks of 2, so 3 workers
     std::vector<std::vector<T>> scores(workers);
-    {
-        std::vector<std::jthread> pool;
-        for (std::size_t w = 0; w < workers; ++w)
-            pool.emplace_back([&, w] {
-                const std::size_t i0 = w * block, rows = std::min(block, input.n - i0);
-                scores[w].resize(rows * input.m);
-                attend_rows(input, output, i0, rows, scores[w]);
-            });
-    }
+    parallel_for(workers, static_cast<int>(workers), [&](std::size_t w, int) {
+        const std::size_t i0 = w * block, rows = std::min(block, input.n - i0);
+        scores[w].resize(rows * input.m);
+        attend_rows(input, output, i0, rows, scores[w]);
+    });
     FastAttentionStats stats;
     stats.score_bytes_held = input.n * input.m * sizeof(T);
     stats.workers = static_cast<int>(workers);

@@ -1,0 +1,78 @@
+#include "json_text.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "attn_trace/errors.hpp"
+
+namespace attn_trace {
+namespace {
+
+using json = nlohmann::json;
+
+std::string line_and_column(const std::string& text, std::size_t byte) {
+    std::size_t line = 1, column = 1;
+    for (std::size_t i = 0; i + 1 < byte && i < text.size(); ++i) {
+        if (text[i] == '\n') {
+            ++line;
+            column = 1;
+        } else {
+            ++column;
+        }
+    }
+    return fmt::format("line {}, column {}", line, column);
+}
+
+// nlohmann's text starts "[json.exception.parse_error.101] parse error at line 1,
+// column 5: ..."; the position is said by us, so only the reason is kept.
+std::string reason_of(const json::exception& error) {
+    std::string reason = error.what();
+    const auto tag_end = reason.find("] ");
+    if (tag_end != std::string::npos) reason = reason.substr(tag_end + 2);
+    const auto colon = reason.find(": ", reason.find("parse error"));
+    if (reason.starts_with("parse error") && colon != std::string::npos) reason = reason.substr(colon + 2);
+    return reason;
+}
+
+// A number past double's range (1e400) is not a syntax error to nlohmann::json:
+// json::parse throws out_of_range.406 without a position. Its SAX parser reports
+// the same failure with the position, so the text is read again with a handler
+// that only records where the number starts.
+class FailurePosition : public nlohmann::json_sax<json> {
+public:
+    std::size_t byte = 0;
+    bool null() override { return true; }
+    bool boolean(bool) override { return true; }
+    bool number_integer(number_integer_t) override { return true; }
+    bool number_unsigned(number_unsigned_t) override { return true; }
+    bool number_float(number_float_t, const string_t&) override { return true; }
+    bool string(string_t&) override { return true; }
+    bool binary(binary_t&) override { return true; }
+    bool start_object(std::size_t) override { return true; }
+    bool key(string_t&) override { return true; }
+    bool end_object() override { return true; }
+    bool start_array(std::size_t) override { return true; }
+    bool end_array() override { return true; }
+    bool parse_error(std::size_t position, const std::string& last_token, const json::exception&) override {
+        byte = position + 1 - std::min(position, last_token.size());  // the number's first character
+        return false;
+    }
+};
+
+}  // namespace
+
+json parse_json_text(const std::string& text, const std::string& file) {
+    try {
+        return json::parse(text);
+    } catch (const json::parse_error& error) {
+        throw InputError(fmt::format("{}: malformed JSON at {}: {}", file, line_and_column(text, error.byte), reason_of(error)));
+    } catch (const json::out_of_range& error) {
+        FailurePosition failure;
+        json::sax_parse(text, &failure);
+        throw InputError(fmt::format("{}: malformed JSON at {}: {} (out of the range of a double)", file,
+                                     line_and_column(text, failure.byte), reason_of(error)));
+    }
+}
+
+}  // namespace attn_trace
