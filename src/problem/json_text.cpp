@@ -60,9 +60,37 @@ public:
     }
 };
 
+// The deepest nesting any attn-trace document needs is 5 (a golden trace's
+// {"steps": [{"data": [[…]]}]}). Walking a value is recursive here and in
+// nlohmann::json, so a file of a million "[" would overflow the stack: it is
+// refused first, by a scan of the brackets outside strings.
+constexpr int max_nesting = 64;
+
+void check_nesting(const std::string& text, const std::string& file) {
+    int depth = 0;
+    bool in_string = false, escaped = false;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        const char c = text[i];
+        if (in_string) {
+            if (escaped) escaped = false;
+            else if (c == '\\') escaped = true;
+            else if (c == '"') in_string = false;
+        } else if (c == '"') {
+            in_string = true;
+        } else if (c == '[' || c == '{') {
+            if (++depth > max_nesting)
+                throw InputError(fmt::format("{}: malformed JSON at {}: nested more than {} levels deep", file,
+                                             line_and_column(text, i + 1), max_nesting));
+        } else if (c == ']' || c == '}') {
+            --depth;
+        }
+    }
+}
+
 }  // namespace
 
 json parse_json_text(const std::string& text, const std::string& file) {
+    check_nesting(text, file);
     try {
         return json::parse(text);
     } catch (const json::parse_error& error) {

@@ -57,6 +57,11 @@ expect_exit 2 "overflow2.json: malformed JSON at line 3, column 9: number overfl
 printf '{"attn_trace": 1,\n  "steps": [{"name": "weights", "data": [[2e308]]}]}' > golden-overflow.json
 expect_exit 2 "golden-overflow.json: malformed JSON at line 2, column 43: number overflow parsing .2e308." -- "$A" check "$E" --golden golden-overflow.json
 
+# a million nested "[" once overflowed the stack (exit 139): refused before any recursion
+{ printf '{"Q": '; head -c 1000000 /dev/zero | tr '\0' '['; } > deep.json
+expect_exit 2 "deep.json: malformed JSON at line 1, column 70: nested more than 64 levels deep" -- "$A" run deep.json
+expect_exit 2 "deep.json: malformed JSON at line 1, column 70: nested more than 64 levels deep" -- "$A" check "$E" --golden deep.json
+
 # explain: nothing silent, nothing aborts
 expect_exit 2 "--tile '99999999999999999999999,0': the index is too large" -- "$A" explain "$E" --cell 'l[0,0]' --tile 99999999999999999999999,0
 expect_exit 2 "--prefill requires --t" -- "$A" explain "$E" --cell 'scores[0,0]' --prefill 1
