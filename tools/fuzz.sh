@@ -2,7 +2,7 @@
 # Fuzzing with libFuzzer under ASan + UBSan (clang). docs/RELIABILITY.md says what
 # each target covers and what has been found.
 #
-#   bash tools/fuzz.sh TARGET SECONDS   fuzz one target (load_problem, run_pipeline, golden_trace)
+#   bash tools/fuzz.sh TARGET SECONDS   fuzz one target (load_problem, run_pipeline, golden_trace, explain)
 #                                       or `all` of them, SECONDS each
 #   bash tools/fuzz.sh ci SECONDS       what CI runs: build, replay every saved finding
 #                                       through the libFuzzer build, then fuzz each target
@@ -14,7 +14,7 @@
 # replays it (ctest's fuzz_replay_TARGET).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-targets=(load_problem run_pipeline golden_trace)
+targets=(load_problem run_pipeline golden_trace explain)
 
 usage() { sed -n '4,8p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 [ $# -eq 2 ] || usage
