@@ -7,6 +7,7 @@
 
 #include "attn_trace/cost.hpp"
 #include "attn_trace/errors.hpp"
+#include "overflow.hpp"
 #include "pipeline_rows.hpp"
 #include "stepwise_parts.hpp"
 
@@ -29,6 +30,7 @@ public:
         trace_.notes = problem_notes(p_);
         add_decode_notes();
         for (std::size_t b = 0; b < p_.batch; ++b) run_sequence(b);
+        check_overflow(trace_, p_, options_.dtype);
         trace_.numbers.emplace_back("max_abs_diff_vs_full", max_abs_diff_vs(trace_, pipeline_full(causal_reference(), options_)));
         add_cache_size();
         return std::move(trace_);
@@ -42,6 +44,7 @@ public:
         Heads heads = prepare_heads(b);
         const std::size_t first = decode_.prefill > 0 && t + 1 == decode_.prefill ? 0 : t;
         run_step(first, t + 1, b, heads);
+        check_overflow(trace_, p_, options_.dtype);
         return std::move(trace_);
     }
 

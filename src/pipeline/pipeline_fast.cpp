@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "attention_parts.hpp"
+#include "overflow.hpp"
 #include "stepwise_parts.hpp"
 #include "attn_trace/errors.hpp"
 #include "attn_trace/fast_attention.hpp"
@@ -100,6 +101,7 @@ public:
             stats.block_k = s.block_k;
         }
         trace_.notes.insert(trace_.notes.begin(), fast_path_note(stats));
+        check_overflow(trace_, p_, dtype_);
         trace_.numbers = {{"scores_held", static_cast<double>(stats.score_bytes_held / (dtype_ == Dtype::f32 ? 4 : 8))},
                           {"tiles_skipped", static_cast<double>(stats.tiles_skipped)}};
         return std::move(trace_);

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include "attn_trace/pipeline.hpp"
+#include "overflow.hpp"
 #include "pipeline_rows.hpp"
 #include "stepwise_parts.hpp"
 
@@ -31,6 +32,7 @@ public:
         trace_.problem = summarise_problem(p_, dtype_, backend_->name());
         trace_.notes = problem_notes(p_);
         for (std::size_t b = 0; b < p_.batch; ++b) run_sequence(b);
+        check_overflow(trace_, p_, dtype_);
         return std::move(trace_);
     }
 
@@ -39,6 +41,7 @@ public:
         trace_.command = "run";
         trace_.problem = summarise_problem(p_, dtype_, backend_->name());
         run_sequence(b, false);
+        check_overflow(trace_, p_, dtype_);
         return std::move(trace_);
     }
 

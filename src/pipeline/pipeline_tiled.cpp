@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "attn_trace/errors.hpp"
+#include "overflow.hpp"
 #include "pipeline_rows.hpp"
 #include "stepwise_parts.hpp"
 
@@ -105,6 +106,7 @@ public:
                                         "{} of {} tiles skipped (every score masked){}; {} scores held at once instead of n · m = {}",
                                         Br_, Bc_, Tr, Tc, tiles_skipped_, Tr * Tc * heads_run,
                                         heads_run > 1 ? fmt::format(" over {} heads and sequences", heads_run) : "", Br_ * Bc_, p_.n * p_.m));
+        check_overflow(trace_, p_, options_.dtype);
         trace_.numbers = {{"max_abs_diff_vs_full", max_abs_diff_vs(trace_, pipeline_full(p_, options_))},
                           {"scores_held", static_cast<double>(Br_ * Bc_)},
                           {"scores_full", static_cast<double>(p_.n * p_.m)},
@@ -122,6 +124,7 @@ public:
             const HeadInputs in = head_inputs(p_, projections, h, options_.dtype, qb * Br_);
             run_block(in, 0, qb, last_tile, h, b);
         }
+        check_overflow(trace_, p_, options_.dtype);
         return std::move(trace_);
     }
 

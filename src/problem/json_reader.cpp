@@ -119,18 +119,39 @@ NumericArray JsonReader::array(const json& value, const std::string& path) const
                    describe_json(value));
 }
 
+std::vector<std::size_t> JsonReader::declared_shape(const json& value, const std::string& path) const {
+    if (value.is_array()) {
+        // Read along the first item at every depth; nested() checks every other item against it.
+        std::vector<std::size_t> extents;
+        const json* probe = &value;
+        std::string probe_path = path;
+        while (probe->is_array()) {
+            if (probe->empty()) fail(probe_path, "expected a non-empty array, found an empty one");
+            extents.push_back(probe->size());
+            probe = &(*probe)[0];
+            probe_path += "[0]";
+        }
+        if (extents.size() > 3) fail(path, fmt::format("expected at most 3 dimensions, found {}", extents.size()));
+        return extents;
+    }
+    if (value.is_object() && value.contains("random") && value["random"].is_object() && value["random"].contains("shape"))
+        return shape(value["random"]["shape"], path + ".random.shape");
+    if (value.is_object() && !value.contains("random") && value.contains("shape")) return shape(value["shape"], path + ".shape");
+    // Malformed: random()/shaped()/array() say how, before making anything.
+    return array(value, path).shape;
+}
+
+std::vector<std::size_t> JsonReader::declared_shape(const json& value, const std::string& path, std::size_t rank) const {
+    auto shape = declared_shape(value, path);
+    if (shape.size() != rank)
+        fail(path, fmt::format("expected a {} ({} dimension{}), found {} dimension{} {}", rank == 1 ? "vector" : "matrix", rank, rank == 1 ? "" : "s",
+                               shape.size(), shape.size() == 1 ? "" : "s", join_shape(shape)));
+    return shape;
+}
+
 NumericArray JsonReader::nested(const json& value, const std::string& path) const {
     NumericArray out;
-    // The shape is read along the first item at every depth; every other item must match it.
-    const json* probe = &value;
-    std::string probe_path = path;
-    while (probe->is_array()) {
-        if (probe->empty()) fail(probe_path, "expected a non-empty array, found an empty one");
-        out.shape.push_back(probe->size());
-        probe = &(*probe)[0];
-        probe_path += "[0]";
-    }
-    if (out.shape.size() > 3) fail(path, fmt::format("expected at most 3 dimensions, found {}", out.shape.size()));
+    out.shape = declared_shape(value, path);
     std::size_t total = 1;
     for (auto extent : out.shape) total *= extent;
     out.data.reserve(total);
@@ -214,18 +235,21 @@ NumericArray JsonReader::random(const json& value, const std::string& path) cons
         return x;
     };
     PortableRandom generator(seed);
-    out.data.resize(total);
+    // Each parameter is checked before the numbers are made.
     if (dist == "normal") {
         const double mean = option("mean", 0.0), std = option("std", 1.0);
+        out.data.resize(total);
         for (auto& x : out.data) x = mean + std * generator.normal();
     } else if (dist == "uniform") {
         const double low = option("low", 0.0), high = option("high", 1.0);
         if (!(low < high)) fail(at, fmt::format("uniform needs low < high, found low {} and high {}", low, high));
+        out.data.resize(total);
         for (auto& x : out.data) x = low + (high - low) * generator.uniform();
     } else if (dist == "integers") {
         const long low = spec.contains("low") ? whole_number(spec["low"], at + ".low", -1000000, 1000000) : -4;
         const long high = spec.contains("high") ? whole_number(spec["high"], at + ".high", -1000000, 1000000) : 4;
         if (low > high) fail(at, fmt::format("integers needs low <= high, found low {} and high {}", low, high));
+        out.data.resize(total);
         for (auto& x : out.data) x = static_cast<double>(generator.integer(low, high));
     } else {
         fail(at + ".dist", "expected \"normal\", \"uniform\" or \"integers\", found " + describe_json(spec["dist"]));
@@ -234,18 +258,14 @@ NumericArray JsonReader::random(const json& value, const std::string& path) cons
 }
 
 Matrix JsonReader::matrix(const json& value, const std::string& path) const {
+    declared_shape(value, path, 2);
     auto array_value = array(value, path);
-    if (array_value.shape.size() != 2)
-        fail(path, fmt::format("expected a matrix (2 dimensions), found {} dimension{} {}", array_value.shape.size(),
-                               array_value.shape.size() == 1 ? "" : "s", join_shape(array_value.shape)));
     return Matrix(array_value.shape[0], array_value.shape[1], std::move(array_value.data));
 }
 
 std::vector<double> JsonReader::vector(const json& value, const std::string& path) const {
-    auto array_value = array(value, path);
-    if (array_value.shape.size() != 1)
-        fail(path, fmt::format("expected a vector (1 dimension), found {} dimensions {}", array_value.shape.size(), join_shape(array_value.shape)));
-    return std::move(array_value.data);
+    declared_shape(value, path, 1);
+    return array(value, path).data;
 }
 
 }  // namespace attn_trace

@@ -30,6 +30,13 @@ public:
     std::string string(const nlohmann::json& value, const std::string& path) const;
     bool boolean(const nlohmann::json& value, const std::string& path) const;
 
+    // The shape a matrix value declares, read without making its numbers: the loader
+    // checks every shape against the rest of the problem before a random matrix
+    // (which may be gigabytes) is generated. Fails as array() would on a malformed value.
+    std::vector<std::size_t> declared_shape(const nlohmann::json& value, const std::string& path) const;
+    // The same, required to have `rank` dimensions (2: a matrix, 1: a vector).
+    std::vector<std::size_t> declared_shape(const nlohmann::json& value, const std::string& path, std::size_t rank) const;
+
     // Nested arrays, {"shape": [...], "data": [...]} or {"random": {...}}.
     NumericArray array(const nlohmann::json& value, const std::string& path) const;
     Matrix matrix(const nlohmann::json& value, const std::string& path) const;  // exactly 2-D

@@ -49,6 +49,13 @@ std::optional<std::string> first_nonfinite_cell(const json& value, const std::st
 }
 
 
+// What a mask of the wrong shape is told: read_mask says it before a random
+// additive mask is made, validate_masks for masks given by value.
+std::string mask_shape_error(const Problem& p, const std::string& label, std::size_t rows, std::size_t cols) {
+    return fmt::format("the scores are ({}, {}) (queries × keys) so the {} mask must be ({}, {}), found {}", p.n, p.m, label, p.n, p.m,
+                       shape_string(rows, cols));
+}
+
 // Splits a 3-D (H, rows, width) per-head array into one (rows, H·width) matrix,
 // heads side by side: the layout every pipeline uses.
 Matrix heads_side_by_side(const NumericArray& array) {
@@ -92,9 +99,14 @@ public:
         if (has("title")) problem_.title = reader_.string(root_["title"], "$.title");
         check_finite_inputs();
         read_heads();
+        read_layout();
+        check_input_keys();
+        // Every shape is checked against the rest of the problem before any number is
+        // made: a random V of 16384 × 16384 beside a K of 1 row is refused at once,
+        // not after generating its 2 GiB.
+        derive_sizes(declared_shapes());
         read_projections();
         read_direct_qkv();
-        derive_sizes();
         read_labels();
         read_options();
         read_masks();
@@ -150,7 +162,7 @@ private:
         return torch_layout_ ? w.transposed() : w;
     }
 
-    void read_projections() {
+    void read_layout() {
         if (has("weights_layout")) {
             const auto layout = reader_.string(at("weights_layout"), "$.weights_layout");
             if (layout != "math" && layout != "torch")
@@ -160,18 +172,127 @@ private:
         for (const char* key : {"in_proj_weight", "in_proj_bias", "out_proj.weight", "out_proj.bias"})
             if (has(key) && !torch_layout_)
                 reader_.fail(path_of(key), "this nn.MultiheadAttention key needs \"weights_layout\": \"torch\"");
+    }
+
+    // Which inputs go together: X with its projections, or Q, K, V on their own.
+    void check_input_keys() {
+        if (has("X_source") && !has("X")) reader_.fail("$.X_source", "X_source (cross-attention) needs X for the queries");
+        auto clash = [&](const char* stacked, std::initializer_list<const char*> singles) {
+            for (const char* single : singles)
+                if (has(stacked) && has(single))
+                    reader_.fail(path_of(single), fmt::format("given twice: both \"{}\" and \"{}\"", single, stacked));
+        };
+        clash("in_proj_weight", {"W_Q", "W_K", "W_V"});
+        clash("in_proj_bias", {"b_Q", "b_K", "b_V"});
+        clash("out_proj.weight", {"W_O"});
+        clash("out_proj.bias", {"b_O"});
+        if (!has("Q") && !has("K") && !has("V")) return;
+        if (has("X")) reader_.fail("$.Q", "give either X (with W_Q, W_K, W_V) or Q, K, V directly, not both");
+        for (const char* key : {"Q", "K", "V"})
+            if (!has(key)) reader_.fail(path_of(key), fmt::format("Q, K and V go together: {} is missing", key));
+        for (const char* key : {"W_Q", "W_K", "W_V", "b_Q", "b_K", "b_V"})
+            if (has(key)) reader_.fail(path_of(key), "projections apply to X; with Q, K, V given directly leave them out");
+    }
+
+    // The sizes of the inputs as their shapes declare them, in math orientation,
+    // before any of their numbers is read or generated.
+    struct Extent {
+        std::size_t rows = 0, cols = 0;
+    };
+    struct DeclaredShapes {
+        std::size_t batch = 1;
+        Extent x, x_source;                                 // one sequence's
+        std::optional<Extent> w_q, w_k, w_v, w_o, q, k, v;  // weights (d_in, d_out); Q, K, V heads side by side
+        std::optional<std::size_t> b_q, b_k, b_v, b_o;
+    };
+
+    // X or X_source: (n, d), or a batch (B, n, d).
+    std::pair<std::size_t, Extent> sequence_shape(const char* key) const {
+        const auto s = reader_.declared_shape(at(key), path_of(key));
+        if (s.size() == 2) return {1, {s[0], s[1]}};
+        if (s.size() == 3) return {s[0], {s[1], s[2]}};
+        reader_.fail(path_of(key), fmt::format("expected {} as (n, d) or a batch (B, n, d), found a 1-dimensional array", key));
+    }
+
+    std::vector<std::size_t> shape_of_rank(const char* key, std::size_t rank) const {
+        return reader_.declared_shape(at(key), path_of(key), rank);
+    }
+
+    // A weight in the file's layout, as (d_in, d_out).
+    std::optional<Extent> weight_shape(const char* key) const {
+        if (!has(key)) return std::nullopt;
+        const auto s = shape_of_rank(key, 2);
+        return torch_layout_ ? Extent{s[1], s[0]} : Extent{s[0], s[1]};
+    }
+    std::optional<std::size_t> bias_length(const char* key) const {
+        if (!has(key)) return std::nullopt;
+        return shape_of_rank(key, 1)[0];
+    }
+
+    // Q, K or V: (rows, width), or per head (heads, rows, width) -> (rows, heads · width).
+    // A per-head array without "heads" (or "kv_heads") sets it: its first extent is unambiguous.
+    Extent direct_shape(const char* key, int& heads, const char* heads_key) {
+        const auto s = reader_.declared_shape(at(key), path_of(key));
+        if (s.size() == 2) return {s[0], s[1]};
+        if (s.size() != 3)
+            reader_.fail(path_of(key), fmt::format("expected {} as (rows, width) or per head (heads, rows, width), found 1 dimension", key));
+        if (!has(heads_key)) heads = static_cast<int>(std::min<std::size_t>(s[0], 1 << 30));
+        if (s[0] != static_cast<std::size_t>(heads))
+            reader_.fail(path_of(key), fmt::format("a per-head {} is ({}, rows, width) with {} = {}, found {} heads", key, heads, heads_key, heads, s[0]));
+        return {s[1], s[0] * s[2]};
+    }
+
+    DeclaredShapes declared_shapes() {
+        DeclaredShapes d;
+        if (has("X")) {
+            std::tie(d.batch, d.x) = sequence_shape("X");
+            d.x_source = d.x;
+        }
+        if (has("X_source")) {
+            std::size_t batch = 1;
+            std::tie(batch, d.x_source) = sequence_shape("X_source");
+            if (batch != d.batch)
+                reader_.fail("$.X_source", fmt::format("X is a batch of {} so X_source needs {} sequences, found {}", d.batch, d.batch, batch));
+        }
+        d.w_q = weight_shape("W_Q");
+        d.w_k = weight_shape("W_K");
+        d.w_v = weight_shape("W_V");
+        d.w_o = weight_shape(has("out_proj.weight") ? "out_proj.weight" : "W_O");
+        d.b_q = bias_length("b_Q");
+        d.b_k = bias_length("b_K");
+        d.b_v = bias_length("b_V");
+        d.b_o = bias_length(has("out_proj.bias") ? "out_proj.bias" : "b_O");
+        if (has("in_proj_weight")) {
+            // (3·d_out, d_in) in torch layout: each third is one weight.
+            const auto s = shape_of_rank("in_proj_weight", 2);
+            if (s[0] % 3 != 0)
+                reader_.fail("$.in_proj_weight", fmt::format("expected (3·d, d) rows for W_Q, W_K, W_V stacked, found ({}, {})", s[0], s[1]));
+            d.w_q = d.w_k = d.w_v = Extent{s[1], s[0] / 3};
+        }
+        if (has("in_proj_bias")) {
+            const std::size_t length = shape_of_rank("in_proj_bias", 1)[0];
+            if (length % 3 != 0) reader_.fail("$.in_proj_bias", fmt::format("expected 3·d values (b_Q, b_K, b_V), found {}", length));
+            d.b_q = d.b_k = d.b_v = length / 3;
+        }
+        if (has("Q")) {
+            d.q = direct_shape("Q", problem_.heads, "heads");
+            if (!has("kv_heads")) problem_.kv_heads = problem_.heads;
+            d.k = direct_shape("K", problem_.kv_heads, "kv_heads");
+            d.v = direct_shape("V", problem_.kv_heads, "kv_heads");
+            if (problem_.heads % problem_.kv_heads != 0)
+                reader_.fail("$.K", fmt::format("{} KV heads do not divide {} query heads", problem_.kv_heads, problem_.heads));
+        }
+        return d;
+    }
+
+    void read_projections() {
         if (has("X")) {
             auto x = reader_.array(at("X"), "$.X");
             problem_.batched = x.shape.size() == 3;
             problem_.X = batch_of_matrices(std::move(x), reader_, "$.X", "X");
         }
-        if (has("X_source")) {
-            if (!has("X")) reader_.fail("$.X_source", "X_source (cross-attention) needs X for the queries");
+        if (has("X_source"))
             problem_.X_source = batch_of_matrices(reader_.array(at("X_source"), "$.X_source"), reader_, "$.X_source", "X_source");
-            if (problem_.X_source.size() != problem_.X.size())
-                reader_.fail("$.X_source", fmt::format("X is a batch of {} so X_source needs {} sequences, found {}",
-                                                       problem_.X.size(), problem_.X.size(), problem_.X_source.size()));
-        }
         auto read_weight = [&](const char* key, std::optional<Matrix>& into) {
             if (has(key)) into = weight(at(key), path_of(key));
         };
@@ -192,19 +313,8 @@ private:
     // nn.MultiheadAttention's stacked (3d, d) in_proj_weight is W_Q, W_K, W_V in
     // torch layout one above the other; in_proj_bias likewise.
     void read_in_proj() {
-        auto clash = [&](const char* stacked, std::initializer_list<const char*> singles) {
-            for (const char* single : singles)
-                if (has(stacked) && has(single))
-                    reader_.fail(path_of(single), fmt::format("given twice: both \"{}\" and \"{}\"", single, stacked));
-        };
-        clash("in_proj_weight", {"W_Q", "W_K", "W_V"});
-        clash("in_proj_bias", {"b_Q", "b_K", "b_V"});
-        clash("out_proj.weight", {"W_O"});
-        clash("out_proj.bias", {"b_O"});
         if (has("in_proj_weight")) {
             const Matrix stacked = reader_.matrix(at("in_proj_weight"), "$.in_proj_weight");
-            if (stacked.rows() % 3 != 0)
-                reader_.fail("$.in_proj_weight", fmt::format("expected (3·d, d) rows for W_Q, W_K, W_V stacked, found {}", shape_string(stacked)));
             const std::size_t d = stacked.rows() / 3;
             std::optional<Matrix>* parts[] = {&problem_.W_Q, &problem_.W_K, &problem_.W_V};
             for (std::size_t p = 0; p < 3; ++p) {
@@ -215,8 +325,6 @@ private:
         }
         if (has("in_proj_bias")) {
             const auto stacked = reader_.vector(at("in_proj_bias"), "$.in_proj_bias");
-            if (stacked.size() % 3 != 0)
-                reader_.fail("$.in_proj_bias", fmt::format("expected 3·d values (b_Q, b_K, b_V), found {}", stacked.size()));
             const std::size_t d = stacked.size() / 3;
             std::optional<std::vector<double>>* parts[] = {&problem_.b_Q, &problem_.b_K, &problem_.b_V};
             for (std::size_t p = 0; p < 3; ++p)
@@ -226,35 +334,17 @@ private:
         if (has("out_proj.bias")) problem_.b_O = reader_.vector(at("out_proj.bias"), "$.out_proj.bias");
     }
 
-    // Q, K, V given directly: (rows, heads·width) or per head (heads, rows, width).
-    // A per-head array without "heads" (or "kv_heads") sets it: its first extent is unambiguous.
+    // Q, K, V given directly (their shapes were checked by declared_shapes).
     void read_direct_qkv() {
-        const bool any = has("Q") || has("K") || has("V");
-        if (!any) return;
-        if (has("X")) reader_.fail("$.Q", "give either X (with W_Q, W_K, W_V) or Q, K, V directly, not both");
-        for (const char* key : {"Q", "K", "V"})
-            if (!has(key)) reader_.fail(path_of(key), fmt::format("Q, K and V go together: {} is missing", key));
-        for (const char* key : {"W_Q", "W_K", "W_V", "b_Q", "b_K", "b_V"})
-            if (has(key)) reader_.fail(path_of(key), "projections apply to X; with Q, K, V given directly leave them out");
-        problem_.Q = direct_matrix("Q", problem_.heads, "heads");
-        if (!has("kv_heads")) problem_.kv_heads = problem_.heads;
-        problem_.K = direct_matrix("K", problem_.kv_heads, "kv_heads");
-        problem_.V = direct_matrix("V", problem_.kv_heads, "kv_heads");
-        if (problem_.heads % problem_.kv_heads != 0)
-            reader_.fail("$.K", fmt::format("{} KV heads do not divide {} query heads", problem_.kv_heads, problem_.heads));
+        if (!has("Q")) return;
+        problem_.Q = direct_matrix("Q");
+        problem_.K = direct_matrix("K");
+        problem_.V = direct_matrix("V");
     }
 
-    Matrix direct_matrix(const char* key, int& heads, const char* heads_key) {
+    Matrix direct_matrix(const char* key) {
         auto array = reader_.array(at(key), path_of(key));
-        if (array.shape.size() == 2) {
-            return Matrix(array.shape[0], array.shape[1], std::move(array.data));
-        }
-        if (array.shape.size() != 3)
-            reader_.fail(path_of(key), fmt::format("expected {} as (rows, width) or per head (heads, rows, width), found 1 dimension", key));
-        if (!has(heads_key)) heads = static_cast<int>(array.shape[0]);
-        if (static_cast<int>(array.shape[0]) != heads)
-            reader_.fail(path_of(key), fmt::format("a per-head {} is ({}, rows, width) with {} = {}, found {} heads", key, heads, heads_key, heads,
-                                                   array.shape[0]));
+        if (array.shape.size() == 2) return Matrix(array.shape[0], array.shape[1], std::move(array.data));
         return heads_side_by_side(array);
     }
 
@@ -262,55 +352,56 @@ private:
         if (!condition) reader_.fail(path, what);
     }
 
-    void derive_sizes() {
+    void derive_sizes(const DeclaredShapes& d) {
         auto& p = problem_;
-        const std::string heads_text = p.heads == 1 ? "" : fmt::format(" = {} heads ×", p.heads);
-        if (p.from_tokens()) {
+        if (has("X")) {
             for (const char* key : {"W_Q", "W_K", "W_V"})
                 need(has(key) || has("in_proj_weight"), path_of(key), fmt::format("X is given, so {} is needed", key));
-            const Matrix& x = p.X.front();
-            const Matrix& source = p.cross_attention() ? p.X_source.front() : x;
-            const char* source_name = p.cross_attention() ? "X_source" : "X";
-            p.batch = p.X.size();
-            p.n = x.rows();
-            p.m = source.rows();
-            p.d_model = x.cols();
-            p.d_src = source.cols();
+            const Extent& x = d.x;
+            const Extent& source = d.x_source;
+            const char* source_name = has("X_source") ? "X_source" : "X";
+            p.batch = d.batch;
+            p.n = x.rows;
+            p.m = source.rows;
+            p.d_model = x.cols;
+            p.d_src = source.cols;
             // In torch layout the file's W is (out, in): its input side is the columns.
             const char* input_side = torch_layout_ ? "columns" : "rows";
-            auto rows_needed = [&](const std::optional<Matrix>& w, const char* key, const char* input_name, const Matrix& input) {
+            auto rows_needed = [&](const Extent& w, const char* key, const char* input_name, const Extent& input) {
                 // A weight that fits the other way round was most likely written in the other layout.
                 const std::string hint =
-                    w->cols() != input.cols() ? ""
+                    w.cols != input.cols ? ""
                     : torch_layout_ ? "; it fits in math orientation (d_in, d_out): leave out \"weights_layout\": \"torch\""
                                     : "; it fits stored (out_features, in_features) as torch.nn.Linear keeps it: add \"weights_layout\": \"torch\"";
-                need(w->rows() == input.cols(), weight_path(key),
-                     fmt::format("{} is {} so {} needs {} {}, found {}{}", input_name, shape_string(input), key, input.cols(), input_side, w->rows(), hint));
+                need(w.rows == input.cols, weight_path(key),
+                     fmt::format("{} is {} so {} needs {} {}, found {}{}", input_name, shape_string(input.rows, input.cols), key, input.cols, input_side,
+                                 w.rows, hint));
             };
-            rows_needed(p.W_Q, "W_Q", "X", x);
-            rows_needed(p.W_K, "W_K", source_name, source);
-            rows_needed(p.W_V, "W_V", source_name, source);
-            split_widths(p.W_Q->cols(), p.W_K->cols(), p.W_V->cols(), weight_path("W_Q"), weight_path("W_K"), weight_path("W_V"));
-            check_bias(p.b_Q, "b_Q", p.W_Q->cols(), "W_Q");
-            check_bias(p.b_K, "b_K", p.W_K->cols(), "W_K");
-            check_bias(p.b_V, "b_V", p.W_V->cols(), "W_V");
-        } else if (p.Q) {
-            p.n = p.Q->rows();
-            p.m = p.K->rows();
-            need(p.V->rows() == p.m, "$.V", fmt::format("K has {} rows (keys) so V needs {} rows, found {}", p.m, p.m, p.V->rows()));
-            split_widths(p.Q->cols(), p.K->cols(), p.V->cols(), "$.Q", "$.K", "$.V");
+            rows_needed(*d.w_q, "W_Q", "X", x);
+            rows_needed(*d.w_k, "W_K", source_name, source);
+            rows_needed(*d.w_v, "W_V", source_name, source);
+            split_widths(d.w_q->cols, d.w_k->cols, d.w_v->cols, weight_path("W_Q"), weight_path("W_K"), weight_path("W_V"));
+            check_bias(d.b_q, "b_Q", d.w_q->cols, "W_Q");
+            check_bias(d.b_k, "b_K", d.w_k->cols, "W_K");
+            check_bias(d.b_v, "b_V", d.w_v->cols, "W_V");
+        } else if (d.q) {
+            p.n = d.q->rows;
+            p.m = d.k->rows;
+            need(d.v->rows == p.m, "$.V",
+                 fmt::format("K has {} row{} (keys) so V needs {} row{}, found {}", p.m, p.m == 1 ? "" : "s", p.m, p.m == 1 ? "" : "s", d.v->rows));
+            split_widths(d.q->cols, d.k->cols, d.v->cols, "$.Q", "$.K", "$.V");
         } else {
             reader_.fail("$", "nothing to compute: give X with W_Q, W_K, W_V, or Q, K, V");
         }
         for (const char* key : {"b_Q", "b_K", "b_V"})
-            if (has(key) && !p.from_tokens()) reader_.fail(path_of(key), "biases apply to projections of X");
-        if (p.W_O) {
+            if (has(key) && !has("X")) reader_.fail(path_of(key), "biases apply to projections of X");
+        if (d.w_o) {
             const std::size_t concat_width = static_cast<std::size_t>(p.heads) * p.d_v;
-            need(p.W_O->rows() == concat_width, weight_path("W_O"),
+            need(d.w_o->rows == concat_width, weight_path("W_O"),
                  fmt::format("the heads concatenate to {} columns ({} heads × d_v {}) so W_O needs {} {}, found {}", concat_width,
-                             p.heads, p.d_v, concat_width, torch_layout_ ? "columns" : "rows", p.W_O->rows()));
-            check_bias(p.b_O, "b_O", p.W_O->cols(), "W_O");
-        } else if (p.b_O) {
+                             p.heads, p.d_v, concat_width, torch_layout_ ? "columns" : "rows", d.w_o->rows));
+            check_bias(d.b_o, "b_O", d.w_o->cols, "W_O");
+        } else if (d.b_o) {
             reader_.fail(bias_path("b_O"), "b_O needs W_O");
         }
     }
@@ -326,10 +417,10 @@ private:
         return path_of(key);
     }
 
-    void check_bias(const std::optional<std::vector<double>>& bias, const char* key, std::size_t width, const char* weight_name) {
-        if (!bias) return;
-        need(bias->size() == width, bias_path(key),
-             fmt::format("{} has {} output columns so {} needs {} values, found {}", weight_name, width, key, width, bias->size()));
+    void check_bias(const std::optional<std::size_t>& length, const char* key, std::size_t width, const char* weight_name) {
+        if (!length) return;
+        need(*length == width, bias_path(key),
+             fmt::format("{} has {} output columns so {} needs {} values, found {}", weight_name, width, key, width, *length));
     }
 
     // Query width = heads·d_k, key width = kv_heads·d_k, value width = kv_heads·d_v.
@@ -442,6 +533,8 @@ private:
             spec.label = "key_valid";
         } else if (kind == "additive") {
             spec.kind = MaskSpec::Kind::additive;
+            const auto shape = reader_.declared_shape(body, at, 2);
+            need(shape[0] == problem_.n && shape[1] == problem_.m, path, mask_shape_error(problem_, "additive", shape[0], shape[1]));
             spec.matrix = reader_.matrix(body, at);
             for (std::size_t i = 0; i < spec.matrix.rows(); ++i)
                 for (std::size_t j = 0; j < spec.matrix.cols(); ++j) {
@@ -591,9 +684,7 @@ void validate_masks(const Problem& problem) {
         const auto& spec = problem.masks[i];
         const std::string path = problem.masks.size() == 1 ? "$.mask" : fmt::format("$.mask[{}]", i);
         if (spec.needs_shape() && (spec.matrix.rows() != problem.n || spec.matrix.cols() != problem.m))
-            throw JsonPathError(problem.file, path,
-                                fmt::format("the scores are ({}, {}) (queries × keys) so the {} mask must be ({}, {}), found {}", problem.n,
-                                            problem.m, spec.label, problem.n, problem.m, shape_string(spec.matrix)));
+            throw JsonPathError(problem.file, path, mask_shape_error(problem, spec.label, spec.matrix.rows(), spec.matrix.cols()));
         if (spec.kind == MaskSpec::Kind::key_valid && spec.key_valid.size() != problem.m)
             throw JsonPathError(problem.file, path,
                                 fmt::format("there are {} keys so the padding mask needs {} values, found {}", problem.m, problem.m, spec.key_valid.size()));

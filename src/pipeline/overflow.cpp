@@ -1,0 +1,78 @@
+#include "overflow.hpp"
+
+#include <cmath>
+#include <limits>
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "attn_trace/errors.hpp"
+
+namespace attn_trace {
+
+namespace {
+
+bool is_one_of(const std::string& name, std::initializer_list<const char*> names) {
+    for (const char* n : names)
+        if (name == n) return true;
+    return false;
+}
+
+bool minus_infinity_allowed(const std::string& command, const std::string& step) {
+    if (is_one_of(step, {"mask", "masked", "row_max", "m"})) return true;
+    return step == "scores" && command != "run";
+}
+
+bool nan_allowed(const Problem& p, const std::string& step) {
+    return p.empty_rows == EmptyRows::nan && is_one_of(step, {"weights", "out", "concat", "final"});
+}
+
+// "scores (head 1, batch 0, t = 2, tile [0, 1])"
+std::string describe_step(const Step& s) {
+    std::string where;
+    const auto add = [&where](const std::string& part) { where += (where.empty() ? "" : ", ") + part; };
+    if (s.head) add(fmt::format("head {}", *s.head));
+    if (s.batch) add(fmt::format("batch {}", *s.batch));
+    if (s.t) add(fmt::format("t = {}", *s.t));
+    if (s.tile) add(fmt::format("tile [{}, {}]", (*s.tile)[0], (*s.tile)[1]));
+    return where.empty() ? s.name : fmt::format("{} ({})", s.name, where);
+}
+
+struct Unexplained {
+    const Step* step;
+    std::size_t row, col;
+    double value;
+};
+
+std::optional<Unexplained> first_unexplained(const Trace& trace, const Problem& p) {
+    for (const Step& s : trace.steps) {
+        const bool minus_inf_ok = minus_infinity_allowed(trace.command, s.name), nan_ok = nan_allowed(p, s.name);
+        const auto& data = s.values.data();
+        for (std::size_t i = 0; i < data.size(); ++i) {
+            const double x = data[i];
+            if (std::isfinite(x) || (std::isnan(x) && nan_ok) || (x < 0 && std::isinf(x) && minus_inf_ok)) continue;
+            return Unexplained{&s, i / s.values.cols(), i % s.values.cols(), x};
+        }
+    }
+    return std::nullopt;
+}
+
+}  // namespace
+
+void check_overflow(Trace& trace, const Problem& p, Dtype dtype) {
+    if (!p.first_nonfinite.empty()) return;
+    const auto found = first_unexplained(trace, p);
+    if (!found) return;
+    const double largest = dtype == Dtype::f32 ? std::numeric_limits<float>::max() : std::numeric_limits<double>::max();
+    const std::string what =
+        fmt::format("{}[{}, {}] is {} although every input is finite: a product, a scale or an exponential passed {}'s range (±{:.3g})",
+                    describe_step(*found->step), found->row, found->col, std::isnan(found->value) ? "nan" : (found->value > 0 ? "inf" : "-inf"),
+                    dtype_name(dtype), largest);
+    if (p.allow_nonfinite) {
+        trace.notes.push_back(fmt::format("allow_nonfinite: overflow: {}; it spreads through the steps after it, as traced below", what));
+        return;
+    }
+    throw InputError(fmt::format("{}: overflow: {}. Scale the inputs (or the scale) down, or add \"allow_nonfinite\": true to trace it", p.file, what));
+}
+
+}  // namespace attn_trace
