@@ -19,7 +19,22 @@ struct CheckCommandOptions {
     std::optional<double> atol, rtol;
     long long block_q = 2, block_k = 2, prefill = 0;  // for files whose steps carry tile or t
     bool allow_nonfinite = false;
+    Budget budget;
 };
+
+// The largest trace checking `problem` computes: run's, and decode's or tiled's
+// where an entry (or the golden trace) carries t or tile.
+double check_trace_bytes(const Problem& p, const CheckOptions& options, const std::string& golden_command) {
+    bool decode = golden_command == "decode", tiled = golden_command == "tiled";
+    for (const auto& e : p.expect) {
+        decode |= e.t.has_value();
+        tiled |= e.tile.has_value();
+    }
+    double bytes = full_trace_bytes(p);
+    if (decode) bytes = std::max(bytes, decode_trace_bytes(p));
+    if (tiled) bytes = std::max(bytes, tiled_trace_bytes(p, options.tiled));
+    return bytes;
+}
 
 void report_failure(const std::string& file, const StepCheck& step) {
     if (!step.found) {
@@ -66,6 +81,7 @@ Examples:
     check->add_option("--block-k", o.block_k, "for files with tile steps: keys per tile")->capture_default_str();
     check->add_option("--prefill", o.prefill, "decode files: the first P queries as one block")->capture_default_str();
     check->add_flag("--allow-nonfinite", o.allow_nonfinite, "accept NaN or infinities in input matrices, as \"allow_nonfinite\": true does");
+    add_memory_option(*check, o.budget);
     check->callback([&exit_code] {
         if (!o.golden.empty() && o.files.size() != 1) throw InputError("--golden compares one problem file with one trace");
         CheckOptions options;
@@ -79,8 +95,10 @@ Examples:
         for (const auto& file : o.files) {
             try {
                 const Problem problem = load_problem(file, o.allow_nonfinite);
-                const CheckResult result = o.golden.empty() ? check_expectations(problem, options)
-                                                            : check_golden(problem, load_golden_trace(o.golden), options);
+                std::optional<Trace> golden;
+                if (!o.golden.empty()) golden = load_golden_trace(o.golden);
+                refuse_over_budget(problem, "check", check_trace_bytes(problem, options, golden ? golden->command : ""), o.budget);
+                const CheckResult result = golden ? check_golden(problem, *golden, options) : check_expectations(problem, options);
                 std::size_t values = 0;
                 double max_error = 0;
                 for (const auto& s : result.steps) {

@@ -16,13 +16,6 @@ struct DecodeCommandOptions {
     double bytes = 0;  // 0 = from the dtype
 };
 
-// Every step keeps its cache (t+1 rows of d_k + d_v per KV head), its scores and
-// weights, and the full computation beside it keeps about eight n×m matrices per head.
-double decode_trace_bytes(const Problem& p) {
-    const double n_m = static_cast<double>(p.batch) * static_cast<double>(p.n) * static_cast<double>(p.m);
-    return 8.0 * n_m * (10.0 * p.heads + 0.5 * p.kv_heads * static_cast<double>(p.d_k + p.d_v));
-}
-
 // "[0.5030 0.2484 0.2484]", long rows as their first five and last three numbers.
 std::string row_text(const Matrix& m, std::size_t row, const RenderOptions& r) {
     std::vector<std::string> cells;
@@ -83,7 +76,7 @@ Examples:
         if (o.bytes != 0) decode_options.bytes = o.bytes;
         if (o.tokens != -1) decode_options.tokens = whole_number_option("--tokens", o.tokens, 0);
         const Problem problem = load_with_overrides(options);
-        refuse_over_budget(problem, "decode", decode_trace_bytes(problem));
+        refuse_over_budget(problem, "decode", decode_trace_bytes(problem), options.budget);
         const Trace trace = pipeline_decode(problem, run_options(options), decode_options);
         if (options.format == "text" && options.steps.empty()) {
             // Per step one line; the matrices without t (stacked out, concat, final) as tables.

@@ -102,11 +102,12 @@ Examples:
         const Problem problem = load_with_overrides(o.trace);
         // Refuse before computing anything: the estimate counts what the target needs.
         const double bytes = explain_bytes(problem, source);
-        if (bytes > trace_budget_bytes)
-            throw InputError(fmt::format("{}: explaining '{}' would hold about {:.1f} GiB (n = {}, m = {}, {} head{}{}); the limit is {:.0f} GiB{}", problem.file,
-                                         target.spec, bytes / (1 << 30), problem.n, problem.m, problem.heads, problem.heads == 1 ? "" : "s",
+        const double limit = static_cast<double>(o.trace.budget.memory);
+        if (bytes > limit)
+            throw InputError(fmt::format("{}: explaining '{}' would hold about {} (n = {}, m = {}, {} head{}{}); the limit is {} (--max-memory){}", problem.file,
+                                         target.spec, size_text(bytes), problem.n, problem.m, problem.heads, problem.heads == 1 ? "" : "s",
                                          source.tile ? fmt::format(", tiles of {} × {} scores", source.tiled.block_q, source.tiled.block_k) : "",
-                                         trace_budget_bytes / (1 << 30), source.tile ? ": choose a smaller --block-q and --block-k" : ""));
+                                         size_text(limit), source.tile ? ": choose a smaller --block-q and --block-k" : ""));
         std::cout << explain_problem(problem, run_options(o.trace), target, options, source);
         exit_code = 0;
     });

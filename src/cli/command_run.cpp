@@ -10,21 +10,15 @@ namespace attn_trace::cli {
 
 namespace {
 
-// The full trace keeps about eight n×m matrices per head (scores, scaled, capped,
-// mask, masked, exp, weights and their rendering). Past trace_budget_bytes `run`
-// takes the fast path (SPEC §12) instead, which never holds n×m, rather than
-// swapping or being killed.
-double full_trace_bytes(const Problem& p) {
-    return 8.0 * 8.0 * static_cast<double>(p.batch) * p.heads * static_cast<double>(p.n) * static_cast<double>(p.m);
-}
-
+// Past the memory budget `run` takes the fast path (SPEC §12) instead, which never
+// holds n×m, rather than swapping or being killed.
 // Why `run` takes the fast path, or "" for the full trace.
-std::string fast_path_reason(const Problem& p, bool requested) {
+std::string fast_path_reason(const Problem& p, bool requested, const Budget& budget) {
     if (requested) return "--fast";
     const double bytes = full_trace_bytes(p);
-    if (bytes <= trace_budget_bytes) return "";
-    return fmt::format("the full trace of n = {} × m = {} × {} head{} would hold about {:.1f} GiB, over the {:.0f} GiB budget", p.n, p.m,
-                       p.heads, p.heads == 1 ? "" : "s", bytes / (1 << 30), trace_budget_bytes / (1 << 30));
+    if (bytes <= static_cast<double>(budget.memory)) return "";
+    return fmt::format("the full trace of n = {} × m = {} × {} head{} would hold about {}, over the {} budget (--max-memory)", p.n, p.m, p.heads,
+                       p.heads == 1 ? "" : "s", size_text(bytes), size_text(static_cast<double>(budget.memory)));
 }
 
 void add_run_command(CLI::App& app, int& exit_code) {
@@ -38,14 +32,14 @@ void add_run_command(CLI::App& app, int& exit_code) {
   echo '{"Q": [[1, 0]], "K": [[1, 0], [0, 1]], "V": [[1, 2], [3, 4]]}' | attn-trace run -
   attn-trace random --n 65536 --dk 64 -o big.json && attn-trace run big.json --dtype f32
 
-When the full trace would pass 4 GiB (eight n×m matrices per head), run takes the fast
-path by itself: the fused tiled kernel of `attn-trace bench`, which keeps only row_max,
+When the full trace would pass --max-memory (4G by default; eight n×m matrices per head),
+run takes the fast path by itself: the fused tiled kernel of `attn-trace bench`, which keeps only row_max,
 row_sum and out per head (and concat, final) and says so in a note.)");
     add_trace_options(*run, options);
     run->add_flag("--fast", fast, "take the fast path (fused, tiled, multi-threaded; no (n, m) steps) even when the full trace fits");
     run->callback([&exit_code] {
         const Problem problem = load_with_overrides(options);
-        const std::string reason = fast_path_reason(problem, fast);
+        const std::string reason = fast_path_reason(problem, fast, options.budget);
         // A pitfall replays the full (n, m) steps with a mistake in them, which the
         // fast path never holds: say so before computing anything.
         if (!reason.empty() && !options.pitfall.empty())

@@ -9,13 +9,6 @@ namespace attn_trace::cli {
 
 namespace {
 
-// The tiles' scores add up to n·m per head, their m, ℓ, u and rescale to a few
-// more, and the full computation beside them keeps about eight n×m matrices per head.
-double tiled_trace_bytes(const Problem& p, const TiledOptions& tiled) {
-    const double n_m = static_cast<double>(p.batch) * p.heads * static_cast<double>(p.n) * static_cast<double>(p.m);
-    return 8.0 * n_m * (9.0 + (3.0 + static_cast<double>(p.d_v)) / static_cast<double>(std::max<std::size_t>(1, tiled.block_k)));
-}
-
 void add_tiled_command(CLI::App& app, int& exit_code) {
     static TraceOptions options;
     static long long block_q = 2, block_k = 2;
@@ -38,7 +31,7 @@ Examples:
     tiled->callback([&exit_code] {
         const TiledOptions tiled_options{whole_number_option("--block-q", block_q, 1), whole_number_option("--block-k", block_k, 1)};
         const Problem problem = load_with_overrides(options);
-        refuse_over_budget(problem, "tiled", tiled_trace_bytes(problem, tiled_options));
+        refuse_over_budget(problem, "tiled", tiled_trace_bytes(problem, tiled_options), options.budget);
         print_trace(pipeline_tiled(problem, run_options(options), tiled_options), options, problem);
         exit_code = 0;
     });

@@ -1,19 +1,47 @@
 #pragma once
-// decode and tiled keep every step of every query (or tile) and run the full
-// computation beside them to measure the difference: refuse, before allocating,
-// a problem whose trace would not fit, rather than swapping or being killed.
+// What a command may spend before it starts (issue 12): the memory of the trace it
+// keeps, with the full computation beside it, and the bytes it prints. Each is
+// estimated before the allocation it bounds, and a problem past the budget is
+// refused with the figures (exit 2) rather than swapping, being killed, or
+// printing hundreds of megabytes. --max-memory and --max-output set the budget.
+#include <cstdint>
 #include <string>
 
+#include <CLI/CLI.hpp>
+
+#include "attn_trace/pipeline.hpp"
 #include "attn_trace/problem.hpp"
+#include "attn_trace/render.hpp"
 
 namespace attn_trace::cli {
 
-// The most bytes a kept trace may hold: well inside this project's 24 GiB machines,
-// with room for the renderers' copies.
-inline constexpr double trace_budget_bytes = 4.0 * (1 << 30);
+struct Budget {
+    // Well inside this project's 24 GiB machines, with room for the renderers' copies.
+    std::uint64_t memory = std::uint64_t{4} << 30;
+    // A quarter of a gigabyte of text is more than anyone reads; --steps, --head or
+    // --batch choose what to print.
+    std::uint64_t output = std::uint64_t{256} << 20;
+};
 
-// Throws InputError when `bytes` (the command's own estimate) passes the budget.
-void refuse_over_budget(const Problem& problem, const std::string& command, double bytes);
+// --max-memory SIZE (every command that computes a trace) and --max-output SIZE
+// (those that print one); SIZE as 4G, 512M, 1000000 (bytes).
+void add_memory_option(CLI::App& command, Budget& budget);
+void add_output_option(CLI::App& command, Budget& budget);
+
+// The bytes each pipeline's trace holds, estimated from the problem alone.
+double full_trace_bytes(const Problem& problem);
+double decode_trace_bytes(const Problem& problem);
+double tiled_trace_bytes(const Problem& problem, const TiledOptions& tiled);
+
+// "1.4 GiB", "348 MiB": a size in a message.
+std::string size_text(double bytes);
+
+// Throws InputError when `bytes` (the command's own estimate) passes budget.memory.
+void refuse_over_budget(const Problem& problem, const std::string& command, double bytes, const Budget& budget);
+
+// Before anything is rendered: throws InputError when printing `trace` in `format`
+// would pass budget.output, or its renderer beside the trace would pass budget.memory.
+void refuse_large_output(const Problem& problem, const Trace& trace, const std::string& format, const RenderOptions& options, const Budget& budget);
 
 // Reads a whole-number option given as signed so that "-1" gets a clear message,
 // not a conversion error: throws InputError unless minimum <= value.

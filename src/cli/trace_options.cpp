@@ -42,6 +42,7 @@ void add_problem_options(CLI::App& command, TraceOptions& o) {
     command.add_option("--precision", o.precision, "decimals in text tables")->check(CLI::Range(0, 17))->capture_default_str();
     command.add_option("--empty-rows", o.empty_rows, "a query row that can read no key: error, zero or nan");
     command.add_flag("--allow-nonfinite", o.allow_nonfinite, "trace how a NaN or infinity in an input spreads, instead of refusing it");
+    add_memory_option(command, o.budget);
 }
 
 void add_trace_options(CLI::App& command, TraceOptions& o) {
@@ -56,6 +57,7 @@ void add_trace_options(CLI::App& command, TraceOptions& o) {
         ->capture_default_str();
     command.add_flag("--heatmap", o.heatmap, "draw the weights of each head as a coloured grid instead of the tables");
     command.add_option("--svg", o.svg, "also write the weights of each head as an SVG heatmap to this file");
+    add_output_option(command, o.budget);
     // A pitfall is a variation of the full computation: decode and tiled have no use for it.
     if (command.get_name() == "run")
         command.add_option("--pitfall", o.pitfall, fmt::format("show a mistake next to the right computation: {}", fmt::join(pitfall_names(), ", ")))
@@ -144,6 +146,7 @@ void print_trace(const Trace& trace, const TraceOptions& o, const Problem& probl
         std::cout << render_pitfall(compute_pitfall(o.pitfall, problem, trace, run_options(o)), r);
         return;
     }
+    refuse_large_output(problem, trace, o.heatmap ? "text" : o.format, r, o.budget);
     std::cout << (o.heatmap ? render_heatmap(trace, r) : render(trace, o.format, r));
 }
 

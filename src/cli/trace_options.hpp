@@ -9,6 +9,7 @@
 #include "attn_trace/pipeline.hpp"
 #include "attn_trace/problem.hpp"
 #include "attn_trace/render.hpp"
+#include "trace_budget.hpp"
 
 namespace attn_trace::cli {
 
@@ -27,6 +28,7 @@ struct TraceOptions {
     bool heatmap = false;  // the weights as a terminal grid instead of the tables
     std::string svg;       // also write the weights heatmap to this SVG file
     std::string pitfall;   // run only: a mistake shown next to the right computation
+    Budget budget;         // --max-memory, --max-output
 };
 
 // Adds PROBLEM and the options that say what to compute (mask, scale, dtype,
