@@ -78,7 +78,7 @@ TEST_CASE("anything else is an internal error, exit 4, whatever its type") {
     CHECK_THAT(unknown.text, Contains("internal error") && Contains("unknown type"));
 }
 
-TEST_CASE("parallel_for rethrows a worker's exception on the calling thread") {
+TEST_CASE("parallel_for rethrows a worker's exception on the calling thread", "[threads]") {
     for (int threads : {1, 2, 4}) {
         const auto work = [](std::size_t item, int) {
             if (item == 5) throw InputError("item 5");

@@ -19,6 +19,9 @@ so that a hand-sized example shows several tiles). Per query row the running max
 e^(m − m') (the rescale step). A tile in which every score is masked (e.g. above the causal
 diagonal) is skipped and counted. The output u/ℓ must equal the full computation:
 max_abs_diff_vs_full. JSON steps carry "tile": [query block, key tile], both 0-based.
+Every tile is five steps: at n = 600 with 2 × 2 tiles, 450 000 of them. The trace's memory
+is estimated before computing, the output's size before printing; past --max-memory or
+--max-output the command stops with exit 2 and the figures (--steps out prints the result).
 
 Examples:
   attn-trace tiled examples/damaged_on_arrival.json
