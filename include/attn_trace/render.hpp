@@ -36,6 +36,16 @@ std::string render_latex(const Trace& trace, const RenderOptions& options);
 // throws InputError when the filters leave more or fewer than one step.
 std::string render_csv(const Trace& trace, const RenderOptions& options);
 
+// What printing a trace in `format` will cost, worked out from the trace before a
+// renderer allocates anything: the bytes written, and the memory the renderer holds
+// while writing them. Estimates within a factor of about two, to refuse a print of
+// hundreds of megabytes before it starts rather than to account for every byte.
+struct OutputEstimate {
+    double bytes = 0, memory = 0;
+    std::size_t steps = 0, cells = 0;  // what is printed: steps and numbers
+};
+OutputEstimate estimate_output(const Trace& trace, const std::string& format, const RenderOptions& options);
+
 // One step as render_text writes it: the header line and the aligned table.
 std::string render_step_text(const Step& step, const RenderOptions& options);
 // "n = 3 queries, m = 3 keys, ...": the problem line under a trace's title.
