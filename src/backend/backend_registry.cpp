@@ -18,7 +18,7 @@ std::unique_ptr<Backend> make_backend(const std::string& name) {
         if (!cuda_device_available(why)) throw BackendUnavailable("--backend cuda: " + why);
         return std::make_unique<CudaBackend>();
 #else
-        throw BackendUnavailable("--backend cuda: this build has no CUDA backend (it is built when CMake finds nvcc; -DATTN_TRACE_CUDA=ON)");
+        throw BackendUnavailable("--backend cuda: this build has no CUDA backend (build it with nvcc installed: ATTN_TRACE_CUDA=ON bash tools/setup.sh, or cmake -DATTN_TRACE_CUDA=ON)");
 #endif
     }
     throw InputError(fmt::format("--backend: expected cpu or cuda, found '{}'", name));

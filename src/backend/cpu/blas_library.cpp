@@ -1,14 +1,25 @@
 #include "blas_library.hpp"
 
-#include <cstdlib>
-#include <dlfcn.h>
 #include <string>
 
 #include "attn_trace/errors.hpp"
 
+#ifdef ATTN_TRACE_OPENBLAS_LIBRARY
+#include <cblas.h>
+#include <cstdlib>
+#include <dlfcn.h>
+#endif
+
 namespace attn_trace {
 
+#ifdef ATTN_TRACE_OPENBLAS_LIBRARY
+
 namespace {
+
+struct BlasLibrary {
+    decltype(&cblas_sgemm) sgemm = nullptr;
+    decltype(&cblas_dgemm) dgemm = nullptr;
+};
 
 BlasLibrary open_blas_library() {
     // One OpenBLAS thread: the naive baseline runs one worker per core, each
@@ -31,11 +42,41 @@ BlasLibrary open_blas_library() {
     return blas;
 }
 
-}  // namespace
-
 const BlasLibrary& blas_library() {
     static const BlasLibrary blas = open_blas_library();  // thread-safe, once
     return blas;
 }
+
+}  // namespace
+
+void require_blas() { (void)blas_library(); }
+
+void blas_gemm(bool transpose_b, std::size_t rows, std::size_t cols, std::size_t inner, float alpha, const float* a, std::size_t lda,
+               const float* b, std::size_t ldb, float* c, std::size_t ldc) {
+    blas_library().sgemm(CblasRowMajor, CblasNoTrans, transpose_b ? CblasTrans : CblasNoTrans, static_cast<int>(rows), static_cast<int>(cols),
+                         static_cast<int>(inner), alpha, a, static_cast<int>(lda), b, static_cast<int>(ldb), 0.0f, c, static_cast<int>(ldc));
+}
+
+void blas_gemm(bool transpose_b, std::size_t rows, std::size_t cols, std::size_t inner, double alpha, const double* a, std::size_t lda,
+               const double* b, std::size_t ldb, double* c, std::size_t ldc) {
+    blas_library().dgemm(CblasRowMajor, CblasNoTrans, transpose_b ? CblasTrans : CblasNoTrans, static_cast<int>(rows), static_cast<int>(cols),
+                         static_cast<int>(inner), alpha, a, static_cast<int>(lda), b, static_cast<int>(ldb), 0.0, c, static_cast<int>(ldc));
+}
+
+#else
+
+// Built without libopenblas-dev: the naive baseline is unavailable, as a backend
+// without a GPU is; everything else works.
+void require_blas() {
+    throw BackendUnavailable("bench --impl naive needs OpenBLAS, and this build has none: install libopenblas-dev (Debian) and rebuild");
+}
+void blas_gemm(bool, std::size_t, std::size_t, std::size_t, float, const float*, std::size_t, const float*, std::size_t, float*, std::size_t) {
+    require_blas();
+}
+void blas_gemm(bool, std::size_t, std::size_t, std::size_t, double, const double*, std::size_t, const double*, std::size_t, double*, std::size_t) {
+    require_blas();
+}
+
+#endif
 
 }  // namespace attn_trace

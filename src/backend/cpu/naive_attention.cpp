@@ -13,19 +13,6 @@ namespace attn_trace {
 
 namespace {
 
-// C (rows, cols) = alpha · A (rows, inner) · op(B), row-major, where op(B) = Bᵀ
-// with B stored (cols, inner) when transpose_b, else B (inner, cols).
-void gemm(bool transpose_b, std::size_t rows, std::size_t cols, std::size_t inner, float alpha, const float* a, std::size_t lda,
-          const float* b, std::size_t ldb, float* c, std::size_t ldc) {
-    blas_library().sgemm(CblasRowMajor, CblasNoTrans, transpose_b ? CblasTrans : CblasNoTrans, static_cast<int>(rows), static_cast<int>(cols),
-                         static_cast<int>(inner), alpha, a, static_cast<int>(lda), b, static_cast<int>(ldb), 0.0f, c, static_cast<int>(ldc));
-}
-void gemm(bool transpose_b, std::size_t rows, std::size_t cols, std::size_t inner, double alpha, const double* a, std::size_t lda,
-          const double* b, std::size_t ldb, double* c, std::size_t ldc) {
-    blas_library().dgemm(CblasRowMajor, CblasNoTrans, transpose_b ? CblasTrans : CblasNoTrans, static_cast<int>(rows), static_cast<int>(cols),
-                         static_cast<int>(inner), alpha, a, static_cast<int>(lda), b, static_cast<int>(ldb), 0.0, c, static_cast<int>(ldc));
-}
-
 // Rows [i0, i0 + rows) of every head, with their (rows, m) scores in `scores`.
 template <typename T>
 void attend_rows(const FastAttentionInput<T>& in, const FastAttentionOutput<T>& out, std::size_t i0, std::size_t rows, std::vector<T>& scores) {
@@ -33,7 +20,7 @@ void attend_rows(const FastAttentionInput<T>& in, const FastAttentionOutput<T>& 
     const FastMask* mask = in.mask;
     for (std::size_t h = 0; h < static_cast<std::size_t>(in.heads); ++h) {
         const std::size_t g = h / static_cast<std::size_t>(in.heads / in.kv_heads);
-        gemm(true, rows, m, in.d_k, static_cast<T>(in.scale), in.q + i0 * in.q_stride + h * in.d_k, in.q_stride, in.k + g * in.d_k, in.k_stride,
+        blas_gemm(true, rows, m, in.d_k, static_cast<T>(in.scale), in.q + i0 * in.q_stride + h * in.d_k, in.q_stride, in.k + g * in.d_k, in.k_stride,
              scores.data(), m);
         for (std::size_t r = 0; r < rows; ++r) {
             T* z = scores.data() + r * m;
@@ -49,7 +36,7 @@ void attend_rows(const FastAttentionInput<T>& in, const FastAttentionOutput<T>& 
             for (std::size_t j = 0; j < m; ++j) sum += z[j] = max == -std::numeric_limits<T>::infinity() ? T(0) : std::exp(z[j] - max);
             for (std::size_t j = 0; j < m; ++j) z[j] = sum > 0 ? z[j] / sum : out.empty_row_value;
         }
-        gemm(false, rows, in.d_v, m, T(1), scores.data(), m, in.v + g * in.d_v, in.v_stride, out.out + i0 * width + h * in.d_v, width);
+        blas_gemm(false, rows, in.d_v, m, T(1), scores.data(), m, in.v + g * in.d_v, in.v_stride, out.out + i0 * width + h * in.d_v, width);
     }
 }
 
@@ -60,7 +47,7 @@ FastAttentionStats naive_attention(const FastAttentionInput<T>& input, const Fas
     if (input.softcap || (input.mask && (!input.mask->dense.empty() || !input.mask->alibi_slopes.empty())))
         throw std::invalid_argument("the naive baseline masks by key ranges and key_valid only");
     if (input.n == 0 || input.m == 0) throw std::invalid_argument("the naive baseline needs n ≥ 1 and m ≥ 1");
-    (void)blas_library();  // opened here, before the workers start, so a missing library is one clean error
+    require_blas();  // opened here, before the workers start, so a missing library is one clean error
     const std::size_t wanted = std::min<std::size_t>(static_cast<std::size_t>(std::max(1, threads)), input.n);
     const std::size_t block = (input.n + wanted - 1) / wanted;
     const std::size_t workers = (input.n + block - 1) / block;  // n = 5 on 4 threads: blocks of 2, so 3 workers
