@@ -19,6 +19,7 @@
 #include "attn_trace/pipeline_fast.hpp"
 #include "attn_trace/problem.hpp"
 #include "attn_trace/random.hpp"
+#include "attn_trace/tolerances.hpp"
 #include "pipeline/stepwise_parts.hpp"
 #include "stepwise_test_problems.hpp"
 
@@ -132,7 +133,7 @@ TEST_CASE("properties over many random problems: rows sum to 1, masked weights a
         INFO("seed " << seed << " dtype " << dtype_name(d.dtype) << ": " << d.problem.dump());
         const Problem problem = parse_problem(d.problem.dump(), "property.json");
         const RunOptions run{d.dtype, "cpu"};
-        const double tolerance = d.dtype == Dtype::f32 ? 2e-5 : 1e-12;
+        const double tolerance = (d.dtype == Dtype::f32 ? tolerances::same_math_f32 : tolerances::same_math_f64).atol;
         const TiledOptions tiled{1 + seed % 3, 1 + seed / 3 % 3};
         Trace full;
         try {

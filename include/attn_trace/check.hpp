@@ -24,7 +24,7 @@ struct StepCheck {
     std::string label;  // "weights (head 0)"
     bool found = true;
     std::size_t expected_rows = 0, expected_cols = 0, got_rows = 0, got_cols = 0;
-    Tolerance tolerance;
+    Tolerance tolerance = tolerances::check_default;
     Comparison comparison;
     bool passed() const { return found && comparison.passed(); }
 };

@@ -10,9 +10,10 @@
 
 namespace attn_trace {
 
+// No default: each use names its entry of tolerances.hpp, which says why.
 struct Tolerance {
-    double atol = 1e-4;
-    double rtol = 0.0;
+    double atol;
+    double rtol;
 };
 
 struct Mismatch {

@@ -9,6 +9,7 @@
 
 #include "attn_trace/mask.hpp"
 #include "attn_trace/matrix.hpp"
+#include "attn_trace/tolerances.hpp"
 
 namespace attn_trace {
 
@@ -33,8 +34,8 @@ struct Expectation {
     std::optional<int> head, batch, t;
     std::optional<std::array<int, 2>> tile;
     Matrix data;
-    double atol = 1e-4;
-    double rtol = 0.0;
+    double atol = tolerances::check_default.atol;
+    double rtol = tolerances::check_default.rtol;
     std::string json_path;  // "$.expect[3]", for messages
 };
 
