@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "attn_trace/problem.hpp"
+#include "size_text.hpp"
 
 namespace attn_trace::cli {
 
@@ -17,12 +18,6 @@ std::string describe_setting(const BenchConfig& c) {
     return fmt::format("d_k = {}, heads = {}, {}, {}, {} thread{}, {} repeat{} after {} warm-up (ms: median, min–max)", c.d_k, c.heads,
                        c.causal ? "causal" : "no mask", dtype_name(c.dtype), c.threads, c.threads == 1 ? "" : "s", c.repeats,
                        c.repeats == 1 ? "" : "s", c.warmup);
-}
-
-std::string bytes_text(std::size_t bytes) {
-    if (bytes >= (1u << 30)) return fmt::format("{:.1f} GiB", static_cast<double>(bytes) / (1 << 30));
-    if (bytes >= (1u << 20)) return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1 << 20));
-    return fmt::format("{:.0f} KiB", static_cast<double>(bytes) / (1 << 10));
 }
 
 }  // namespace
@@ -37,7 +32,7 @@ std::string bench_text(const BenchConfig& c, const std::vector<BenchResult>& res
         }
         const std::string diff = r.max_abs_diff ? fmt::format("{:.2e} vs {}", *r.max_abs_diff, r.compared_with) : "";
         out += fmt::format("{:>7}  {:<6} {:>10.3f}  {:>19}  {:>8.1f}  {:>12}  {}\n", r.n, r.impl, r.median_ms,
-                           fmt::format("{:.3f}–{:.3f}", r.min_ms, r.max_ms), r.gflops, bytes_text(r.score_bytes), diff);
+                           fmt::format("{:.3f}–{:.3f}", r.min_ms, r.max_ms), r.gflops, size_text(static_cast<double>(r.score_bytes)), diff);
     }
     return out;
 }

@@ -56,12 +56,6 @@ double tiled_trace_bytes(const Problem& p, const TiledOptions& tiled) {
            bytes_per_step * 5.0 * tiles;
 }
 
-std::string size_text(double bytes) {
-    if (bytes >= (1 << 30)) return fmt::format("{:.1f} GiB", bytes / (1 << 30));
-    if (bytes >= (1 << 20)) return fmt::format("{:.0f} MiB", bytes / (1 << 20));
-    return fmt::format("{:.0f} KiB", bytes / (1 << 10));
-}
-
 void refuse_over_budget(const Problem& p, const std::string& command, double bytes, const Budget& budget) {
     if (bytes <= static_cast<double>(budget.memory)) return;
     throw InputError(fmt::format("{}: the {} trace of n = {} queries × m = {} keys × {} head{} would hold about {}; the limit is {} "

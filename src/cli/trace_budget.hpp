@@ -12,6 +12,7 @@
 #include "attn_trace/pipeline.hpp"
 #include "attn_trace/problem.hpp"
 #include "attn_trace/render.hpp"
+#include "size_text.hpp"
 
 namespace attn_trace::cli {
 
@@ -32,9 +33,6 @@ void add_output_option(CLI::App& command, Budget& budget);
 double full_trace_bytes(const Problem& problem);
 double decode_trace_bytes(const Problem& problem);
 double tiled_trace_bytes(const Problem& problem, const TiledOptions& tiled);
-
-// "1.4 GiB", "348 MiB": a size in a message.
-std::string size_text(double bytes);
 
 // Throws InputError when `bytes` (the command's own estimate) passes budget.memory.
 void refuse_over_budget(const Problem& problem, const std::string& command, double bytes, const Budget& budget);
