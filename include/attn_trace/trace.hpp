@@ -38,6 +38,12 @@ struct TraceSummary {
 // and explain check names against.
 const std::vector<std::string>& step_names();
 
+// "weights (batch 1, head 0, t 2, tile [0, 1])": a step named in a message, as
+// check's report and the overflow error write it.
+std::string step_label(const std::string& name, std::optional<int> head, std::optional<int> batch, std::optional<int> t,
+                       std::optional<std::array<int, 2>> tile);
+inline std::string step_label(const Step& step) { return step_label(step.name, step.head, step.batch, step.t, step.tile); }
+
 struct Trace {
     std::string command = "run";  // run, decode, tiled
     TraceSummary problem;

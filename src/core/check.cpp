@@ -16,16 +16,6 @@ namespace attn_trace {
 
 namespace {
 
-std::string step_label(const std::string& name, std::optional<int> head, std::optional<int> batch, std::optional<int> t,
-                       std::optional<std::array<int, 2>> tile) {
-    std::vector<std::string> where;
-    if (batch) where.push_back(fmt::format("batch {}", *batch));
-    if (head) where.push_back(fmt::format("head {}", *head));
-    if (t) where.push_back(fmt::format("t {}", *t));
-    if (tile) where.push_back(fmt::format("tile [{}, {}]", (*tile)[0], (*tile)[1]));
-    return where.empty() ? name : fmt::format("{} ({})", name, fmt::join(where, ", "));
-}
-
 StepCheck compare_step(const Trace& trace, const std::string& name, std::optional<int> head, std::optional<int> batch,
                        std::optional<int> t, std::optional<std::array<int, 2>> tile, const Matrix& want, Tolerance tolerance) {
     StepCheck check;

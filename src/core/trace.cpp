@@ -1,5 +1,8 @@
 #include "attn_trace/trace.hpp"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 namespace attn_trace {
 
 const std::vector<std::string>& step_names() {
@@ -7,6 +10,16 @@ const std::vector<std::string>& step_names() {
                                                    "capped",  "mask",     "masked",  "row_max", "exp", "row_sum", "weights", "out", "concat",
                                                    "final",   "k_cache",  "v_cache", "m",   "l",       "u",       "rescale"};
     return names;
+}
+
+std::string step_label(const std::string& name, std::optional<int> head, std::optional<int> batch, std::optional<int> t,
+                       std::optional<std::array<int, 2>> tile) {
+    std::vector<std::string> where;
+    if (batch) where.push_back(fmt::format("batch {}", *batch));
+    if (head) where.push_back(fmt::format("head {}", *head));
+    if (t) where.push_back(fmt::format("t {}", *t));
+    if (tile) where.push_back(fmt::format("tile [{}, {}]", (*tile)[0], (*tile)[1]));
+    return where.empty() ? name : fmt::format("{} ({})", name, fmt::join(where, ", "));
 }
 
 const Step* Trace::find(const std::string& name, std::optional<int> head, std::optional<int> batch, std::optional<int> t,

@@ -27,17 +27,6 @@ bool nan_allowed(const Problem& p, const std::string& step) {
     return p.empty_rows == EmptyRows::nan && is_one_of(step, {"weights", "out", "concat", "final"});
 }
 
-// "scores (head 1, batch 0, t = 2, tile [0, 1])"
-std::string describe_step(const Step& s) {
-    std::string where;
-    const auto add = [&where](const std::string& part) { where += (where.empty() ? "" : ", ") + part; };
-    if (s.head) add(fmt::format("head {}", *s.head));
-    if (s.batch) add(fmt::format("batch {}", *s.batch));
-    if (s.t) add(fmt::format("t = {}", *s.t));
-    if (s.tile) add(fmt::format("tile [{}, {}]", (*s.tile)[0], (*s.tile)[1]));
-    return where.empty() ? s.name : fmt::format("{} ({})", s.name, where);
-}
-
 struct Unexplained {
     const Step* step;
     std::size_t row, col;
@@ -66,7 +55,7 @@ void check_overflow(Trace& trace, const Problem& p, Dtype dtype) {
     const double largest = dtype == Dtype::f32 ? std::numeric_limits<float>::max() : std::numeric_limits<double>::max();
     const std::string what =
         fmt::format("{}[{}, {}] is {} although every input is finite: a product, a scale or an exponential passed {}'s range (±{:.3g})",
-                    describe_step(*found->step), found->row, found->col, std::isnan(found->value) ? "nan" : (found->value > 0 ? "inf" : "-inf"),
+                    step_label(*found->step), found->row, found->col, std::isnan(found->value) ? "nan" : (found->value > 0 ? "inf" : "-inf"),
                     dtype_name(dtype), largest);
     if (p.allow_nonfinite) {
         trace.notes.push_back(fmt::format("allow_nonfinite: overflow: {}; it spreads through the steps after it, as traced below", what));

@@ -67,23 +67,21 @@ Matrix heads_side_by_side(const NumericArray& array) {
     return out;
 }
 
-std::vector<Matrix> batch_of_matrices(NumericArray array, const JsonReader& reader, const std::string& path, const char* what) {
+// X or X_source as its sequences: (n, d) is one, (B, n, d) is B (declared_shapes
+// refused any other rank before the numbers were read).
+std::vector<Matrix> batch_of_matrices(NumericArray array) {
+    std::vector<Matrix> out;
     if (array.shape.size() == 2) {
-        std::vector<Matrix> out;
         out.push_back(Matrix(array.shape[0], array.shape[1], std::move(array.data)));
         return out;
     }
-    if (array.shape.size() == 3) {
-        std::vector<Matrix> out;
-        const std::size_t stride = array.shape[1] * array.shape[2];
-        for (std::size_t b = 0; b < array.shape[0]; ++b) {
-            Matrix item(array.shape[1], array.shape[2]);
-            std::copy_n(array.data.begin() + static_cast<long>(b * stride), stride, item.data().begin());
-            out.push_back(std::move(item));
-        }
-        return out;
+    const std::size_t stride = array.shape[1] * array.shape[2];
+    for (std::size_t b = 0; b < array.shape[0]; ++b) {
+        Matrix item(array.shape[1], array.shape[2]);
+        std::copy_n(array.data.begin() + static_cast<long>(b * stride), stride, item.data().begin());
+        out.push_back(std::move(item));
     }
-    reader.fail(path, fmt::format("expected {} as (n, d) or a batch (B, n, d), found a 1-dimensional array", what));
+    return out;
 }
 
 class ProblemLoader {
@@ -289,10 +287,10 @@ private:
         if (has("X")) {
             auto x = reader_.array(at("X"), "$.X");
             problem_.batched = x.shape.size() == 3;
-            problem_.X = batch_of_matrices(std::move(x), reader_, "$.X", "X");
+            problem_.X = batch_of_matrices(std::move(x));
         }
         if (has("X_source"))
-            problem_.X_source = batch_of_matrices(reader_.array(at("X_source"), "$.X_source"), reader_, "$.X_source", "X_source");
+            problem_.X_source = batch_of_matrices(reader_.array(at("X_source"), "$.X_source"));
         auto read_weight = [&](const char* key, std::optional<Matrix>& into) {
             if (has(key)) into = weight(at(key), path_of(key));
         };
