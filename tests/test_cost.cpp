@@ -79,14 +79,14 @@ TEST_CASE("cost: KV cache of 32 layers, 8 KV heads of 128, fp16, 8192 tokens is 
 
 TEST_CASE("cost: bad sizes are input errors") {
     REQUIRE_THROWS_AS(cost(0, 64, 4), InputError);
-    REQUIRE_THROWS_WITH(cost(10, 64, 3), Catch::Contains("--heads 3 must divide --d-model 64"));
-    REQUIRE_THROWS_WITH(cost(10, 64, 4, 3), Catch::Contains("--kv-heads 3 must divide --heads 4"));
+    REQUIRE_THROWS_WITH(cost(10, 64, 3), Catch::Contains("heads 3 must divide d_model 64"));
+    REQUIRE_THROWS_WITH(cost(10, 64, 4, 3), Catch::Contains("kv_heads 3 must divide heads 4"));
     REQUIRE_THROWS_AS(cost(1ull << 40, 1ull << 20, 1), InputError);  // counts past 64 bits
     CostQuestion q;
     q.n = 4;
     q.d_model = 4;
     q.bytes = 0;
-    REQUIRE_THROWS_WITH(compute_cost(q), Catch::Contains("--bytes"));
+    REQUIRE_THROWS_WITH(compute_cost(q), Catch::Contains("bytes"));
 }
 
 // Issue 11, finding 11: "6,144 bytes = 0.01 MB = 6.144 kB" and "2147.48 MB (2.00 GiB)".

@@ -157,7 +157,7 @@ TEST_CASE("decode: cache bytes per token, extrapolated, and the saving of GQA") 
 TEST_CASE("decode: problems it cannot decode are input errors") {
     DecodeOptions too_long;
     too_long.prefill = 4;
-    REQUIRE_THROWS_WITH(decode(damaged, too_long), Catch::Contains("--prefill 4") && Catch::Contains("n = 3"));
+    REQUIRE_THROWS_WITH(decode(damaged, too_long), Catch::Contains("prefill 4") && Catch::Contains("n = 3"));
     REQUIRE_THROWS_AS(decode(random_qkv({5, 3, 1, 1, 2, 2}, 1).dump()), InputError);  // fewer keys than queries
     nlohmann::json cross = nlohmann::json::parse(damaged);
     cross["X_source"] = random_matrix(4, 4, 9);

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "attn_trace/errors.hpp"
+#include "cli/report_error.hpp"
 #include "core/parallel.hpp"
 
 using namespace attn_trace;
@@ -31,7 +32,7 @@ Reported report(Throw&& throw_it) {
     try {
         throw_it();
     } catch (...) {
-        return {report_error(std::current_exception(), out), out.str()};
+        return {cli::report_error(std::current_exception(), out), out.str()};
     }
     FAIL("nothing was thrown");
     return {};
@@ -88,4 +89,13 @@ TEST_CASE("parallel_for rethrows a worker's exception on the calling thread", "[
     std::vector<int> done(100, 0);
     parallel_for(done.size(), 3, [&](std::size_t item, int) { done[item] = 1; });
     CHECK(std::count(done.begin(), done.end(), 1) == 100);
+}
+
+TEST_CASE("the library marks the settings it speaks of; the CLI words them as its flags", "[errors]") {
+    const InputError error("⟦block_q⟧ 0: a query block holds at least 1 row (or set ⟦empty_rows⟧)");
+    CHECK(std::string(error.what()) == "block_q 0: a query block holds at least 1 row (or set empty_rows)");
+    const auto r = report([&] { throw error; });
+    CHECK(r.exit_code == 2);
+    CHECK(r.text == "attn-trace: error: --block-q 0: a query block holds at least 1 row (or set --empty-rows)\n");
+    CHECK(word_options("no marks, ⟦unclosed", cli::flag_of) == "no marks, ⟦unclosed");
 }

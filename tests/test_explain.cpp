@@ -9,7 +9,7 @@
 #include "attn_trace/explain.hpp"
 #include "attn_trace/render.hpp"
 #include "attn_trace/mask.hpp"
-#include "pipeline/pipeline_rows.hpp"
+#include "attn_trace/pipeline.hpp"
 #include "pipeline/stepwise_parts.hpp"
 #include "test_helpers.hpp"
 
@@ -287,7 +287,7 @@ TEST_CASE("a step the problem's trace does not have, and every out-of-range targ
     CHECK(contains(message("k[0,2]"), "column 2 is out of range"));
     ExplainSource decode;
     decode.t = 3;
-    CHECK(contains(message("weights[0,0]", decode), "--t 3: decode's steps are t = 0 to 2"));
+    CHECK(contains(message("weights[0,0]", decode), "t 3: decode's steps are t = 0 to 2"));
     decode.t = 1;
     CHECK(contains(message("weights[0,2]", decode), "column 2 is out of range"));
     CHECK(contains(message("m[0,0]", decode), "decode steps have no 'm'"));
@@ -297,7 +297,7 @@ TEST_CASE("a step the problem's trace does not have, and every out-of-range targ
     CHECK(contains(message("weights[0,0]", decode), "the prefill block of 2 queries is the step t = 1"));
     ExplainSource tiled;
     tiled.tile = std::array<std::size_t, 2>{2, 0};
-    CHECK(contains(message("l[0,0]", tiled), "--tile 2,0: with Br = 2 and Bc = 2 the tiles are [0…1, 0…1]"));
+    CHECK(contains(message("l[0,0]", tiled), "tile 2,0: with Br = 2 and Bc = 2 the tiles are [0…1, 0…1]"));
     tiled.tile = std::array<std::size_t, 2>{0, 0};
     CHECK(contains(message("q[0,0]", tiled), "tiled steps have no 'q'"));
     Problem causal = problem;

@@ -133,7 +133,7 @@ TEST_CASE("a non-finite input is an error naming its first cell, unless allowed"
                  Contains("$.K.data[2]: inf in an input matrix"));
     REQUIRE_THAT(error_of(R"({"X": [[1, 0]], "W_Q": [[1], [0]], "W_K": [[1], ["-inf"]], "W_V": [[1], [0]]})"),
                  Contains("$.W_K[1][0]: -inf in an input matrix"));
-    REQUIRE_THAT(error_of(R"({"Q": [[1, 0]], "K": [[1, 0]], "V": [["nan"]]})"), Contains("--allow-nonfinite"));
+    REQUIRE_THAT(error_of(R"({"Q": [[1, 0]], "K": [[1, 0]], "V": [["nan"]]})"), Contains("or pass allow_nonfinite"));
     // Masks may hold −∞: that is their job.
     REQUIRE_NOTHROW(parse_problem(R"({"Q": [[1]], "K": [[1], [2]], "V": [[1], [2]], "mask": {"additive": [[0, "-inf"]]}})", "m.json"));
     // +∞ or NaN in a mask is always an error, allowed or not.

@@ -16,7 +16,6 @@
 
 #include "attn_trace/errors.hpp"
 #include "attn_trace/pipeline.hpp"
-#include "attn_trace/pipeline_fast.hpp"
 #include "attn_trace/problem.hpp"
 #include "attn_trace/random.hpp"
 #include "attn_trace/tolerances.hpp"

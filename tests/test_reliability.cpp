@@ -8,7 +8,6 @@
 
 #include "attn_trace/errors.hpp"
 #include "attn_trace/pipeline.hpp"
-#include "attn_trace/pipeline_fast.hpp"
 #include "attn_trace/problem.hpp"
 
 using namespace attn_trace;

@@ -127,6 +127,6 @@ TEST_CASE("tiled: fully masked rows follow the empty-row policy") {
 
 TEST_CASE("tiled: block sizes of 0 are input errors") {
     const std::string problem = damaged_keys + "}";
-    REQUIRE_THROWS_WITH(tiled(problem, 0, 2), Catch::Contains("--block-q 0"));
-    REQUIRE_THROWS_WITH(tiled(problem, 2, 0), Catch::Contains("--block-k 0"));
+    REQUIRE_THROWS_WITH(tiled(problem, 0, 2), Catch::Contains("block_q 0"));
+    REQUIRE_THROWS_WITH(tiled(problem, 2, 0), Catch::Contains("block_k 0"));
 }

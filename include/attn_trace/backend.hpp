@@ -1,33 +1,100 @@
 #pragma once
-// A backend is the small table of matrix operations the pipelines need. The CPU
-// reference is the judge of every other backend; CUDA sits behind the same table.
+// A backend is the small table of operations the pipelines and bench compute
+// with (SPEC §12 v2, §13), in the manner of ggml's backend table: every
+// computation goes through one, and each answers `supports` before it is asked.
+// The CPU reference is the judge of every other backend; CUDA sits behind the
+// same table.
+#include <cstddef>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "attn_trace/matrix.hpp"
 #include "attn_trace/problem.hpp"
 
 namespace attn_trace {
 
+enum class Operation {
+    multiply,             // a (n, k) · b (k, m)
+    multiply_transposed,  // a (n, d) · b (m, d)ᵀ
+    fused_attention,      // softmax(s·Q Kᵀ + M) V tile by tile with online softmax, never holding (n, m) scores
+    unfused_attention,    // the same the straightforward way: the (n, m) scores, a full-row softmax, then P V
+};
+std::string operation_name(Operation op);  // "fused attention"
+
+// Which keys each query may read, in the form a kernel can use tile by tile.
+// Combines like the additive mask M of SPEC §3: a key is visible only if every
+// part allows it; biases add.
+struct KeyMask {
+    // Query i reads only keys in [first_key[i], end_key[i]) (causal, window, `lengths`).
+    // Empty = all keys. Tiles outside every row's range of a block are skipped.
+    std::vector<std::size_t> first_key, end_key;
+    // Key j is visible only if key_valid[j] (key_valid / padding specs); empty = all.
+    std::vector<unsigned char> key_valid;
+    // (n, m) additive values (additive, allowed, blocked specs: 0, −∞ or a bias); empty = none.
+    Matrix dense;
+    // ALiBi slope per query head; empty = none. Adds −slope·|i + (m − n) − j|.
+    std::vector<double> alibi_slopes;
+
+    // Whether some entries need more than the row ranges.
+    bool has_elementwise() const { return !key_valid.empty() || !dense.empty() || !alibi_slopes.empty(); }
+};
+
+// One sequence's attention, every head: out_h = softmax(s·Q_h K_gᵀ + M) V_g,
+// query head h reading KV head g = h / (H / H_kv) (GQA).
+struct AttentionCall {
+    const Matrix* q = nullptr;  // (n, ≥ H·d_k): query head h in columns h·d_k …
+    const Matrix* k = nullptr;  // (m, ≥ H_kv·d_k)
+    const Matrix* v = nullptr;  // (m, ≥ H_kv·d_v)
+    std::size_t d_k = 0, d_v = 0;
+    int heads = 1, kv_heads = 1;
+    double scale = 1.0;             // s of Z = s·Q Kᵀ + M
+    std::optional<double> softcap;  // c: Z = c·tanh(s·Q Kᵀ / c) + M
+    const KeyMask* mask = nullptr;  // null = every key visible
+    Dtype dtype = Dtype::f32;       // what the kernel computes in; the inputs are rounded to it as they are read
+    bool empty_rows_nan = false;    // out of a row that reads no key: NaN, else 0 (the empty-row policy)
+    int threads = 1;
+    std::size_t block_q = 0, block_k = 0;  // Br, Bc; 0 = the kernel's own
+
+    std::size_t n() const { return q->rows(); }
+    std::size_t m() const { return k->rows(); }
+};
+
+struct AttentionStats {
+    std::size_t tiles_computed = 0, tiles_skipped = 0;
+    std::size_t score_bytes_held = 0;      // scores held at once, all workers together
+    int workers = 0;                       // threads used
+    std::size_t block_q = 0, block_k = 0;  // the Br and Bc used
+};
+
+struct AttentionResult {
+    Matrix out;               // (n, H·d_v): head h in columns h·d_v … (the concat of SPEC §4)
+    Matrix row_max, row_sum;  // (H, n): each row's final m (−∞ when it read no key) and ℓ; empty for unfused attention
+    AttentionStats stats;
+};
+
 class Backend {
 public:
     virtual ~Backend() = default;
     virtual std::string name() const = 0;
+    // Whether this backend can do `op`; for the attention operations, whether it
+    // can do this call of it (dtype, mask, head widths). When not, `why` says
+    // what is missing. ggml's supports_op.
+    virtual bool supports(Operation op, const AttentionCall* call, std::string& why) const = 0;
     // a (n, k) · b (k, m) -> (n, m), accumulated in the dtype.
     virtual Matrix multiply(const Matrix& a, const Matrix& b, Dtype dtype) const = 0;
     // a (n, d) · b (m, d)ᵀ -> (n, m): scores without materialising Kᵀ.
     virtual Matrix multiply_transposed(const Matrix& a, const Matrix& b, Dtype dtype) const = 0;
-    // A fused kernel for one head in float32 (the GPU fast path of SPEC §13):
-    // q (n, d), k (m, d), v (m, d_v) -> out (n, d_v), never holding the n×m scores.
-    // causal_offset < 0: no mask; otherwise key j is visible to query i iff
-    // j <= i + causal_offset. Rows with no visible key give 0. Backends without
-    // such a kernel return nullopt (the CPU's fast path is fast_attention.hpp).
-    virtual std::optional<Matrix> fused_attention(const Matrix&, const Matrix&, const Matrix&, double /*scale*/,
-                                                  long /*causal_offset*/) const {
-        return std::nullopt;
-    }
+    // Only for calls `supports` accepts: reach them through attend(), which asks first.
+    virtual AttentionResult fused_attention(const AttentionCall& call) const = 0;
+    virtual AttentionResult unfused_attention(const AttentionCall& call) const = 0;
 };
+
+// `op` (fused_attention or unfused_attention) of `call` on `backend`; throws
+// BackendUnavailable (exit 3) naming the backend, the operation and what is
+// missing when the backend does not support this call.
+AttentionResult attend(const Backend& backend, Operation op, const AttentionCall& call);
 
 // "cpu" always; "cuda" when built with CUDA and a GPU is present.
 // Throws BackendUnavailable (exit 3) otherwise, InputError for unknown names.

@@ -8,6 +8,7 @@
 #include "attn_trace/compare.hpp"
 #include "attn_trace/pipeline.hpp"
 #include "attn_trace/problem.hpp"
+#include "attn_trace/render.hpp"
 #include "attn_trace/trace.hpp"
 
 namespace attn_trace {
@@ -38,15 +39,9 @@ struct CheckResult {
 // The pipeline an expectation list asks for: `t` → decode, `tile` → tiled, else run.
 std::string pipeline_for(const std::vector<Expectation>& expect);
 
-// Runs the named pipeline (run, decode, tiled) on the problem.
-Trace compute_trace(const std::string& command, const Problem& problem, const RunOptions& options, const DecodeOptions& decode = {},
-                    const TiledOptions& tiled = {});
-
 CheckResult check_expectations(const Problem& problem, const CheckOptions& options);
 
-// A golden trace (run --format json) read back; throws InputError on a malformed one.
-Trace load_golden_trace(const std::string& path);
-Trace parse_golden_trace(const std::string& text, const std::string& file);  // the text of one; `file` names it in messages
+// golden: a trace read back by load_golden_trace (render.hpp).
 CheckResult check_golden(const Problem& problem, const Trace& golden, const CheckOptions& options);
 
 }  // namespace attn_trace

@@ -1,20 +1,30 @@
 #pragma once
 // Typed errors, each carrying the exit code the CLI returns for it (SPEC §2):
 // 1 a check failed, 2 bad input or usage, 3 a requested backend is unavailable.
-#include <exception>
-#include <iosfwd>
+//
+// The library names no command-line flag. Where a message speaks of a setting its
+// caller chose, it marks the setting's name, "⟦block_q⟧ 0: ...": what() reads
+// "block_q 0: ...", and the CLI words the same message with its own flag,
+// "--block-q 0: ..." (cli/report_error.cpp).
+#include <functional>
 #include <stdexcept>
 #include <string>
 
 namespace attn_trace {
 
+// `text` with every marked setting replaced by word(name).
+std::string word_options(const std::string& text, const std::function<std::string(const std::string&)>& word);
+
 class Error : public std::runtime_error {
 public:
     Error(const std::string& message, int exit_code)
-        : std::runtime_error(message), exit_code_(exit_code) {}
+        : std::runtime_error(word_options(message, [](const std::string& name) { return name; })), marked_(message), exit_code_(exit_code) {}
     int exit_code() const { return exit_code_; }
+    // The message with its settings still marked, for a caller to word them.
+    const std::string& marked() const { return marked_; }
 
 private:
+    std::string marked_;
     int exit_code_;
 };
 
@@ -36,11 +46,5 @@ class BackendUnavailable : public Error {
 public:
     explicit BackendUnavailable(const std::string& message) : Error(message, 3) {}
 };
-
-// What the CLI does with an exception that reached it: writes one line to `out`
-// and returns the exit code. An Error carries its own code; running out of memory
-// is 2 (the problem is too large); anything else, of any type, is a bug in
-// attn-trace: 4 with "internal error" (SPEC §2 v2), never an abort.
-int report_error(std::exception_ptr error, std::ostream& out);
 
 }  // namespace attn_trace

@@ -1,5 +1,7 @@
 #pragma once
-// The pipelines: a validated problem in, a trace out.
+// The pipelines: a validated problem in, a trace out. Full (SPEC §4), decode
+// (§6), tiled (§7), the fast path (§12), and the same restricted to a few query
+// rows for explain (§8). Each computes through the backend that RunOptions names.
 #include <cstddef>
 #include <optional>
 #include <string>
@@ -47,5 +49,55 @@ void validate_tiles(const TiledOptions& tiled);
 // every score is masked are skipped and counted. Then out = u / ℓ per head,
 // concat/final, and max_abs_diff_vs_full, scores_held, tiles_skipped.
 Trace pipeline_tiled(const Problem& problem, const RunOptions& options, const TiledOptions& tiled);
+
+// The fast path as a pipeline (SPEC §12): a problem in, a summary trace out.
+// It keeps what is O(n) per head — row_max (m), row_sum (ℓ) and out — and never
+// the (n, m) steps, so `run` can answer problems whose full trace would not fit.
+// The attention itself is the backend's fused kernel (Backend::fused_attention);
+// a backend that cannot run this problem's fused attention is BackendUnavailable.
+struct FastPathOptions {
+    int threads = 0;     // 0 = one per core
+    std::size_t block_q = 0, block_k = 0;  // Br, Bc; 0 = the kernel's defaults (tests use small ones)
+    std::string reason;  // why the fast path was taken, written as a note in the trace
+};
+
+// Steps per batch element and head: row_max, row_sum, out; then concat and
+// final as in SPEC §4. Equal to pipeline_full's steps of the same names up to
+// summation order.
+Trace pipeline_fast(const Problem& problem, const RunOptions& options, const FastPathOptions& fast);
+
+// Runs the named pipeline (run, decode, tiled) on the problem: what a file's
+// `expect` entries or a golden trace's command ask for.
+Trace compute_trace(const std::string& command, const Problem& problem, const RunOptions& options, const DecodeOptions& decode = {},
+                    const TiledOptions& tiled = {});
+
+// The query rows a pipeline computes: all n of them, or (for explain) a few, each
+// keeping its true index for causal masks, RoPE positions and ALiBi distances, so
+// that every number equals the full computation's while memory stays O(rows · m).
+struct QueryRows {
+    std::size_t first = 0, count = 0;
+};
+inline QueryRows all_query_rows(const Problem& problem) { return {0, problem.n}; }
+
+// The pipelines restricted to what one explanation reads (SPEC §8, explain):
+// the query rows it needs instead of all n, so memory is O((rows + m) · d + rows · m)
+// rather than n · m. Every number equals the whole pipeline's: each row keeps its
+// true index for the masks, RoPE positions and ALiBi distances, and a row of a
+// product depends on its own row of the inputs only.
+
+// pipeline_full for batch element `batch` and the query rows `rows`: the
+// query-indexed steps (x, q, q_rot, scores … out, concat, final) hold rows.count
+// rows, row r being query rows.first + r; k, v, k_rot and x_source stay whole.
+// No notes and no numbers: they describe the whole problem.
+Trace pipeline_full_rows(const Problem& problem, const RunOptions& options, std::size_t batch, QueryRows rows);
+
+// pipeline_decode's steps (k_cache, v_cache, scores, weights, out, all carrying t)
+// of the one decode step that handles query t (the prefill block when t < P).
+Trace pipeline_decode_step(const Problem& problem, const RunOptions& options, const DecodeOptions& decode, std::size_t batch, std::size_t t);
+
+// pipeline_tiled's tile steps of query block qb for key tiles 0 … last_tile
+// (skipped tiles are absent, as in the whole trace).
+Trace pipeline_tiled_block(const Problem& problem, const RunOptions& options, const TiledOptions& tiled, std::size_t batch, std::size_t qb,
+                           std::size_t last_tile);
 
 }  // namespace attn_trace

@@ -28,6 +28,11 @@ std::string render(const Trace& trace, const std::string& format, const RenderOp
 
 std::string render_text(const Trace& trace, const RenderOptions& options);
 std::string render_json(const Trace& trace, const RenderOptions& options);
+// render_json's output read back (a golden trace for `check --golden`): its
+// command, dtype and steps. Throws InputError naming the file and the JSON path of
+// what is malformed.
+Trace load_golden_trace(const std::string& path);
+Trace parse_golden_trace(const std::string& text, const std::string& file);  // the text of one; `file` names it in messages
 // Markdown: a table per step with its formula and shape, ready for a worksheet.
 std::string render_markdown(const Trace& trace, const RenderOptions& options);
 // LaTeX (amsmath): a bmatrix per step with its formula and shape.

@@ -36,13 +36,16 @@ void add_bench_command(CLI::App& app, int& exit_code) {
     o.config.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     auto* bench = app.add_subcommand("bench", "time the attention implementations side by side (naive, fast, cuda)");
     bench->footer(R"(Implementations (all on the same random inputs, those of `attn-trace random --seed S`):
-  naive  the whole (n, n) score matrix (one row block per thread, OpenBLAS),
-         full-row softmax, then P V; skipped when one score matrix would pass 2 GiB
-  fast   the fused tiled kernel with online softmax (what `run --fast` uses)
-  cuda   the GPU path: reported unavailable in builds without CUDA
+  naive  the cpu backend's unfused attention: the whole (n, n) score matrix (one row
+         block per thread, OpenBLAS), full-row softmax, then P V; skipped when one
+         score matrix would pass 2 GiB
+  fast   the cpu backend's fused attention: the tiled kernel with online softmax
+         (what `run --fast` uses)
+  cuda   the cuda backend's fused attention (f32): unavailable without CUDA or a GPU
 Each setting prints the median of the repeats after the warm-up runs with min–max,
 GFLOP/s counting 4·n·m·d_k per head (half when causal), the bytes of scores held at
-once, and the largest difference from the first implementation's output.
+once, and the largest difference from the CPU reference pipeline (the plain-loop
+`run` computation) on 24 query rows: the first, middle and last 8.
 
 Examples:
   attn-trace bench --n 128,1024,8192 --dk 64 --heads 1 --threads 2

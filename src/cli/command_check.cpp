@@ -5,6 +5,7 @@
 #include "attn_trace/check.hpp"
 #include "attn_trace/errors.hpp"
 #include "commands.hpp"
+#include "report_error.hpp"
 #include "trace_budget.hpp"
 
 namespace attn_trace::cli {
@@ -121,7 +122,7 @@ Examples:
                 ++failed;
                 bad_input = true;
                 std::cout << fmt::format("ERROR {}\n", file);
-                std::cerr << "attn-trace: error: " << error.what() << "\n";
+                report_error(std::current_exception(), std::cerr);
             }
         }
         std::cout << fmt::format("{} passed, {} failed\n", passed, failed);

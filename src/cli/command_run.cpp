@@ -1,7 +1,7 @@
 #include <fmt/format.h>
 
 #include "attn_trace/errors.hpp"
-#include "attn_trace/pipeline_fast.hpp"
+#include "attn_trace/pipeline.hpp"
 #include "commands.hpp"
 #include "trace_budget.hpp"
 #include "trace_options.hpp"

@@ -10,6 +10,7 @@
 #include "attn_trace/errors.hpp"
 #include "attn_trace/version.hpp"
 #include "commands.hpp"
+#include "report_error.hpp"
 
 // The CLI's allocation policy: blocks under 4 MiB come from the heap, and freed heap
 // memory is kept (up to 256 MiB) for the next allocation instead of going back to the
@@ -50,7 +51,7 @@ Run `attn-trace COMMAND --help` for each command's options and examples.)");
         app.exit(error);
         return 2;  // usage errors share the bad-input exit code (SPEC §2)
     } catch (...) {
-        return attn_trace::report_error(std::current_exception(), std::cerr);
+        return attn_trace::cli::report_error(std::current_exception(), std::cerr);
     }
     return exit_code;
 }

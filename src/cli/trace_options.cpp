@@ -76,7 +76,7 @@ Problem load_with_overrides(const TraceOptions& o) {
     try {
         validate_masks(problem);
     } catch (const InputError& error) {
-        throw InputError(fmt::format("--mask {}: {}", o.mask, error.what()));
+        throw InputError(fmt::format("--mask {}: {}", o.mask, error.marked()));
     }
     if (o.head && (*o.head < 0 || *o.head >= problem.heads))
         throw InputError(fmt::format("--head {}: the problem has {} head{} (0 to {})", *o.head, problem.heads, problem.heads == 1 ? "" : "s", problem.heads - 1));

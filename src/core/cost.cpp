@@ -36,16 +36,16 @@ CostAnswer compute_cost(const CostQuestion& asked) {
     CostQuestion& q = a.question;
     if (q.kv_heads == 0) q.kv_heads = q.heads;
     if (q.tokens == 0) q.tokens = q.n;
-    require_positive("--n", q.n);
-    require_positive("--d-model", q.d_model);
-    require_positive("--heads", q.heads);
-    require_positive("--layers", q.layers);
+    require_positive("⟦n⟧", q.n);
+    require_positive("⟦d_model⟧", q.d_model);
+    require_positive("⟦heads⟧", q.heads);
+    require_positive("⟦layers⟧", q.layers);
     if (!(q.bytes > 0 && std::isfinite(q.bytes)))
-        throw InputError(fmt::format("--bytes {}: expected the bytes per number, greater than 0 (4 for float32, 2 for fp16)", q.bytes));
+        throw InputError(fmt::format("⟦bytes⟧ {}: expected the bytes per number, greater than 0 (4 for float32, 2 for fp16)", q.bytes));
     if (q.d_model % q.heads != 0)
-        throw InputError(fmt::format("--heads {} must divide --d-model {} (each head takes d_model / heads columns)", q.heads, q.d_model));
+        throw InputError(fmt::format("⟦heads⟧ {} must divide ⟦d_model⟧ {} (each head takes d_model / heads columns)", q.heads, q.d_model));
     if (q.heads % q.kv_heads != 0)
-        throw InputError(fmt::format("--kv-heads {} must divide --heads {} (each KV head serves the same number of query heads)", q.kv_heads, q.heads));
+        throw InputError(fmt::format("⟦kv_heads⟧ {} must divide ⟦heads⟧ {} (each KV head serves the same number of query heads)", q.kv_heads, q.heads));
 
     const std::uint64_t n = q.n, d = q.d_model;
     a.d_head = d / q.heads;

@@ -1,26 +1,22 @@
 #include "attn_trace/errors.hpp"
 
-#include <new>
-#include <ostream>
+#include <string_view>
 
 namespace attn_trace {
 
-int report_error(std::exception_ptr error, std::ostream& out) {
-    constexpr const char* internal = "attn-trace: internal error (a bug in attn-trace; please report it with the command and the file): ";
-    try {
-        std::rethrow_exception(error);
-    } catch (const Error& e) {
-        out << "attn-trace: error: " << e.what() << "\n";
-        return e.exit_code();
-    } catch (const std::bad_alloc&) {
-        out << "attn-trace: error: out of memory (the problem is too large for this machine; --max-memory sets the budget)\n";
-        return 2;
-    } catch (const std::exception& e) {
-        out << internal << e.what() << "\n";
-        return 4;
-    } catch (...) {
-        out << internal << "an exception of unknown type\n";
-        return 4;
+namespace {
+constexpr std::string_view open_mark = "⟦", close_mark = "⟧";
+}
+
+std::string word_options(const std::string& text, const std::function<std::string(const std::string&)>& word) {
+    std::string out;
+    std::size_t at = 0;
+    while (true) {
+        const std::size_t open = text.find(open_mark, at);
+        const std::size_t close = open == std::string::npos ? open : text.find(close_mark, open);
+        if (close == std::string::npos) return out + text.substr(at);
+        out += text.substr(at, open - at) + word(text.substr(open + open_mark.size(), close - open - open_mark.size()));
+        at = close + close_mark.size();
     }
 }
 

@@ -1,4 +1,4 @@
-#include "attention_parts.hpp"
+#include "attn_trace/attention_parts.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -232,7 +232,7 @@ void fail_empty_row(const Problem& p, std::size_t row, int head, std::size_t bat
     throw InputError(fmt::format(
         "{}: {}{} can read no key: every key is masked, so its softmax is 0/0. Choose a policy: "
         "\"empty_rows\": \"zero\" (PyTorch >= 2.5 and FlashAttention return zeros) or \"nan\" (older PyTorch), "
-        "or --empty-rows zero|nan",
+        "or ⟦empty_rows⟧ zero|nan",
         p.file, who, where));
 }
 

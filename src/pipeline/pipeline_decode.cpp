@@ -8,7 +8,7 @@
 #include "attn_trace/cost.hpp"
 #include "attn_trace/errors.hpp"
 #include "overflow.hpp"
-#include "pipeline_rows.hpp"
+#include "attn_trace/pipeline.hpp"
 #include "stepwise_parts.hpp"
 
 namespace attn_trace {
@@ -59,11 +59,11 @@ private:
                                          "found n = {} queries and m = {} keys",
                                          p_.file, p_.n, p_.m));
         if (decode_.prefill > p_.n)
-            throw InputError(fmt::format("--prefill {}: {} has n = {} queries, so the prefill block takes 0 to {} of them", decode_.prefill,
+            throw InputError(fmt::format("⟦prefill⟧ {}: {} has n = {} queries, so the prefill block takes 0 to {} of them", decode_.prefill,
                                          p_.file, p_.n, p_.n));
-        if (decode_.layers < 1) throw InputError(fmt::format("--layers {}: expected a whole number of layers, at least 1", decode_.layers));
+        if (decode_.layers < 1) throw InputError(fmt::format("⟦layers⟧ {}: expected a whole number of layers, at least 1", decode_.layers));
         if (decode_.bytes && !(*decode_.bytes > 0 && std::isfinite(*decode_.bytes)))
-            throw InputError(fmt::format("--bytes {}: expected the bytes per cached number, greater than 0 (2 for fp16, 4 for f32)", *decode_.bytes));
+            throw InputError(fmt::format("⟦bytes⟧ {}: expected the bytes per cached number, greater than 0 (2 for fp16, 4 for f32)", *decode_.bytes));
     }
 
     // The full computation decode must equal: the problem's masks and the causal

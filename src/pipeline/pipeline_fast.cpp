@@ -1,17 +1,16 @@
 // The fast path as a pipeline: projections, RoPE and masks as in the full trace
-// (attention_parts), the attention itself through the fused tiled kernel, and a
-// trace of the steps that are O(n) per head.
+// (attention_parts), the attention itself through the backend's fused kernel, and
+// a trace of the steps that are O(n) per head.
 #include <algorithm>
 #include <thread>
 
 #include <fmt/format.h>
 
-#include "attention_parts.hpp"
+#include "attn_trace/attention_parts.hpp"
 #include "overflow.hpp"
 #include "stepwise_parts.hpp"
 #include "attn_trace/errors.hpp"
-#include "attn_trace/fast_attention.hpp"
-#include "attn_trace/pipeline_fast.hpp"
+#include "attn_trace/pipeline.hpp"
 
 namespace attn_trace {
 
@@ -28,11 +27,11 @@ Matrix rotate_heads(const Matrix& x, int heads, std::size_t d, const Rope& rope,
     return out;
 }
 
-// The masks of one batch element in the kernel's form (see FastMask): causal,
+// The masks of one batch element in the kernels' form (see KeyMask): causal,
 // window and `lengths` become each row's key range; key_valid a key flag; the
 // dense specs their (n, m) sum via build_mask; ALiBi its slopes. Null when nothing is masked.
-std::optional<FastMask> fast_mask(const Problem& p, std::size_t batch) {
-    FastMask mask;
+std::optional<KeyMask> key_mask(const Problem& p, std::size_t batch) {
+    KeyMask mask;
     const std::size_t key_length = p.lengths.empty() ? p.m : p.lengths[batch];
     const long offset = static_cast<long>(p.m) - static_cast<long>(p.n);  // query i sits at key position i + offset (bottom-right)
     bool ranged = key_length < p.m;
@@ -70,29 +69,18 @@ std::optional<FastMask> fast_mask(const Problem& p, std::size_t batch) {
     return mask;
 }
 
-// The kernel's results for one batch element, as the trace's matrices.
-struct SequenceResult {
-    Matrix concat;                          // (n, H·d_v)
-    std::vector<Matrix> row_max, row_sum;   // per head (n, 1)
-    FastAttentionStats stats;
-};
-
 class FastPipeline {
 public:
     FastPipeline(const Problem& problem, const RunOptions& options, const FastPathOptions& fast)
-        : p_(problem), dtype_(options.dtype), backend_(make_backend(options.backend)), fast_(fast) {
-        settings_.threads = fast.threads > 0 ? fast.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-        if (fast.block_q) settings_.block_q = fast.block_q;
-        if (fast.block_k) settings_.block_k = fast.block_k;
-    }
+        : p_(problem), dtype_(options.dtype), backend_(make_backend(options.backend)), fast_(fast) {}
 
     Trace run() {
         trace_.command = "run";
         trace_.problem = summarise_problem(p_, dtype_, backend_->name());
         trace_.notes = problem_notes(p_);
-        FastAttentionStats stats;
+        AttentionStats stats;
         for (std::size_t b = 0; b < p_.batch; ++b) {
-            const FastAttentionStats s = run_sequence(b);
+            const AttentionStats s = run_sequence(b);
             stats.tiles_computed += s.tiles_computed;
             stats.tiles_skipped += s.tiles_skipped;
             stats.score_bytes_held = s.score_bytes_held;
@@ -108,61 +96,45 @@ public:
     }
 
 private:
-    std::string fast_path_note(const FastAttentionStats& stats) const {
+    std::string fast_path_note(const AttentionStats& stats) const {
         const std::size_t bytes = dtype_ == Dtype::f32 ? 4 : 8;
         const double full_bytes = static_cast<double>(p_.batch) * p_.heads * static_cast<double>(p_.n) * static_cast<double>(p_.m) * bytes;
         return fmt::format(
-            "fast path{}: fused tiled attention with online softmax (Br = {} queries × Bc = {} keys per tile, {} thread{}); "
+            "fast path{}: fused tiled attention with online softmax on the {} backend (Br = {} queries × Bc = {} keys per tile, {} thread{}); "
             "it held {:.3g} MiB of scores at once, where the (n, m) scores of every head would take {:.3g} GiB. Shapes per head: "
             "scores, mask, exp and weights ({}, {}) are not kept; row_max and row_sum ({}, 1) are the final running max m and sum ℓ; "
             "out ({}, {})",
-            fast_.reason.empty() ? "" : " (" + fast_.reason + ")", stats.block_q, stats.block_k,
+            fast_.reason.empty() ? "" : " (" + fast_.reason + ")", backend_->name(), stats.block_q, stats.block_k,
             stats.workers, stats.workers == 1 ? "" : "s", static_cast<double>(stats.score_bytes_held) / (1 << 20),
             full_bytes / (1 << 30), p_.n, p_.m, p_.n, p_.n, p_.d_v);
     }
 
-    void record(std::string name, std::string formula, Matrix values, std::optional<int> head, std::size_t batch) {
+    void record(std::string name, std::string formula, Matrix values, int head, std::size_t batch) {
         steps_.record(std::move(name), std::move(formula), std::move(values), head, batch, query_labels(p_));
     }
 
-    FastAttentionStats run_sequence(std::size_t b) {
-        SequenceResult result = dtype_ == Dtype::f32 ? attend<float>(b) : attend<double>(b);
+    AttentionStats run_sequence(std::size_t b) {
+        const AttentionResult result = attend_sequence(b);
+        std::vector<Matrix> outs;
         for (int h = 0; h < p_.heads; ++h) {
             const std::size_t hs = static_cast<std::size_t>(h);
-            check_empty_rows(result.row_max[hs], h, b);
+            Matrix row_max = block_of(result.row_max, hs, 1, 0, p_.n).transposed(), row_sum = block_of(result.row_sum, hs, 1, 0, p_.n).transposed();
+            std::vector<std::size_t> empty;
+            for (std::size_t i = 0; i < p_.n; ++i)
+                if (row_max(i, 0) == -std::numeric_limits<double>::infinity()) empty.push_back(i);
+            steps_.note_empty_rows(empty, h, b);
             const int g = kv_head_of(p_, h);
-            record("row_max", "max_j masked (the running max m after the last tile)", std::move(result.row_max[hs]), h, b);
-            record("row_sum", "Σ_j exp (the running sum ℓ after the last tile)", std::move(result.row_sum[hs]), h, b);
-            record("out", p_.kv_heads < p_.heads ? fmt::format("A V_{} = u / ℓ", g) : "A V = u / ℓ", result.concat.columns(hs * p_.d_v, p_.d_v), h, b);
+            record("row_max", "max_j masked (the running max m after the last tile)", std::move(row_max), h, b);
+            record("row_sum", "Σ_j exp (the running sum ℓ after the last tile)", std::move(row_sum), h, b);
+            outs.push_back(result.out.columns(hs * p_.d_v, p_.d_v));
+            record("out", p_.kv_heads < p_.heads ? fmt::format("A V_{} = u / ℓ", g) : "A V = u / ℓ", outs.back(), h, b);
         }
-        if (p_.heads > 1 || p_.W_O) {
-            if (p_.W_O) {
-                Matrix final_out = affine(result.concat, *p_.W_O, p_.b_O, *backend_, dtype_);
-                record("concat", p_.heads > 1 ? fmt::format("[O_0 … O_{}]", p_.heads - 1) : "O_0", std::move(result.concat), std::nullopt, b);
-                record("final", p_.b_O ? "concat W_O + b_O" : "concat W_O", std::move(final_out), std::nullopt, b);
-            } else {
-                record("concat", fmt::format("[O_0 … O_{}]", p_.heads - 1), std::move(result.concat), std::nullopt, b);
-            }
-        }
+        steps_.record_concat_and_final(outs, b, *backend_, dtype_);
         return result.stats;
     }
 
-    void check_empty_rows(const Matrix& row_max, int h, std::size_t b) {
-        std::size_t empty = 0;
-        for (std::size_t i = 0; i < row_max.rows(); ++i)
-            if (row_max(i, 0) == -std::numeric_limits<double>::infinity()) {
-                if (p_.empty_rows == EmptyRows::error) fail_empty_row(p_, i, h, b);
-                ++empty;
-            }
-        if (empty > 0)
-            trace_.notes.push_back(fmt::format("{} row{} with no visible key{}{}: empty_rows = {} (out is {})", empty, empty == 1 ? "" : "s",
-                                               p_.heads > 1 ? fmt::format(" in head {}", h) : "", p_.batched ? fmt::format(" of batch {}", b) : "",
-                                               empty_rows_name(p_.empty_rows), p_.empty_rows == EmptyRows::zero ? "0" : "NaN"));
-    }
-
-    // Projections, RoPE and masks for batch element b, then the kernel in T.
-    template <typename T>
-    SequenceResult attend(std::size_t b) {
+    // Projections, RoPE and masks for batch element b, then the backend's fused attention.
+    AttentionResult attend_sequence(std::size_t b) {
         // Q, K, V given in the file are read where they are: project() would copy
         // them, and at n = 65536 a copy of three (n, 64) double matrices is 96 MB.
         Projections projected;
@@ -175,50 +147,30 @@ private:
             q_rotated = rotate_heads(q_given, p_.heads, p_.d_k, *p_.rope, query_positions(p_), dtype_);
             k_rotated = rotate_heads(k_given, p_.kv_heads, p_.d_k, *p_.rope, key_positions(p_), dtype_);
         }
-        const Matrix& q = p_.rope ? q_rotated : q_given;
-        const Matrix& k = p_.rope ? k_rotated : k_given;
-        const std::optional<FastMask> mask = fast_mask(p_, b);
-
-        const std::size_t heads = static_cast<std::size_t>(p_.heads);
-        std::vector<T> out(p_.n * heads * p_.d_v), row_max(heads * p_.n), row_sum(heads * p_.n);
-        SequenceResult result;
-        {
-            FastAttentionInput<T, double> input;  // the kernel reads the double matrices in place, rounding to T as it packs them
-            input.q = q.data().data();
-            input.k = k.data().data();
-            input.v = v.data().data();
-            input.q_stride = q.cols();
-            input.k_stride = k.cols();
-            input.v_stride = v.cols();
-            input.n = p_.n;
-            input.m = p_.m;
-            input.d_k = p_.d_k;
-            input.d_v = p_.d_v;
-            input.heads = p_.heads;
-            input.kv_heads = p_.kv_heads;
-            input.scale = p_.scale_factor();
-            input.softcap = p_.softcap;
-            input.mask = mask ? &*mask : nullptr;
-            const FastAttentionOutput<T> output{out.data(), row_max.data(), row_sum.data(),
-                                                p_.empty_rows == EmptyRows::nan ? std::numeric_limits<T>::quiet_NaN() : T(0)};
-            result.stats = fast_attention(input, output, settings_);
-        }
-        result.concat = Matrix(p_.n, heads * p_.d_v);
-        std::copy(out.begin(), out.end(), result.concat.data().begin());
-        for (std::size_t h = 0; h < heads; ++h) {
-            result.row_max.emplace_back(p_.n, 1);
-            result.row_sum.emplace_back(p_.n, 1);
-            std::copy_n(row_max.begin() + static_cast<long>(h * p_.n), p_.n, result.row_max.back().data().begin());
-            std::copy_n(row_sum.begin() + static_cast<long>(h * p_.n), p_.n, result.row_sum.back().data().begin());
-        }
-        return result;
+        const std::optional<KeyMask> mask = key_mask(p_, b);
+        AttentionCall call;
+        call.q = p_.rope ? &q_rotated : &q_given;
+        call.k = p_.rope ? &k_rotated : &k_given;
+        call.v = &v;
+        call.d_k = p_.d_k;
+        call.d_v = p_.d_v;
+        call.heads = p_.heads;
+        call.kv_heads = p_.kv_heads;
+        call.scale = p_.scale_factor();
+        call.softcap = p_.softcap;
+        call.mask = mask ? &*mask : nullptr;
+        call.dtype = dtype_;
+        call.empty_rows_nan = p_.empty_rows == EmptyRows::nan;
+        call.threads = fast_.threads > 0 ? fast_.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+        call.block_q = fast_.block_q;
+        call.block_k = fast_.block_k;
+        return attend(*backend_, Operation::fused_attention, call);
     }
 
     const Problem& p_;
     Dtype dtype_;
     std::unique_ptr<Backend> backend_;
     FastPathOptions fast_;
-    FastAttentionSettings settings_;
     Trace trace_;
     StepRecorder steps_{p_, trace_};
 };

@@ -3,7 +3,6 @@
 
 #include "attn_trace/pipeline.hpp"
 #include "overflow.hpp"
-#include "pipeline_rows.hpp"
 #include "stepwise_parts.hpp"
 
 namespace attn_trace {

@@ -1,6 +1,6 @@
 #include <fmt/format.h>
 
-#include "attn_trace/check.hpp"
+#include "attn_trace/pipeline.hpp"
 #include "attn_trace/errors.hpp"
 
 namespace attn_trace {

@@ -10,7 +10,7 @@
 
 #include "attn_trace/errors.hpp"
 #include "overflow.hpp"
-#include "pipeline_rows.hpp"
+#include "attn_trace/pipeline.hpp"
 #include "stepwise_parts.hpp"
 
 namespace attn_trace {
@@ -227,8 +227,8 @@ private:
 }  // namespace
 
 void validate_tiles(const TiledOptions& tiled) {
-    if (tiled.block_q < 1) throw InputError(fmt::format("--block-q {}: a query block holds at least 1 row", tiled.block_q));
-    if (tiled.block_k < 1) throw InputError(fmt::format("--block-k {}: a key tile holds at least 1 key", tiled.block_k));
+    if (tiled.block_q < 1) throw InputError(fmt::format("⟦block_q⟧ {}: a query block holds at least 1 row", tiled.block_q));
+    if (tiled.block_k < 1) throw InputError(fmt::format("⟦block_k⟧ {}: a key tile holds at least 1 key", tiled.block_k));
 }
 
 Trace pipeline_tiled(const Problem& problem, const RunOptions& options, const TiledOptions& tiled) {

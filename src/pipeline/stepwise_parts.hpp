@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "attention_parts.hpp"
+#include "attn_trace/attention_parts.hpp"
 #include "attn_trace/pipeline.hpp"
 
 namespace attn_trace {

@@ -13,8 +13,8 @@
 #include "attn_trace/errors.hpp"
 #include "attn_trace/problem.hpp"
 #include "attn_trace/trace.hpp"
-#include "json_reader.hpp"
-#include "json_text.hpp"
+#include "json/json_reader.hpp"
+#include "json/json_text.hpp"
 
 namespace attn_trace {
 
@@ -142,7 +142,7 @@ private:
             const auto space = found->find(' ');
             reader_.fail(found->substr(0, space), fmt::format("{} in an input matrix: inputs must be finite (a NaN or infinity here spreads to "
                                                               "every step that reads it); to trace how it spreads, add \"allow_nonfinite\": true "
-                                                              "or pass --allow-nonfinite", found->substr(found->rfind(' ') + 1)));
+                                                              "or pass ⟦allow_nonfinite⟧", found->substr(found->rfind(' ') + 1)));
         }
     }
 

@@ -7,7 +7,7 @@
 // step (its keys are ordered maps) and 16 bytes a number beside the text (tiled's
 // 450 000 steps of 2 × 2 at n = 600: 92 MB written, 1.4 GB held).
 #include "attn_trace/render.hpp"
-#include "render_table.hpp"
+#include "attn_trace/render_table.hpp"
 
 namespace attn_trace {
 

@@ -8,7 +8,7 @@
 
 #include "attn_trace/errors.hpp"
 #include "attn_trace/render.hpp"
-#include "render_table.hpp"
+#include "attn_trace/render_table.hpp"
 
 namespace attn_trace {
 
@@ -34,8 +34,8 @@ std::string render_csv(const Trace& trace, const RenderOptions& options) {
     if (steps.size() != 1) {
         std::vector<std::string> found;
         for (const Step* step : steps) found.push_back(step_title(*step));
-        throw InputError(fmt::format("--format csv writes one matrix, but {} steps are selected{}{}: choose one with --steps NAME "
-                                     "and, for per-head or batched steps, --head H and --batch B",
+        throw InputError(fmt::format("⟦format⟧ csv writes one matrix, but {} steps are selected{}{}: choose one with ⟦steps⟧ NAME "
+                                     "and, for per-head or batched steps, ⟦head⟧ H and ⟦batch⟧ B",
                                      steps.size(), steps.empty() ? "" : ": ", fmt::join(found, "; ")));
     }
     const Step& step = *steps.front();

@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 
 #include "attn_trace/render.hpp"
-#include "render_table.hpp"
+#include "attn_trace/render_table.hpp"
 
 namespace attn_trace {
 
@@ -81,7 +81,7 @@ std::string heatmap_panel(const HeatmapPanel& panel, const RenderOptions& option
 
 std::string render_heatmap(const Trace& trace, const RenderOptions& options) {
     std::string out;
-    for (const auto& panel : heatmap_panels(trace, options, "--heatmap")) out += (out.empty() ? "" : "\n") + heatmap_panel(panel, options);
+    for (const auto& panel : heatmap_panels(trace, options, "⟦heatmap⟧")) out += (out.empty() ? "" : "\n") + heatmap_panel(panel, options);
     if (!options.color) out += "\nshading: ' ' the scale's low end, '░' 1/4, '▒' 1/2, '▓' 3/4, '█' the high end\n";
     return out;
 }

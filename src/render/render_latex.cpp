@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 
 #include "attn_trace/render.hpp"
-#include "render_table.hpp"
+#include "attn_trace/render_table.hpp"
 
 namespace attn_trace {
 

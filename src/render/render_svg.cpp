@@ -9,7 +9,7 @@
 
 #include "attn_trace/errors.hpp"
 #include "attn_trace/render.hpp"
-#include "render_table.hpp"
+#include "attn_trace/render_table.hpp"
 
 namespace attn_trace {
 
@@ -125,11 +125,11 @@ std::string svg_colour_scale(const HeatmapPanel& panel, double x, double y, doub
 }  // namespace
 
 std::string render_weights_svg(const Trace& trace, const RenderOptions& options) {
-    const auto panels = heatmap_panels(trace, options, "--svg");
+    const auto panels = heatmap_panels(trace, options, "⟦svg⟧");
     std::size_t cells = 0;
     for (const auto& p : panels) cells += p.values->values.rows() * p.values->values.cols();
     if (cells > max_svg_cells)
-        throw InputError(fmt::format("--svg would draw {} cells (the limit is {}): choose one head with --head, one sequence with --batch, "
+        throw InputError(fmt::format("⟦svg⟧ would draw {} cells (the limit is {}): choose one head with ⟦head⟧, one sequence with ⟦batch⟧, "
                                      "or a smaller problem", cells, max_svg_cells));
     const Layout l = layout_for(panels, options.precision);
     const int columns = std::min<int>(panels_per_row, static_cast<int>(panels.size()));

@@ -1,4 +1,4 @@
-#include "render_table.hpp"
+#include "attn_trace/render_table.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -118,8 +118,8 @@ std::vector<HeatmapPanel> heatmap_panels(const Trace& trace, const RenderOptions
     // The first drawable step --steps names; weights when --steps is left out.
     const auto named = std::find_first_of(options.steps.begin(), options.steps.end(), heatmap_steps().begin(), heatmap_steps().end());
     if (!options.steps.empty() && named == options.steps.end())
-        throw InputError(fmt::format("{} draws one per-head step of the full trace: name one of {} in --steps (weights when --steps is left "
-                                     "out), found --steps {}",
+        throw InputError(fmt::format("{} draws one per-head step of the full trace: name one of {} in ⟦steps⟧ (weights when ⟦steps⟧ is left "
+                                     "out), found ⟦steps⟧ {}",
                                      what, fmt::join(heatmap_steps(), ", "), fmt::join(options.steps, ",")));
     const std::string name = options.steps.empty() ? "weights" : *named;
     RenderOptions only_this = options;

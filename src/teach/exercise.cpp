@@ -12,7 +12,7 @@
 #include "attn_trace/errors.hpp"
 #include "attn_trace/problem_file.hpp"
 #include "attn_trace/render.hpp"
-#include "../render/render_table.hpp"
+#include "attn_trace/render_table.hpp"
 #include "exercise_plan.hpp"
 
 namespace attn_trace {
@@ -205,7 +205,7 @@ const std::vector<std::string>& exercise_formats() {
 
 std::string write_exercise(const std::string& topic, std::uint64_t seed, const std::string& format) {
     if (std::find(exercise_formats().begin(), exercise_formats().end(), format) == exercise_formats().end())
-        throw InputError(fmt::format("--format '{}': exercises are written as {}", format, fmt::join(exercise_formats(), ", ")));
+        throw InputError(fmt::format("⟦format⟧ '{}': exercises are written as {}", format, fmt::join(exercise_formats(), ", ")));
     HandNumbers numbers(topic_seed(topic, seed));
     const ExercisePlan plan = plan_exercise(topic, numbers);
     nlohmann::ordered_json file = {{"title", fmt::format("exercise {} (seed {}): {}", topic, seed, plan.title)}};

@@ -296,7 +296,7 @@ ExercisePlan plan_exercise(const std::string& topic, HandNumbers& numbers) {
         {"scores", scores}, {"softmax", softmax}, {"causal", causal}, {"padding", padding}, {"multihead", multihead},
         {"gqa", gqa},       {"kv-cache", kv_cache}, {"tiled", tiled}, {"scale", scale},     {"cost", cost}};
     const auto planner = planners.find(topic);
-    if (planner == planners.end()) throw InputError(fmt::format("--topic '{}': expected one of {}", topic, fmt::join(exercise_topics(), ", ")));
+    if (planner == planners.end()) throw InputError(fmt::format("⟦topic⟧ '{}': expected one of {}", topic, fmt::join(exercise_topics(), ", ")));
     return planner->second(numbers);
 }
 

@@ -7,7 +7,8 @@
 
 #include <fmt/format.h>
 
-#include "../pipeline/pipeline_rows.hpp"
+#include "attn_trace/attention_parts.hpp"
+#include "attn_trace/pipeline.hpp"
 #include "attn_trace/errors.hpp"
 #include "explain_run.hpp"
 #include "explain_stepwise.hpp"
@@ -19,7 +20,7 @@ namespace {
 const std::vector<std::string> row_steps = {"weights", "out"};
 
 ExplainTarget parse_spec(const std::string& text, bool row) {
-    const std::string option = row ? "--row" : "--cell";
+    const std::string option = row ? "⟦row⟧" : "⟦cell⟧";
     static const std::regex cell_pattern(R"(\s*([A-Za-z_]+)\s*\[\s*(\d+)\s*,\s*(\d+)\s*\]\s*)");
     static const std::regex row_pattern(R"(\s*([A-Za-z_]+)\s*\[\s*(\d+)\s*\]\s*)");
     std::smatch match;
@@ -27,7 +28,7 @@ ExplainTarget parse_spec(const std::string& text, bool row) {
         const bool other_form = std::regex_match(text, match, row ? cell_pattern : row_pattern);
         throw InputError(fmt::format("{} '{}': expected {} with 0-based indices, e.g. {}{}", option, text, row ? "STEP[i]" : "STEP[i,j]",
                                      row ? "weights[1]" : "scores[0,2]",
-                                     other_form ? fmt::format(" (for {} use {})", row ? "one cell" : "a whole row", row ? "--cell" : "--row") : ""));
+                                     other_form ? fmt::format(" (for {} use {})", row ? "one cell" : "a whole row", row ? "⟦cell⟧" : "⟦row⟧") : ""));
     }
     const auto& allowed = row ? row_steps : step_names();
     ExplainTarget target;
@@ -78,7 +79,7 @@ std::string explain(const Trace& trace, const Problem& problem, const ExplainTar
 std::string explain_problem(const Problem& problem, const RunOptions& run, const ExplainTarget& target, const ExplainOptions& options,
                             const ExplainSource& source) {
     check_format(options);
-    if (source.t && source.tile) throw InputError("explain: --t (a decode step) and --tile (a tiled step) exclude each other");
+    if (source.t && source.tile) throw InputError("explain: ⟦t⟧ (a decode step) and ⟦tile⟧ (a tiled step) exclude each other");
     const std::size_t batch = checked_batch(problem, options);
     if (source.t) return render_explanation(explain_decode_step(problem, run, target, options, source, batch), options.format);
     if (source.tile) return render_explanation(explain_tiled_step(problem, run, target, options, source, batch), options.format);

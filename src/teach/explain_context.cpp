@@ -26,20 +26,20 @@ std::vector<std::string> ExplainContext::step_names() const {
 }
 
 void ExplainContext::no_step(const std::string& why) const {
-    throw InputError(fmt::format("'{}': {}; this problem's {} trace has: {} (decode's with --t T: k_cache, v_cache, scores, weights, out; "
-                                 "tiled's with --tile QB,KT: scores, m, l, u, rescale)",
+    throw InputError(fmt::format("'{}': {}; this problem's {} trace has: {} (decode's with ⟦t⟧ T: k_cache, v_cache, scores, weights, out; "
+                                 "tiled's with ⟦tile⟧ QB,KT: scores, m, l, u, rescale)",
                                  target_.spec, why, trace_.command, fmt::join(step_names(), ", ")));
 }
 
 void ExplainContext::check_head_and_batch() const {
     if (options_.head < 0 || options_.head >= p_.heads)
-        throw InputError(fmt::format("--head {}: the problem has {} head{} (0 to {})", options_.head, p_.heads, p_.heads == 1 ? "" : "s", p_.heads - 1));
+        throw InputError(fmt::format("⟦head⟧ {}: the problem has {} head{} (0 to {})", options_.head, p_.heads, p_.heads == 1 ? "" : "s", p_.heads - 1));
     checked_batch(p_, options_);
 }
 
 std::size_t checked_batch(const Problem& problem, const ExplainOptions& options) {
     if (options.batch < 0 || static_cast<std::size_t>(options.batch) >= problem.batch)
-        throw InputError(fmt::format("--batch {}: the problem has {} sequence{} (0 to {})", options.batch, problem.batch, problem.batch == 1 ? "" : "s",
+        throw InputError(fmt::format("⟦batch⟧ {}: the problem has {} sequence{} (0 to {})", options.batch, problem.batch, problem.batch == 1 ? "" : "s",
                                      problem.batch - 1));
     return static_cast<std::size_t>(options.batch);
 }

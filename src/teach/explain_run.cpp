@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "../pipeline/attention_parts.hpp"
+#include "attn_trace/attention_parts.hpp"
 #include "attn_trace/errors.hpp"
 #include "attn_trace/mask.hpp"
 #include "attn_trace/render.hpp"

@@ -9,7 +9,8 @@
 
 #include <fmt/format.h>
 
-#include "../pipeline/pipeline_rows.hpp"
+#include "attn_trace/attention_parts.hpp"
+#include "attn_trace/pipeline.hpp"
 #include "attn_trace/errors.hpp"
 
 namespace attn_trace {
@@ -86,7 +87,7 @@ public:
     ExplainDocument explain() {
         check_head_and_batch();
         const std::string& name = target_.step;
-        if (!target_.column) no_step("with --t, explain one cell (--cell), e.g. --cell 'weights[0,2]'");
+        if (!target_.column) no_step("with ⟦t⟧, explain one cell (⟦cell⟧), e.g. ⟦cell⟧ 'weights[0,2]'");
         const bool cache = name == "k_cache" || name == "v_cache";
         if (!cache && name != "scores" && name != "weights" && name != "out") no_step(fmt::format("decode steps have no '{}' at t", name));
         const int g = kv_head_of(p_, options_.head);
@@ -173,11 +174,11 @@ public:
     ExplainDocument explain() {
         check_head_and_batch();
         const std::string& name = target_.step;
-        if (!target_.column) no_step("with --tile, explain one cell (--cell), e.g. --cell 'l[0,0]'");
+        if (!target_.column) no_step("with ⟦tile⟧, explain one cell (⟦cell⟧), e.g. ⟦cell⟧ 'l[0,0]'");
         if (name != "scores" && name != "m" && name != "l" && name != "u" && name != "rescale") no_step(fmt::format("tiled steps have no '{}' at a tile", name));
         const Step* s = find_step(name, options_.head, std::nullopt, tile());
         if (!s)
-            throw InputError(fmt::format("--tile {},{}: the tile was skipped, every score in it is masked (no step records it); its state is "
+            throw InputError(fmt::format("⟦tile⟧ {},{}: the tile was skipped, every score in it is masked (no step records it); its state is "
                                          "the previous tile's", (*source_.tile)[0], (*source_.tile)[1]));
         check_row(s->values.rows(), fmt::format("{} of tile [{},{}]", name, (*source_.tile)[0], (*source_.tile)[1]));
         check_column(*s);
@@ -264,7 +265,7 @@ ExplainDocument explain_decode_step(const Problem& problem, const RunOptions& ru
                                     const ExplainSource& source, std::size_t batch) {
     const std::size_t t = *source.t, prefill = source.decode.prefill;
     if (t >= problem.n || (prefill > 0 && t + 1 < prefill))
-        throw InputError(fmt::format("--t {}: decode's steps are t = {} to {}{}", t, prefill > 0 ? prefill - 1 : 0, problem.n - 1,
+        throw InputError(fmt::format("⟦t⟧ {}: decode's steps are t = {} to {}{}", t, prefill > 0 ? prefill - 1 : 0, problem.n - 1,
                                      prefill > 0 ? fmt::format(" (the prefill block of {} queries is the step t = {})", prefill, prefill - 1) : ""));
     const Trace trace = pipeline_decode_step(problem, run, source.decode, batch, t);
     return DecodeExplainer(trace, problem, target, options, run, source, batch).explain();
@@ -277,7 +278,7 @@ ExplainDocument explain_tiled_step(const Problem& problem, const RunOptions& run
     const std::size_t Tr = (problem.n + Br - 1) / Br, Tc = (problem.m + Bc - 1) / Bc;
     const auto [qb, kt] = *source.tile;
     if (qb >= Tr || kt >= Tc)
-        throw InputError(fmt::format("--tile {},{}: with Br = {} and Bc = {} the tiles are [0…{}, 0…{}]", qb, kt, Br, Bc, Tr - 1, Tc - 1));
+        throw InputError(fmt::format("⟦tile⟧ {},{}: with Br = {} and Bc = {} the tiles are [0…{}, 0…{}]", qb, kt, Br, Bc, Tr - 1, Tc - 1));
     const Trace trace = pipeline_tiled_block(problem, run, source.tiled, batch, qb, kt);
     return TiledExplainer(trace, problem, target, options, run, source, batch).explain();
 }

@@ -7,8 +7,8 @@
 
 #include <fmt/format.h>
 
-#include "../pipeline/attention_parts.hpp"
-#include "../render/render_table.hpp"
+#include "attn_trace/attention_parts.hpp"
+#include "attn_trace/render_table.hpp"
 #include "attn_trace/backend.hpp"
 #include "attn_trace/errors.hpp"
 
@@ -44,7 +44,7 @@ const std::vector<PitfallRule>& rules() {
 const PitfallRule& rule_named(const std::string& name) {
     for (const auto& rule : rules())
         if (rule.name == name) return rule;
-    throw InputError(fmt::format("--pitfall '{}': expected one of {}", name, fmt::join(pitfall_names(), ", ")));
+    throw InputError(fmt::format("⟦pitfall⟧ '{}': expected one of {}", name, fmt::join(pitfall_names(), ", ")));
 }
 
 bool blocked(double mask_value) { return std::isinf(mask_value) && mask_value < 0; }
@@ -142,8 +142,8 @@ Pitfall compute_pitfall(const std::string& name, const Problem& problem, const T
                                  labelled(step("out"), "out", "wrong: A V with the wrong A", std::move(wrong_out))});
     }
     if (rule.needs_mask && !anything_masked)
-        throw InputError(fmt::format("--pitfall {}: no key is masked in this problem, so the mistake would change nothing: add a mask, "
-                                     "e.g. --mask causal", name));
+        throw InputError(fmt::format("⟦pitfall⟧ {}: no key is masked in this problem, so the mistake would change nothing: add a mask, "
+                                     "e.g. ⟦mask⟧ causal", name));
     return pitfall;
 }
 

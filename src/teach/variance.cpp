@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "../pipeline/attention_parts.hpp"
+#include "attn_trace/attention_parts.hpp"
 #include "core/parallel.hpp"
 #include "attn_trace/backend.hpp"
 #include "attn_trace/errors.hpp"
@@ -115,13 +115,13 @@ VarianceRow summarise(const Experiment& e) {
 
 std::vector<VarianceRow> measure_variance(const VarianceOptions& o) {
     if (o.d_k.empty() || std::find(o.d_k.begin(), o.d_k.end(), std::size_t{0}) != o.d_k.end())
-        throw InputError("--dk: give one or more key sizes, each at least 1 (e.g. 4,16,64)");
-    if (o.samples < 2) throw InputError("--samples: a variance needs at least 2 pairs");
-    if (o.queries < 1 || o.keys < 1) throw InputError("--queries and --keys must be at least 1");
+        throw InputError("⟦dk⟧: give one or more key sizes, each at least 1 (e.g. 4,16,64)");
+    if (o.samples < 2) throw InputError("⟦samples⟧: a variance needs at least 2 pairs");
+    if (o.queries < 1 || o.keys < 1) throw InputError("⟦queries⟧ and ⟦keys⟧ must be at least 1");
     double draws = 0;
     for (std::size_t d : o.d_k) draws += static_cast<double>(d) * (2.0 * static_cast<double>(o.samples) + static_cast<double>(o.queries) * static_cast<double>(o.keys + 1));
     if (draws > max_draws)
-        throw InputError(fmt::format("this would draw {:.3g} random numbers (the limit is {:.0g}): use fewer --samples, --queries or smaller --dk", draws, max_draws));
+        throw InputError(fmt::format("this would draw {:.3g} random numbers (the limit is {:.0g}): use fewer ⟦samples⟧, ⟦queries⟧ or smaller ⟦dk⟧", draws, max_draws));
     std::vector<Experiment> experiments;
     for (std::size_t d : o.d_k) experiments.push_back({d, std::vector<double>(o.samples), Matrix(o.queries, o.keys)});
     std::vector<Block> blocks;

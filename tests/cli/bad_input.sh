@@ -29,5 +29,7 @@ expect_exit 2 "format" -- "$T" run good.json --format yaml
 expect_exit 2 "" -- "$T" run
 expect_exit 2 "" -- "$T" frobnicate
 expect_exit 3 "--backend cuda: (this build has no CUDA backend|no usable CUDA device|no CUDA device)" -- "$T" run good.json --backend cuda
+expect_exit 3 "--backend cuda: " -- "$T" run good.json --fast --backend cuda
+expect_exit 3 "--backend cuda: " -- "$T" tiled good.json --backend cuda
 expect_exit 2 "expected cpu or cuda" -- "$T" run good.json --backend tpu
 finish

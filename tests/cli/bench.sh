@@ -8,11 +8,14 @@ for field in n m d_k heads causal impl status median_ms min_ms max_ms times_ms g
   expect_exit 0 "\"$field\": " -- "${bench[@]}" --format json
 done
 expect_exit 0 '"impl": "fast",' -- "${bench[@]}" --format json --causal --impl naive,fast
-# naive and fast agree to float32 rounding.
+# naive and fast each agree with the CPU reference pipeline to float32 rounding.
 expect_exit 0 '"max_abs_diff": [0-9.]+(e-0[6-9])?,' -- "${bench[@]}" --format json
+expect_exit 0 '"compared_with": "cpu reference \(24 rows\)"' -- "${bench[@]}" --format json --impl naive
 expect_exit 0 '"status": "unavailable"' -- "${bench[@]}" --format json --impl fast,cuda
 expect_exit 0 '^n,m,d_k,heads,causal,impl,status,median_ms' -- "${bench[@]}" --format csv
-expect_exit 0 'fast .* vs naive' -- "${bench[@]}" --dtype f64
+# Every implementation is judged by the CPU reference, the first one too; in f64 to ~1e-16.
+expect_exit 0 'naive .*e-1[5-7] vs cpu reference \(8 rows\)' -- "${bench[@]}" --dtype f64
+expect_exit 0 'fast .*e-1[5-7] vs cpu reference \(24 rows\)' -- "${bench[@]}" --dtype f64
 expect_exit 0 '' -- "${bench[@]}" --svg chart.svg
 expect_exit 0 '<polyline' -- cat chart.svg
 expect_exit 0 'n²' -- cat chart.svg

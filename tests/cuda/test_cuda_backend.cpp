@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "attn_trace/compare.hpp"
+#include "attn_trace/errors.hpp"
 #include "attn_trace/pipeline.hpp"
 #include "attn_trace/tolerances.hpp"
 #include "backend/cpu/backend_cpu.hpp"
@@ -54,16 +55,35 @@ TEST_CASE("the whole trace on --backend cuda equals the CPU trace") {
     for (std::size_t s = 0; s < cpu.steps.size(); ++s) require_close(cuda.steps[s].values, cpu.steps[s].values, tolerances::same_math_f64, cpu.steps[s].name);
 }
 
-TEST_CASE("the fused CUDA kernel equals the reference: no mask, both causal alignments, edge sizes") {
-    struct Case { std::size_t n, m, d; const char* mask; long offset; };
-    for (const Case c : {Case{1, 1, 4, "none", -1}, Case{1, 300, 64, "none", -1}, Case{100, 77, 64, "causal", 0},
-                         Case{77, 100, 128, "causal-bottom-right", 23}, Case{65, 65, 32, "causal", 0}}) {
-        const Problem p = random_problem(c.n, c.m, c.d, c.d, fmt::format(R"(, "mask": "{}", "empty_rows": "zero")", c.mask));
+TEST_CASE("run --fast --backend cuda equals the CPU's fast path and the reference: masks by ranges, GQA, edge sizes") {
+    struct Case { std::size_t n, m, d; const char* extra; };
+    for (const Case c : {Case{1, 1, 4, ""}, Case{1, 300, 64, ""}, Case{100, 77, 64, R"(, "mask": "causal")"},
+                         Case{77, 100, 128, R"(, "mask": "causal-bottom-right")"}, Case{65, 65, 32, R"(, "mask": "window:5")"},
+                         Case{40, 40, 16, R"(, "heads": 4, "kv_heads": 2, "mask": "causal")"}}) {
+        Problem p = random_problem(c.n, c.m, c.d, c.d, std::string(c.extra) + R"(, "empty_rows": "zero")");
+        if (p.heads > 1) p = random_problem(c.n, c.m, c.d * 4, c.d * 2, std::string(c.extra) + R"(, "empty_rows": "zero")");
         const Trace reference = pipeline_full(p, {Dtype::f64, "cpu"});
-        const Matrix fused = CudaBackend().fused_attention(*p.Q, *p.K, *p.V, p.scale_factor(), c.offset).value();
-        require_close(fused, reference.find("out", 0, std::nullopt, std::nullopt, std::nullopt)->values, tolerances::f32_vs_f64,
-                      fmt::format("fused n={} m={} d={} {}", c.n, c.m, c.d, c.mask));
+        const Trace cpu = pipeline_fast(p, {Dtype::f32, "cpu"}, {});
+        const Trace gpu = pipeline_fast(p, {Dtype::f32, "cuda"}, {});
+        REQUIRE(gpu.problem.backend == "cuda");
+        for (int h = 0; h < p.heads; ++h)
+            for (const char* step : {"out", "row_max", "row_sum"}) {
+                const std::string what = fmt::format("{} head {} n={} m={} d={}{}", step, h, c.n, c.m, c.d, c.extra);
+                require_close(gpu.find(step, h, std::nullopt, std::nullopt, std::nullopt)->values,
+                              cpu.find(step, h, std::nullopt, std::nullopt, std::nullopt)->values, tolerances::f32_vs_f64, what);
+                require_close(gpu.find(step, h, std::nullopt, std::nullopt, std::nullopt)->values,
+                              reference.find(step, h, std::nullopt, std::nullopt, std::nullopt)->values, tolerances::f32_vs_f64, what);
+            }
     }
+}
+
+TEST_CASE("the cuda backend says what its fused kernel cannot do, and the fast path exits 3 on it") {
+    const CudaBackend cuda;
+    std::string why;
+    const Problem p = random_problem(4, 4, 4, 4, R"(, "softcap": 5)");
+    REQUIRE_THROWS_AS(pipeline_fast(p, {Dtype::f32, "cuda"}, {}), BackendUnavailable);
+    REQUIRE_THROWS_AS(pipeline_fast(random_problem(4, 4, 4, 4, ""), {Dtype::f64, "cuda"}, {}), BackendUnavailable);
+    CHECK_FALSE(cuda.supports(Operation::unfused_attention, nullptr, why));
 }
 
 int main(int argc, char** argv) {

@@ -3,12 +3,18 @@
 
 namespace attn_trace {
 
-// Plain loops, never optimised: the reference every other path is checked against.
+// The CPU backend. Its products are plain loops, never optimised: the reference
+// every other path is checked against. Its attention operations are the fast
+// path's tiled kernel (fast_attention.cpp) and bench's BLAS baseline
+// (naive_attention.cpp), both checked against those plain loops by the tests.
 class CpuBackend : public Backend {
 public:
     std::string name() const override { return "cpu"; }
+    bool supports(Operation op, const AttentionCall* call, std::string& why) const override;
     Matrix multiply(const Matrix& a, const Matrix& b, Dtype dtype) const override;
     Matrix multiply_transposed(const Matrix& a, const Matrix& b, Dtype dtype) const override;
+    AttentionResult fused_attention(const AttentionCall& call) const override;
+    AttentionResult unfused_attention(const AttentionCall& call) const override;
 };
 
 }  // namespace attn_trace

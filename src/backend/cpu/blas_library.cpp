@@ -31,7 +31,7 @@ BlasLibrary open_blas_library() {
     void* handle = dlopen(ATTN_TRACE_OPENBLAS_LIBRARY, RTLD_NOW | RTLD_LOCAL);
     if (handle == nullptr) handle = dlopen("libopenblas.so.0", RTLD_NOW | RTLD_LOCAL);
     if (handle == nullptr)
-        throw BackendUnavailable(std::string("bench --impl naive needs OpenBLAS (Debian: libopenblas0) and cannot open it: ") + dlerror());
+        throw BackendUnavailable(std::string("the unfused baseline needs OpenBLAS (Debian: libopenblas0) and cannot open it: ") + dlerror());
     BlasLibrary blas;
     blas.sgemm = reinterpret_cast<decltype(blas.sgemm)>(dlsym(handle, "cblas_sgemm"));
     blas.dgemm = reinterpret_cast<decltype(blas.dgemm)>(dlsym(handle, "cblas_dgemm"));
@@ -68,7 +68,7 @@ void blas_gemm(bool transpose_b, std::size_t rows, std::size_t cols, std::size_t
 // Built without libopenblas-dev: the naive baseline is unavailable, as a backend
 // without a GPU is; everything else works.
 void require_blas() {
-    throw BackendUnavailable("bench --impl naive needs OpenBLAS, and this build has none: install libopenblas-dev (Debian) and rebuild");
+    throw BackendUnavailable("the unfused baseline needs OpenBLAS, and this build has none: install libopenblas-dev (Debian) and rebuild");
 }
 void blas_gemm(bool, std::size_t, std::size_t, std::size_t, float, const float*, std::size_t, const float*, std::size_t, float*, std::size_t) {
     require_blas();
@@ -78,5 +78,15 @@ void blas_gemm(bool, std::size_t, std::size_t, std::size_t, double, const double
 }
 
 #endif
+
+bool blas_available(std::string& why) {
+    try {
+        require_blas();
+        return true;
+    } catch (const BackendUnavailable& error) {
+        why = error.what();
+        return false;
+    }
+}
 
 }  // namespace attn_trace

@@ -6,6 +6,7 @@
 // (naive_attention.cpp) uses it. It is optional at build time: without
 // libopenblas-dev the baseline reports itself unavailable (exit 3).
 #include <cstddef>
+#include <string>
 
 namespace attn_trace {
 
@@ -13,6 +14,8 @@ namespace attn_trace {
 // the kernel's workers). Throws BackendUnavailable when the build has no OpenBLAS
 // or the library cannot be opened.
 void require_blas();
+// The same as a question: false, with the reason in `why`, where require_blas would throw.
+bool blas_available(std::string& why);
 
 // C (rows, cols) = alpha · A (rows, inner) · op(B), row-major, where op(B) = Bᵀ
 // with B stored (cols, inner) when transpose_b, else B (inner, cols): sgemm, dgemm.

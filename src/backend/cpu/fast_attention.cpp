@@ -22,7 +22,7 @@
 // Where a tile needs no masking, P is taken right after each group of S rows is
 // computed, shifted by the m from before the tile, and m catches up afterwards
 // (exp_in_place): one pass over S instead of three.
-#include "attn_trace/fast_attention.hpp"
+#include "fast_attention.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -52,7 +52,7 @@ std::size_t round_up(std::size_t x, std::size_t step) { return (x + step - 1) / 
 struct KeyRange {
     std::size_t first, end;
 };
-KeyRange key_range(const FastMask* mask, std::size_t row, std::size_t m) {
+KeyRange key_range(const KeyMask* mask, std::size_t row, std::size_t m) {
     if (mask == nullptr || mask->first_key.empty()) return {0, m};
     return {mask->first_key[row], mask->end_key[row]};
 }
@@ -61,7 +61,7 @@ KeyRange key_range(const FastMask* mask, std::size_t row, std::size_t m) {
 struct RowsKeyRange {
     KeyRange any, all;
 };
-RowsKeyRange rows_key_range(const FastMask* mask, std::size_t i0, std::size_t rows, std::size_t m) {
+RowsKeyRange rows_key_range(const KeyMask* mask, std::size_t i0, std::size_t rows, std::size_t m) {
     RowsKeyRange range{{m, 0}, {0, m}};
     for (std::size_t r = 0; r < rows; ++r) {
         const KeyRange row = key_range(mask, i0 + r, m);
@@ -130,7 +130,7 @@ public:
     }
 
     // One query block [i0, i0 + rows) of head h, with its tile counts added to `stats`.
-    void run(int h, std::size_t i0, std::size_t rows, BlockScratch<T>& scratch, FastAttentionStats& stats) const {
+    void run(int h, std::size_t i0, std::size_t rows, BlockScratch<T>& scratch, AttentionStats& stats) const {
         const std::size_t hq = static_cast<std::size_t>(h), g = hq / static_cast<std::size_t>(in_.heads / in_.kv_heads);  // GQA
         const std::size_t panels = (rows + NR - 1) / NR;
         pack_queries(in_.q + i0 * in_.q_stride + hq * in_.d_k, rows, scratch);
@@ -342,7 +342,7 @@ private:
     // the row's key range or for an invalid key, else + the ALiBi and dense biases
     // (summed in double, as the reference's M); then into base-2 units.
     void adjust_scores(T* s, int h, std::size_t first_row, std::size_t panel_rows, std::size_t j0, std::size_t a, std::size_t b) const {
-        const FastMask* mask = in_.mask;
+        const KeyMask* mask = in_.mask;
         const double slope = mask && !mask->alibi_slopes.empty() ? mask->alibi_slopes[static_cast<std::size_t>(h)] : 0.0;
         const long offset = static_cast<long>(in_.m) - static_cast<long>(in_.n);
         const T units = static_cast<T>(natural_units_ ? log2_e : 1.0);
@@ -389,7 +389,7 @@ private:
 }  // namespace
 
 template <typename T, typename Source>
-FastAttentionStats fast_attention(const FastAttentionInput<T, Source>& input, const FastAttentionOutput<T>& output,
+AttentionStats fast_attention(const FastAttentionInput<T, Source>& input, const FastAttentionOutput<T>& output,
                                   const FastAttentionSettings& settings) {
     const std::size_t threads = static_cast<std::size_t>(std::max(1, settings.threads));
     // Br shrinks (to whole panels) when the sequence is short, so that there are
@@ -411,7 +411,7 @@ FastAttentionStats fast_attention(const FastAttentionInput<T, Source>& input, co
 
     std::vector<BlockScratch<T>> scratch;
     for (int id = 0; id < workers; ++id) scratch.emplace_back(block_q, block_k, input.d_k, input.d_v);
-    std::vector<FastAttentionStats> stats(static_cast<std::size_t>(workers));
+    std::vector<AttentionStats> stats(static_cast<std::size_t>(workers));
     // Last blocks first: under a causal mask they read the most tiles, and
     // starting with the longest items keeps the workers' finishing times close.
     parallel_for(items, workers, [&](std::size_t item, int id) {
@@ -421,7 +421,7 @@ FastAttentionStats fast_attention(const FastAttentionInput<T, Source>& input, co
         worker.run(h, i0, std::min(block_q, input.n - i0), scratch[static_cast<std::size_t>(id)], stats[static_cast<std::size_t>(id)]);
     });
 
-    FastAttentionStats total;
+    AttentionStats total;
     for (const auto& s : stats) {
         total.tiles_computed += s.tiles_computed;
         total.tiles_skipped += s.tiles_skipped;
@@ -433,8 +433,8 @@ FastAttentionStats fast_attention(const FastAttentionInput<T, Source>& input, co
     return total;
 }
 
-template FastAttentionStats fast_attention(const FastAttentionInput<float>&, const FastAttentionOutput<float>&, const FastAttentionSettings&);
-template FastAttentionStats fast_attention(const FastAttentionInput<float, double>&, const FastAttentionOutput<float>&, const FastAttentionSettings&);
-template FastAttentionStats fast_attention(const FastAttentionInput<double>&, const FastAttentionOutput<double>&, const FastAttentionSettings&);
+template AttentionStats fast_attention(const FastAttentionInput<float>&, const FastAttentionOutput<float>&, const FastAttentionSettings&);
+template AttentionStats fast_attention(const FastAttentionInput<float, double>&, const FastAttentionOutput<float>&, const FastAttentionSettings&);
+template AttentionStats fast_attention(const FastAttentionInput<double>&, const FastAttentionOutput<double>&, const FastAttentionSettings&);
 
 }  // namespace attn_trace

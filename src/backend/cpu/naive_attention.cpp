@@ -1,4 +1,4 @@
-#include "attn_trace/naive_attention.hpp"
+#include "naive_attention.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -17,7 +17,7 @@ namespace {
 template <typename T>
 void attend_rows(const FastAttentionInput<T>& in, const FastAttentionOutput<T>& out, std::size_t i0, std::size_t rows, std::vector<T>& scores) {
     const std::size_t m = in.m, width = static_cast<std::size_t>(in.heads) * in.d_v;
-    const FastMask* mask = in.mask;
+    const KeyMask* mask = in.mask;
     for (std::size_t h = 0; h < static_cast<std::size_t>(in.heads); ++h) {
         const std::size_t g = h / static_cast<std::size_t>(in.heads / in.kv_heads);
         blas_gemm(true, rows, m, in.d_k, static_cast<T>(in.scale), in.q + i0 * in.q_stride + h * in.d_k, in.q_stride, in.k + g * in.d_k, in.k_stride,
@@ -43,7 +43,7 @@ void attend_rows(const FastAttentionInput<T>& in, const FastAttentionOutput<T>& 
 }  // namespace
 
 template <typename T>
-FastAttentionStats naive_attention(const FastAttentionInput<T>& input, const FastAttentionOutput<T>& output, int threads) {
+AttentionStats naive_attention(const FastAttentionInput<T>& input, const FastAttentionOutput<T>& output, int threads) {
     if (input.softcap || (input.mask && (!input.mask->dense.empty() || !input.mask->alibi_slopes.empty())))
         throw std::invalid_argument("the naive baseline masks by key ranges and key_valid only");
     if (input.n == 0 || input.m == 0) throw std::invalid_argument("the naive baseline needs n ≥ 1 and m ≥ 1");
@@ -57,7 +57,7 @@ FastAttentionStats naive_attention(const FastAttentionInput<T>& input, const Fas
         scores[w].resize(rows * input.m);
         attend_rows(input, output, i0, rows, scores[w]);
     });
-    FastAttentionStats stats;
+    AttentionStats stats;
     stats.score_bytes_held = input.n * input.m * sizeof(T);
     stats.workers = static_cast<int>(workers);
     stats.block_q = block;
@@ -65,7 +65,7 @@ FastAttentionStats naive_attention(const FastAttentionInput<T>& input, const Fas
     return stats;
 }
 
-template FastAttentionStats naive_attention<float>(const FastAttentionInput<float>&, const FastAttentionOutput<float>&, int);
-template FastAttentionStats naive_attention<double>(const FastAttentionInput<double>&, const FastAttentionOutput<double>&, int);
+template AttentionStats naive_attention<float>(const FastAttentionInput<float>&, const FastAttentionOutput<float>&, int);
+template AttentionStats naive_attention<double>(const FastAttentionInput<double>&, const FastAttentionOutput<double>&, int);
 
 }  // namespace attn_trace

@@ -92,47 +92,71 @@ Matrix product_on_device(const Matrix& a, const Matrix& b, bool b_transposed) {
 }
 
 // Fused attention, float32. Br query rows per block (one thread each), Bc keys per
-// shared-memory tile; head widths up to max_width.
+// shared-memory tile; head widths up to max_width. One head per launch: q, k, v
+// point at the head's first column and are read with their matrices' row strides.
+// Row i reads keys [first_key[i], end_key[i]); tiles outside every row's range of
+// the block are not loaded. Writes out (n, dv) with stride out_stride, and the
+// final m and ℓ of each row (CPU twin: fast_attention.cpp's row_max and row_sum).
 constexpr int Br = 64;
 constexpr int Bc = 32;
 constexpr int max_width = 128;
 
-__global__ void fused_attention_kernel(const float* q, const float* k, const float* v, float* out, int n, int m, int d, int dv,
-                                       float scale, long causal_offset) {
+struct HeadArguments {
+    const float *q, *k, *v;
+    int q_stride, k_stride, v_stride, out_stride;
+    float* out;
+    float *row_max, *row_sum;  // (n) each, for this head
+    const int *first_key, *end_key;  // (n) each
+    int n, m, d, dv;
+    float scale, empty_value;
+};
+
+__global__ void fused_attention_kernel(HeadArguments a) {
     extern __shared__ float shared[];
-    float* k_tile = shared;            // (Bc, d)
-    float* v_tile = shared + Bc * d;   // (Bc, dv)
+    float* k_tile = shared;              // (Bc, d)
+    float* v_tile = shared + Bc * a.d;   // (Bc, dv)
     const int i = blockIdx.x * Br + threadIdx.x;
     float q_row[max_width], u[max_width];
-    for (int c = 0; c < d; ++c) q_row[c] = i < n ? q[i * d + c] : 0.0f;
-    for (int c = 0; c < dv; ++c) u[c] = 0.0f;
+    for (int c = 0; c < a.d; ++c) q_row[c] = i < a.n ? a.q[static_cast<long>(i) * a.q_stride + c] : 0.0f;
+    for (int c = 0; c < a.dv; ++c) u[c] = 0.0f;
     float m_i = -INFINITY, l_i = 0.0f;  // running max and running sum of row i
-    // The last key any row of this block may read: tiles after it are skipped whole.
-    const long block_last_row = min(static_cast<long>(blockIdx.x) * Br + Br - 1, static_cast<long>(n) - 1);
-    const long last_key = causal_offset < 0 ? m - 1 : min(static_cast<long>(m) - 1, block_last_row + causal_offset);
-    for (int j0 = 0; j0 <= last_key; j0 += Bc) {
-        for (int t = threadIdx.x; t < Bc * d; t += blockDim.x) k_tile[t] = j0 + t / d < m ? k[j0 * d + t] : 0.0f;
-        for (int t = threadIdx.x; t < Bc * dv; t += blockDim.x) v_tile[t] = j0 + t / dv < m ? v[j0 * dv + t] : 0.0f;
+    const int first = i < a.n ? a.first_key[i] : 0, end = i < a.n ? a.end_key[i] : 0;
+    // The keys any row of this block may read: tiles outside them are skipped whole.
+    const int block_first_row = blockIdx.x * Br, block_last_row = min(block_first_row + Br, a.n) - 1;
+    int block_first = a.m, block_end = 0;
+    for (int r = block_first_row; r <= block_last_row; ++r) {
+        block_first = min(block_first, a.first_key[r]);
+        block_end = max(block_end, a.end_key[r]);
+    }
+    for (int j0 = block_first - block_first % Bc; j0 < block_end; j0 += Bc) {
+        for (int t = threadIdx.x; t < Bc * a.d; t += blockDim.x)
+            k_tile[t] = j0 + t / a.d < a.m ? a.k[static_cast<long>(j0 + t / a.d) * a.k_stride + t % a.d] : 0.0f;
+        for (int t = threadIdx.x; t < Bc * a.dv; t += blockDim.x)
+            v_tile[t] = j0 + t / a.dv < a.m ? a.v[static_cast<long>(j0 + t / a.dv) * a.v_stride + t % a.dv] : 0.0f;
         __syncthreads();
-        if (i < n) {
-            for (int jj = 0; jj < Bc && j0 + jj < m; ++jj) {
-                if (causal_offset >= 0 && j0 + jj > i + causal_offset) break;
+        if (i < a.n) {
+            for (int jj = 0; jj < Bc; ++jj) {
+                const int j = j0 + jj;
+                if (j < first || j >= end) continue;
                 float s = 0.0f;
-                for (int c = 0; c < d; ++c) s += q_row[c] * k_tile[jj * d + c];
-                s *= scale;
+                for (int c = 0; c < a.d; ++c) s += q_row[c] * k_tile[jj * a.d + c];
+                s *= a.scale;
                 // m' = max(m, s); ℓ' = ℓ·e^(m − m') + e^(s − m'); u' = u·e^(m − m') + e^(s − m')·v_j
                 const float m_new = fmaxf(m_i, s);
                 const float rescale = expf(m_i - m_new);  // e^(−inf) = 0 on the first key
                 const float p = expf(s - m_new);
                 l_i = l_i * rescale + p;
-                for (int c = 0; c < dv; ++c) u[c] = u[c] * rescale + p * v_tile[jj * dv + c];
+                for (int c = 0; c < a.dv; ++c) u[c] = u[c] * rescale + p * v_tile[jj * a.dv + c];
                 m_i = m_new;
             }
         }
         __syncthreads();
     }
-    if (i < n)
-        for (int c = 0; c < dv; ++c) out[i * dv + c] = l_i > 0.0f ? u[c] / l_i : 0.0f;
+    if (i < a.n) {
+        for (int c = 0; c < a.dv; ++c) a.out[static_cast<long>(i) * a.out_stride + c] = l_i > 0.0f ? u[c] / l_i : a.empty_value;
+        a.row_max[i] = m_i;
+        a.row_sum[i] = l_i;
+    }
 }
 
 }  // namespace
@@ -159,21 +183,67 @@ Matrix CudaBackend::multiply_transposed(const Matrix& a, const Matrix& b, Dtype 
     return dtype == Dtype::f32 ? product_on_device<float>(a, b, true) : product_on_device<double>(a, b, true);
 }
 
-std::optional<Matrix> CudaBackend::fused_attention(const Matrix& q, const Matrix& k, const Matrix& v, double scale, long causal_offset) const {
-    const int n = static_cast<int>(q.rows()), m = static_cast<int>(k.rows()), d = static_cast<int>(q.cols()), dv = static_cast<int>(v.cols());
-    if (d > max_width || dv > max_width)
-        throw InputError("the CUDA fused kernel takes head widths up to " + std::to_string(max_width) + ", found d_k = " + std::to_string(d) +
-                         ", d_v = " + std::to_string(dv));
-    DeviceBuffer<float> dq(q.data().size()), dk(k.data().size()), dv_buffer(v.data().size()), dout(static_cast<std::size_t>(n) * dv);
-    dq.upload(to_host_vector<float>(q));
-    dk.upload(to_host_vector<float>(k));
-    dv_buffer.upload(to_host_vector<float>(v));
+bool CudaBackend::supports(Operation op, const AttentionCall* call, std::string& why) const {
+    if (op == Operation::multiply || op == Operation::multiply_transposed) return true;
+    if (op == Operation::unfused_attention) {
+        why = "it has no unfused attention (the baseline is the CPU's)";
+        return false;
+    }
+    if (!call) return true;
+    if (call->dtype != Dtype::f32) why = "its fused kernel computes in float32 (dtype f32)";
+    else if (call->d_k > max_width || call->d_v > max_width)
+        why = "its fused kernel takes head widths up to " + std::to_string(max_width) + ", found d_k = " + std::to_string(call->d_k) +
+              ", d_v = " + std::to_string(call->d_v);
+    else if (call->softcap) why = "its fused kernel has no softcap";
+    else if (call->mask && call->mask->has_elementwise())
+        why = "its fused kernel masks by key ranges only (causal, window, lengths), not by key_valid, ALiBi or dense masks";
+    else if (call->n() == 0 || call->m() == 0) why = "its fused kernel needs n ≥ 1 and m ≥ 1";
+    return why.empty();
+}
+
+AttentionResult CudaBackend::fused_attention(const AttentionCall& call) const {
+    const int n = static_cast<int>(call.n()), m = static_cast<int>(call.m()), d = static_cast<int>(call.d_k), dv = static_cast<int>(call.d_v);
+    const int heads = call.heads, group = call.heads / call.kv_heads;
+    std::vector<int> first(static_cast<std::size_t>(n), 0), end(static_cast<std::size_t>(n), m);
+    if (call.mask && !call.mask->first_key.empty())
+        for (int i = 0; i < n; ++i) {
+            first[static_cast<std::size_t>(i)] = static_cast<int>(call.mask->first_key[static_cast<std::size_t>(i)]);
+            end[static_cast<std::size_t>(i)] = static_cast<int>(call.mask->end_key[static_cast<std::size_t>(i)]);
+        }
+    const int out_stride = heads * dv;
+    DeviceBuffer<float> dq(call.q->data().size()), dk(call.k->data().size()), dv_buffer(call.v->data().size()),
+        dout(static_cast<std::size_t>(n) * out_stride), dmax(static_cast<std::size_t>(n) * heads), dsum(static_cast<std::size_t>(n) * heads);
+    DeviceBuffer<int> dfirst(first.size()), dend(end.size());
+    dq.upload(to_host_vector<float>(*call.q));
+    dk.upload(to_host_vector<float>(*call.k));
+    dv_buffer.upload(to_host_vector<float>(*call.v));
+    dfirst.upload(first);
+    dend.upload(end);
     const std::size_t shared_bytes = static_cast<std::size_t>(Bc) * (d + dv) * sizeof(float);
-    fused_attention_kernel<<<(n + Br - 1) / Br, Br, shared_bytes>>>(dq.get(), dk.get(), dv_buffer.get(), dout.get(), n, m, d, dv,
-                                                                   static_cast<float>(scale), causal_offset);
-    check_cuda(cudaGetLastError(), "fused_attention_kernel launch");
+    for (int h = 0; h < heads; ++h) {
+        const int g = h / group;
+        HeadArguments a{dq.get() + h * d, dk.get() + g * d, dv_buffer.get() + g * dv,
+                        static_cast<int>(call.q->cols()), static_cast<int>(call.k->cols()), static_cast<int>(call.v->cols()), out_stride,
+                        dout.get() + h * dv, dmax.get() + static_cast<long>(h) * n, dsum.get() + static_cast<long>(h) * n,
+                        dfirst.get(), dend.get(), n, m, d, dv, static_cast<float>(call.scale),
+                        call.empty_rows_nan ? NAN : 0.0f};
+        fused_attention_kernel<<<(n + Br - 1) / Br, Br, shared_bytes>>>(a);
+        check_cuda(cudaGetLastError(), "fused_attention_kernel launch");
+    }
     check_cuda(cudaDeviceSynchronize(), "fused_attention_kernel");
-    return to_matrix(dout.download(), static_cast<std::size_t>(n), static_cast<std::size_t>(dv));
+    AttentionResult result;
+    result.out = to_matrix(dout.download(), static_cast<std::size_t>(n), static_cast<std::size_t>(out_stride));
+    result.row_max = to_matrix(dmax.download(), static_cast<std::size_t>(heads), static_cast<std::size_t>(n));
+    result.row_sum = to_matrix(dsum.download(), static_cast<std::size_t>(heads), static_cast<std::size_t>(n));
+    result.stats.workers = 1;
+    result.stats.block_q = Br;
+    result.stats.block_k = Bc;
+    result.stats.score_bytes_held = 0;  // one score per thread, in registers
+    return result;
+}
+
+AttentionResult CudaBackend::unfused_attention(const AttentionCall&) const {
+    throw BackendUnavailable("the cuda backend has no unfused attention");
 }
 
 }  // namespace attn_trace

@@ -11,13 +11,18 @@ namespace attn_trace {
 class CudaBackend : public Backend {
 public:
     std::string name() const override { return "cuda"; }
+    // Products in either dtype; fused attention in float32 for head widths up to
+    // 128, masks by key ranges (causal, window, `lengths`) only, no softcap; no
+    // unfused attention.
+    bool supports(Operation op, const AttentionCall* call, std::string& why) const override;
     // CPU twin: CpuBackend::multiply
     Matrix multiply(const Matrix& a, const Matrix& b, Dtype dtype) const override;
     // CPU twin: CpuBackend::multiply_transposed
     Matrix multiply_transposed(const Matrix& a, const Matrix& b, Dtype dtype) const override;
-    // One thread per query row, K and V tiles in shared memory, online softmax.
-    // CPU twin: pipeline_tiled / fast_attention. Head widths up to 128.
-    std::optional<Matrix> fused_attention(const Matrix& q, const Matrix& k, const Matrix& v, double scale, long causal_offset) const override;
+    // One thread per query row, K and V tiles in shared memory, online softmax;
+    // one launch per head. CPU twin: CpuBackend::fused_attention (fast_attention.cpp).
+    AttentionResult fused_attention(const AttentionCall& call) const override;
+    AttentionResult unfused_attention(const AttentionCall& call) const override;
 };
 
 // Whether a CUDA device can be used; when not, `why` says what is missing.

@@ -1,5 +1,6 @@
 #pragma once
-// The fast path (SPEC §12): the tiled online-softmax algorithm of SPEC §7 without
+// The CPU's fused attention kernel (SPEC §12), private to the CPU backend
+// (CpuBackend::fused_attention is the way in): the tiled online-softmax algorithm of SPEC §7 without
 // the printing. Queries go in blocks of Br rows, keys in tiles of Bc; per query
 // row it keeps the running max m, the running sum ℓ and the running weighted sum
 // u, so it holds one panel's scores per worker (Bc × 16 floats) and never the
@@ -11,27 +12,9 @@
 #include <optional>
 #include <vector>
 
-#include "attn_trace/matrix.hpp"
+#include "attn_trace/backend.hpp"
 
 namespace attn_trace {
-
-// Which keys each query may read, in the form the kernel can use tile by tile.
-// Combines like the additive mask M of SPEC §3: a key is visible only if every
-// part allows it; biases add.
-struct FastMask {
-    // Query i reads only keys in [first_key[i], end_key[i]) (causal, window, `lengths`).
-    // Empty = all keys. Tiles outside every row's range of a block are skipped.
-    std::vector<std::size_t> first_key, end_key;
-    // Key j is visible only if key_valid[j] (key_valid / padding specs); empty = all.
-    std::vector<unsigned char> key_valid;
-    // (n, m) additive values (additive, allowed, blocked specs: 0, −∞ or a bias); empty = none.
-    Matrix dense;
-    // ALiBi slope per query head; empty = none. Adds −slope·|i + (m − n) − j|.
-    std::vector<double> alibi_slopes;
-
-    // Whether some entries need more than the row ranges.
-    bool has_elementwise() const { return !key_valid.empty() || !dense.empty() || !alibi_slopes.empty(); }
-};
 
 // One sequence, all heads, as strided row-major views: row i of query head h
 // starts at q + i·q_stride + h·d_k; query head h reads KV head h / (H / H_kv)
@@ -49,7 +32,7 @@ struct FastAttentionInput {
     int heads = 1, kv_heads = 1;
     double scale = 1.0;             // s of Z = s·Q Kᵀ + M
     std::optional<double> softcap;  // c: Z = c·tanh(s·Q Kᵀ / c) + M
-    const FastMask* mask = nullptr; // null = every key visible
+    const KeyMask* mask = nullptr; // null = every key visible
 };
 
 template <typename T>
@@ -70,21 +53,14 @@ struct FastAttentionSettings {
     int threads = 1;
 };
 
-struct FastAttentionStats {
-    std::size_t tiles_computed = 0, tiles_skipped = 0;
-    std::size_t score_bytes_held = 0;  // one panel's scores (Bc × 16 floats) per worker, all workers together
-    int workers = 0;                   // threads used: at most one per (head, query block)
-    std::size_t block_q = 0, block_k = 0;  // the Br and Bc used
-};
-
 // out_h = softmax(s·Q_h K_gᵀ + M) V_g for every query head h, written to `output`.
 template <typename T, typename Source>
-FastAttentionStats fast_attention(const FastAttentionInput<T, Source>& input, const FastAttentionOutput<T>& output,
+AttentionStats fast_attention(const FastAttentionInput<T, Source>& input, const FastAttentionOutput<T>& output,
                                   const FastAttentionSettings& settings);
 
-extern template FastAttentionStats fast_attention(const FastAttentionInput<float>&, const FastAttentionOutput<float>&, const FastAttentionSettings&);
-extern template FastAttentionStats fast_attention(const FastAttentionInput<float, double>&, const FastAttentionOutput<float>&,
+extern template AttentionStats fast_attention(const FastAttentionInput<float>&, const FastAttentionOutput<float>&, const FastAttentionSettings&);
+extern template AttentionStats fast_attention(const FastAttentionInput<float, double>&, const FastAttentionOutput<float>&,
                                                   const FastAttentionSettings&);
-extern template FastAttentionStats fast_attention(const FastAttentionInput<double>&, const FastAttentionOutput<double>&, const FastAttentionSettings&);
+extern template AttentionStats fast_attention(const FastAttentionInput<double>&, const FastAttentionOutput<double>&, const FastAttentionSettings&);
 
 }  // namespace attn_trace

@@ -1,6 +1,8 @@
 #pragma once
-// The pieces of attention that every pipeline (full, decode, tiled) shares, so
-// each is written once: projections, head slices, RoPE, masks, the softmax steps.
+// The pieces of attention that every pipeline (full, decode, tiled, fast) shares,
+// so each is written once: projections, head slices, RoPE, masks, the softmax
+// steps. Public because teach's explanations and pitfalls build on the same
+// pieces (QueryRows is pipeline.hpp's).
 #include <array>
 #include <cstddef>
 #include <optional>
@@ -8,20 +10,13 @@
 #include <vector>
 
 #include "attn_trace/backend.hpp"
+#include "attn_trace/pipeline.hpp"
 #include "attn_trace/problem.hpp"
 #include "attn_trace/trace.hpp"
 
 namespace attn_trace {
 
 inline double round_to(Dtype dtype, double x) { return dtype == Dtype::f32 ? static_cast<double>(static_cast<float>(x)) : x; }
-
-// The query rows a pipeline computes: all n of them, or (for explain) a few, each
-// keeping its true index for causal masks, RoPE positions and ALiBi distances, so
-// that every number equals the full computation's while memory stays O(rows · m).
-struct QueryRows {
-    std::size_t first = 0, count = 0;
-};
-inline QueryRows all_query_rows(const Problem& problem) { return {0, problem.n}; }
 
 // q (n, H·d_k), k (m, H_kv·d_k), v (m, H_kv·d_v) for one batch element.
 // With `rows`, q holds only those query rows (rows.count, H·d_k); k and v stay whole.

@@ -1,16 +1,11 @@
 #include "attn_trace/check.hpp"
 
 #include <algorithm>
-#include <fstream>
-#include <sstream>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "attn_trace/errors.hpp"
 #include "attn_trace/tolerances.hpp"
-#include "../problem/json_reader.hpp"
-#include "../problem/json_text.hpp"
 
 namespace attn_trace {
 
@@ -49,7 +44,7 @@ std::string pipeline_for(const std::vector<Expectation>& expect) {
 
 CheckResult check_expectations(const Problem& problem, const CheckOptions& options) {
     if (problem.expect.empty())
-        throw JsonPathError(problem.file, "$.expect", "nothing to check: the file has no expect entries (or use --golden TRACE)");
+        throw JsonPathError(problem.file, "$.expect", "nothing to check: the file has no expect entries (or use ⟦golden⟧ TRACE)");
     CheckResult result;
     result.command = pipeline_for(problem.expect);
     const Trace trace = compute_trace(result.command, problem, options.run, options.decode, options.tiled);
@@ -58,44 +53,6 @@ CheckResult check_expectations(const Problem& problem, const CheckOptions& optio
         result.steps.push_back(compare_step(trace, e.name, e.head, e.batch, e.t, e.tile, e.data, tolerance));
     }
     return result;
-}
-
-Trace load_golden_trace(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw InputError(fmt::format("{}: cannot open the golden trace", path));
-    std::stringstream text;
-    text << in.rdbuf();
-    return parse_golden_trace(text.str(), path);
-}
-
-Trace parse_golden_trace(const std::string& text, const std::string& file) {
-    const nlohmann::json root = parse_json_text(text, file);
-    const JsonReader reader(file);
-    if (!root.is_object() || !root.contains("attn_trace") || !root.contains("steps"))
-        reader.fail("$", "expected a trace written by `attn-trace run --format json` ({\"attn_trace\": 1, \"steps\": [...]})");
-    Trace trace;
-    if (root.contains("command")) trace.command = reader.string(root["command"], "$.command");
-    if (root.contains("problem") && root["problem"].is_object()) trace.problem.dtype = root["problem"].value("dtype", "f64");
-    const auto& steps = root["steps"];
-    if (!steps.is_array()) reader.fail("$.steps", "expected a list of steps, found " + describe_json(steps));
-    for (std::size_t i = 0; i < steps.size(); ++i) {
-        const std::string at = fmt::format("$.steps[{}]", i);
-        const auto& s = steps[i];
-        if (!s.is_object() || !s.contains("name") || !s.contains("data")) reader.fail(at, "expected a step with \"name\" and \"data\"");
-        Step step;
-        step.name = reader.string(s["name"], at + ".name");
-        if (s.contains("head")) step.head = static_cast<int>(reader.whole_number(s["head"], at + ".head", 0, 1 << 20));
-        if (s.contains("batch")) step.batch = static_cast<int>(reader.whole_number(s["batch"], at + ".batch", 0, 1 << 30));
-        if (s.contains("t")) step.t = static_cast<int>(reader.whole_number(s["t"], at + ".t", 0, 1 << 30));
-        if (s.contains("tile") && !(s["tile"].is_array() && s["tile"].size() == 2))
-            reader.fail(at + ".tile", "expected [query block, key tile], found " + describe_json(s["tile"]));
-        if (s.contains("tile"))
-            step.tile = std::array<int, 2>{static_cast<int>(reader.whole_number(s["tile"][0], at + ".tile[0]", 0, 1 << 30)),
-                                           static_cast<int>(reader.whole_number(s["tile"][1], at + ".tile[1]", 0, 1 << 30))};
-        step.values = reader.matrix(s["data"], at + ".data");
-        trace.steps.push_back(std::move(step));
-    }
-    return trace;
 }
 
 CheckResult check_golden(const Problem& problem, const Trace& golden, const CheckOptions& options) {

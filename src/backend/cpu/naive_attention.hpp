@@ -4,7 +4,7 @@
 // scores s·Q Kᵀ in one BLAS call, the softmax over each full row, then P V in a
 // second call. All blocks together hold n × m scores, which is what the fast path
 // avoids. It writes `out` only (row_max and row_sum are left alone).
-#include "attn_trace/fast_attention.hpp"
+#include "fast_attention.hpp"
 
 namespace attn_trace {
 
@@ -13,9 +13,9 @@ namespace attn_trace {
 // for n = 0 or m = 0.
 // Needs OpenBLAS (opened on first use; BackendUnavailable when it cannot be).
 template <typename T>
-FastAttentionStats naive_attention(const FastAttentionInput<T>& input, const FastAttentionOutput<T>& output, int threads);
+AttentionStats naive_attention(const FastAttentionInput<T>& input, const FastAttentionOutput<T>& output, int threads);
 
-extern template FastAttentionStats naive_attention<float>(const FastAttentionInput<float>&, const FastAttentionOutput<float>&, int);
-extern template FastAttentionStats naive_attention<double>(const FastAttentionInput<double>&, const FastAttentionOutput<double>&, int);
+extern template AttentionStats naive_attention<float>(const FastAttentionInput<float>&, const FastAttentionOutput<float>&, int);
+extern template AttentionStats naive_attention<double>(const FastAttentionInput<double>&, const FastAttentionOutput<double>&, int);
 
 }  // namespace attn_trace

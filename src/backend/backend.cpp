@@ -1,0 +1,45 @@
+// The one place that knows which backends were built in, and the one door to
+// their attention operations.
+#include <fmt/format.h>
+
+#include "attn_trace/backend.hpp"
+#include "attn_trace/errors.hpp"
+#include "cpu/backend_cpu.hpp"
+#ifdef ATTN_TRACE_HAS_CUDA
+#include "cuda/backend_cuda.hpp"
+#endif
+
+namespace attn_trace {
+
+std::string operation_name(Operation op) {
+    switch (op) {
+        case Operation::multiply: return "matrix product";
+        case Operation::multiply_transposed: return "matrix product with a transpose";
+        case Operation::fused_attention: return "fused attention";
+        case Operation::unfused_attention: return "unfused attention";
+    }
+    return "an unknown operation";
+}
+
+AttentionResult attend(const Backend& backend, Operation op, const AttentionCall& call) {
+    std::string why;
+    if (!backend.supports(op, &call, why))
+        throw BackendUnavailable(fmt::format("the {} backend cannot run this {}: {}", backend.name(), operation_name(op), why));
+    return op == Operation::fused_attention ? backend.fused_attention(call) : backend.unfused_attention(call);
+}
+
+std::unique_ptr<Backend> make_backend(const std::string& name) {
+    if (name == "cpu") return std::make_unique<CpuBackend>();
+    if (name == "cuda") {
+#ifdef ATTN_TRACE_HAS_CUDA
+        std::string why;
+        if (!cuda_device_available(why)) throw BackendUnavailable("⟦backend⟧ cuda: " + why);
+        return std::make_unique<CudaBackend>();
+#else
+        throw BackendUnavailable("⟦backend⟧ cuda: this build has no CUDA backend (build it with nvcc installed: ATTN_TRACE_CUDA=ON bash tools/setup.sh, or cmake -DATTN_TRACE_CUDA=ON)");
+#endif
+    }
+    throw InputError(fmt::format("⟦backend⟧: expected cpu or cuda, found '{}'", name));
+}
+
+}  // namespace attn_trace

@@ -1,0 +1,111 @@
+// The CPU backend's attention operations: an AttentionCall in the kernels' form
+// (strided views, the dtype as a type), their output back as matrices.
+#include <limits>
+#include <vector>
+
+#include "backend_cpu.hpp"
+#include "blas_library.hpp"
+#include "fast_attention.hpp"
+#include "naive_attention.hpp"
+
+namespace attn_trace {
+
+namespace {
+
+template <typename T, typename Source>
+FastAttentionInput<T, Source> kernel_input(const AttentionCall& call, const Source* q, const Source* k, const Source* v) {
+    FastAttentionInput<T, Source> input;
+    input.q = q;
+    input.k = k;
+    input.v = v;
+    input.q_stride = call.q->cols();
+    input.k_stride = call.k->cols();
+    input.v_stride = call.v->cols();
+    input.n = call.n();
+    input.m = call.m();
+    input.d_k = call.d_k;
+    input.d_v = call.d_v;
+    input.heads = call.heads;
+    input.kv_heads = call.kv_heads;
+    input.scale = call.scale;
+    input.softcap = call.softcap;
+    input.mask = call.mask;
+    return input;
+}
+
+// What a kernel writes in T, turned into the result's matrices.
+template <typename T>
+struct KernelBuffers {
+    std::vector<T> out, row_max, row_sum;
+    KernelBuffers(const AttentionCall& call, bool statistics)
+        : out(call.n() * static_cast<std::size_t>(call.heads) * call.d_v),
+          row_max(statistics ? call.n() * static_cast<std::size_t>(call.heads) : 0),
+          row_sum(row_max.size()) {}
+
+    FastAttentionOutput<T> output(const AttentionCall& call) {
+        return {out.data(), row_max.empty() ? nullptr : row_max.data(), row_sum.empty() ? nullptr : row_sum.data(),
+                call.empty_rows_nan ? std::numeric_limits<T>::quiet_NaN() : T(0)};
+    }
+
+    AttentionResult result(const AttentionCall& call, const AttentionStats& stats) const {
+        const auto heads = static_cast<std::size_t>(call.heads);
+        AttentionResult r{Matrix(call.n(), heads * call.d_v), Matrix(), Matrix(), stats};
+        std::copy(out.begin(), out.end(), r.out.data().begin());
+        if (!row_max.empty()) {
+            r.row_max = Matrix(heads, call.n());
+            r.row_sum = Matrix(heads, call.n());
+            std::copy(row_max.begin(), row_max.end(), r.row_max.data().begin());
+            std::copy(row_sum.begin(), row_sum.end(), r.row_sum.data().begin());
+        }
+        return r;
+    }
+};
+
+template <typename T>
+AttentionResult fused(const AttentionCall& call) {
+    FastAttentionSettings settings;
+    settings.threads = call.threads;
+    if (call.block_q) settings.block_q = call.block_q;
+    if (call.block_k) settings.block_k = call.block_k;
+    // The kernel reads the double matrices in place, rounding to T as it packs them.
+    const auto input = kernel_input<T, double>(call, call.q->data().data(), call.k->data().data(), call.v->data().data());
+    KernelBuffers<T> buffers(call, true);
+    const AttentionStats stats = fast_attention(input, buffers.output(call), settings);
+    return buffers.result(call, stats);
+}
+
+template <typename T>
+AttentionResult unfused(const AttentionCall& call) {
+    // BLAS reads T: float32 gets a rounded copy of the inputs (O(n·d), beside the O(n²·d) products).
+    auto in_t = [](const Matrix& x) { return std::vector<T>(x.data().begin(), x.data().end()); };
+    const std::vector<T> q = in_t(*call.q), k = in_t(*call.k), v = in_t(*call.v);
+    KernelBuffers<T> buffers(call, false);
+    const AttentionStats stats = naive_attention(kernel_input<T, T>(call, q.data(), k.data(), v.data()), buffers.output(call), call.threads);
+    return buffers.result(call, stats);
+}
+
+}  // namespace
+
+bool CpuBackend::supports(Operation op, const AttentionCall* call, std::string& why) const {
+    if (op != Operation::unfused_attention) return true;  // the fused kernel takes every mask, dtype and width
+    if (!blas_available(why)) return false;
+    if (call && (call->softcap || (call->mask && (!call->mask->dense.empty() || !call->mask->alibi_slopes.empty())))) {
+        why = "the unfused baseline masks by key ranges and key_valid only (no softcap, ALiBi or dense masks)";
+        return false;
+    }
+    if (call && (call->n() == 0 || call->m() == 0)) {
+        why = "the unfused baseline needs n ≥ 1 and m ≥ 1";
+        return false;
+    }
+    return true;
+}
+
+AttentionResult CpuBackend::fused_attention(const AttentionCall& call) const {
+    return call.dtype == Dtype::f32 ? fused<float>(call) : fused<double>(call);
+}
+
+AttentionResult CpuBackend::unfused_attention(const AttentionCall& call) const {
+    return call.dtype == Dtype::f32 ? unfused<float>(call) : unfused<double>(call);
+}
+
+}  // namespace attn_trace

@@ -1,0 +1,235 @@
+// `bench`: the implementations of attention timed on identical inputs.
+// Each implementation is one operation of one backend, reached through attend():
+//   naive  cpu, unfused attention: the whole (n, m) score matrix (OpenBLAS), split
+//          in one row block per thread, softmax over full rows, then P V: what a
+//          straightforward program does (src/backend/cpu/naive_attention.cpp).
+//   fast   cpu, fused attention: the tiled online-softmax kernel (fast_attention.cpp).
+//   cuda   cuda, fused attention (float32), one launch per head, timed with its
+//          host-device copies; "unavailable" without a CUDA build or GPU.
+// Every output is judged against the CPU reference pipeline (pipeline_full_rows)
+// on a few rows, never against another implementation.
+#include "attn_trace/bench.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <type_traits>
+
+#include <fmt/format.h>
+
+#include "attn_trace/backend.hpp"
+#include "attn_trace/compare.hpp"
+#include "attn_trace/errors.hpp"
+#include "attn_trace/mask.hpp"
+#include "attn_trace/pipeline.hpp"
+#include "attn_trace/random.hpp"
+#include "attn_trace/tolerances.hpp"
+
+namespace attn_trace {
+
+namespace {
+
+double median(std::vector<double> values) {
+    std::sort(values.begin(), values.end());
+    const std::size_t mid = values.size() / 2;
+    return values.size() % 2 ? values[mid] : (values[mid - 1] + values[mid]) / 2;
+}
+
+// The implementations bench knows, each an operation of a backend.
+struct Implementation {
+    const char* backend;
+    Operation op;
+};
+Implementation implementation(const std::string& impl) {
+    if (impl == "naive") return {"cpu", Operation::unfused_attention};
+    if (impl == "fast") return {"cpu", Operation::fused_attention};
+    if (impl == "cuda") return {"cuda", Operation::fused_attention};
+    throw InputError(fmt::format("unknown implementation '{}': expected naive, fast or cuda", impl));
+}
+
+// The rows the CPU reference computes for every setting: the first, middle and
+// last `reference_rows` queries (the causal mask reads few keys at the start and
+// all at the end). pipeline_full_rows in plain loops costs O(rows · n · d), so
+// the judge stays affordable at n = 65 536.
+constexpr std::size_t reference_rows = 8;
+std::vector<QueryRows> reference_blocks(std::size_t n) {
+    if (n <= 3 * reference_rows) return {{0, n}};
+    return {{0, reference_rows}, {n / 2 - reference_rows / 2, reference_rows}, {n - reference_rows, reference_rows}};
+}
+
+class BenchRunner {
+public:
+    BenchRunner(const BenchConfig& config, const BenchProgress& progress) : c_(config), progress_(progress) {}
+
+    std::vector<BenchResult> run() {
+        std::vector<BenchResult> results;
+        for (std::size_t s = 0; s < c_.lengths.size(); ++s) run_setting(s, results);
+        return results;
+    }
+
+private:
+    // Q, K, V as `attn-trace random` draws them (in float32 for --dtype f32, so
+    // every implementation and the reference read the same numbers), and a
+    // problem holding them for the reference.
+    Problem setting_problem(std::size_t n) const {
+        const std::size_t width = static_cast<std::size_t>(c_.heads) * c_.d_k;
+        auto draw = [&](std::uint64_t seed) {
+            Matrix x(n, width);
+            PortableRandom generator(seed);
+            for (double& value : x.data()) value = c_.dtype == Dtype::f32 ? static_cast<float>(generator.normal()) : generator.normal();
+            return x;
+        };
+        Problem p;
+        p.file = fmt::format("bench n = {}", n);
+        p.Q = draw(c_.seed);
+        p.K = draw(c_.seed + 1);
+        p.V = draw(c_.seed + 2);
+        p.heads = p.kv_heads = c_.heads;
+        p.n = p.m = n;
+        p.d_k = p.d_v = c_.d_k;
+        p.empty_rows = EmptyRows::zero;
+        if (c_.causal) p.masks.push_back(parse_mask_string("causal", "bench"));
+        return p;
+    }
+
+    template <typename T>
+    void dump(const std::string& name, const Matrix& x) const {
+        const std::vector<T> values(x.data().begin(), x.data().end());
+        const std::string path = c_.dump_dir + "/" + name;
+        std::ofstream out(path, std::ios::binary);
+        if (!out || !out.write(reinterpret_cast<const char*>(values.data()), static_cast<std::streamsize>(values.size() * sizeof(T))))
+            throw InputError(fmt::format("cannot write the dump file {}", path));
+    }
+    void dump(const std::string& name, const Matrix& x) const {
+        if (c_.dtype == Dtype::f32) dump<float>(name, x);
+        else dump<double>(name, x);
+    }
+
+    void run_setting(std::size_t setting, std::vector<BenchResult>& results) {
+        const std::size_t n = c_.lengths[setting];
+        const Problem p = setting_problem(n);
+        if (!c_.dump_dir.empty()) {
+            dump(fmt::format("n{}_q.bin", n), *p.Q);
+            dump(fmt::format("n{}_k.bin", n), *p.K);
+            dump(fmt::format("n{}_v.bin", n), *p.V);
+        }
+        KeyMask causal;
+        if (c_.causal) {  // query i reads keys 0 … i
+            causal.first_key.assign(n, 0);
+            for (std::size_t i = 0; i < n; ++i) causal.end_key.push_back(i + 1);
+        }
+        AttentionCall call;
+        call.q = &*p.Q;
+        call.k = &*p.K;
+        call.v = &*p.V;
+        call.d_k = call.d_v = c_.d_k;
+        call.heads = call.kv_heads = c_.heads;
+        call.scale = p.scale_factor();
+        call.mask = c_.causal ? &causal : nullptr;
+        call.dtype = c_.dtype;
+        call.threads = c_.threads;
+        call.block_q = c_.block_q;
+        call.block_k = c_.block_k;
+
+        std::vector<std::pair<QueryRows, Matrix>> reference;  // computed once, on the first implementation that ran
+        for (const auto& impl : c_.impls) {
+            BenchResult result;
+            result.n = result.m = n;
+            result.impl = impl;
+            const Implementation which = implementation(impl);
+            std::unique_ptr<Backend> backend;
+            std::string why;
+            try {
+                backend = make_backend(which.backend);
+            } catch (const BackendUnavailable& error) {
+                why = error.what();
+            }
+            const double naive_bytes = static_cast<double>(n) * static_cast<double>(n) * (c_.dtype == Dtype::f32 ? 4 : 8);
+            if (backend && !backend->supports(which.op, &call, why)) why = fmt::format("the {} backend: {}", backend->name(), why);
+            if (!why.empty()) {
+                result.status = "unavailable";
+                result.reason = why;
+            } else if (which.op == Operation::unfused_attention && naive_bytes > c_.naive_budget_bytes) {
+                result.status = "skipped";
+                result.reason = fmt::format("one (n, m) score matrix would take {:.1f} GiB, over the {:.0f} GiB budget", naive_bytes / (1 << 30),
+                                            c_.naive_budget_bytes / (1 << 30));
+            } else {
+                AttentionResult out;
+                time_runs(setting, impl, result, [&] { out = attend(*backend, which.op, call); });
+                result.score_bytes = out.stats.score_bytes_held;
+                if (!c_.dump_dir.empty()) dump(fmt::format("n{}_out_{}.bin", n, impl), out.out);
+                if (reference.empty()) reference = reference_outputs(p);
+                judge(out.out, reference, result);
+            }
+            results.push_back(std::move(result));
+        }
+    }
+
+    // The CPU reference pipeline on reference_blocks: out (or concat) rows, as pipeline_full computes them.
+    std::vector<std::pair<QueryRows, Matrix>> reference_outputs(const Problem& p) const {
+        std::vector<std::pair<QueryRows, Matrix>> outputs;
+        for (const QueryRows rows : reference_blocks(p.n)) {
+            const Trace trace = pipeline_full_rows(p, RunOptions{c_.dtype, "cpu"}, 0, rows);
+            const Step* out = c_.heads > 1 ? trace.find("concat", std::nullopt, std::nullopt, std::nullopt, std::nullopt)
+                                           : trace.find("out", 0, std::nullopt, std::nullopt, std::nullopt);
+            outputs.emplace_back(rows, out->values);
+        }
+        return outputs;
+    }
+
+    // The largest difference from the reference over its rows (compare_matrices: the one judge).
+    static void judge(const Matrix& out, const std::vector<std::pair<QueryRows, Matrix>>& reference, BenchResult& result) {
+        double worst = 0;
+        std::size_t rows = 0;
+        for (const auto& [block, want] : reference) {
+            const Matrix got = block_rows(out, block);
+            worst = std::max(worst, compare_matrices(got, want, tolerances::same_math_f32).max_error);
+            rows += block.count;
+        }
+        result.max_abs_diff = worst;
+        result.compared_with = fmt::format("cpu reference ({} rows)", rows);
+    }
+
+    static Matrix block_rows(const Matrix& x, QueryRows rows) {
+        Matrix out(rows.count, x.cols());
+        for (std::size_t i = 0; i < rows.count; ++i) std::copy(x.row(rows.first + i), x.row(rows.first + i) + x.cols(), out.row(i));
+        return out;
+    }
+
+    // Warm-up runs, then timed repeats of `once`: median, min–max and GFLOP/s.
+    template <typename Once>
+    void time_runs(std::size_t setting, const std::string& impl, BenchResult& result, Once once) {
+        const int runs = c_.warmup + c_.repeats;
+        for (int run = 0; run < runs; ++run) {
+            if (progress_) progress_(setting, c_.lengths.size(), impl, run + 1, runs);
+            const auto start = std::chrono::steady_clock::now();
+            once();
+            const auto stop = std::chrono::steady_clock::now();
+            if (run >= c_.warmup) result.times_ms.push_back(std::chrono::duration<double, std::milli>(stop - start).count());
+        }
+        result.median_ms = median(result.times_ms);
+        result.min_ms = *std::min_element(result.times_ms.begin(), result.times_ms.end());
+        result.max_ms = *std::max_element(result.times_ms.begin(), result.times_ms.end());
+        const std::size_t n = c_.lengths[setting];
+        result.gflops = attention_flops(n, n, c_.d_k, c_.heads, c_.causal) / (result.median_ms * 1e6);
+    }
+
+    const BenchConfig& c_;
+    const BenchProgress& progress_;
+};
+
+}  // namespace
+
+double attention_flops(std::size_t n, std::size_t m, std::size_t d_k, int heads, bool causal) {
+    // Q Kᵀ and P V: 2·n·m·d_k each, per head; a causal mask leaves about half.
+    const double full = 4.0 * static_cast<double>(n) * static_cast<double>(m) * static_cast<double>(d_k) * heads;
+    return causal ? full / 2 : full;
+}
+
+std::vector<BenchResult> run_bench(const BenchConfig& config, const BenchProgress& progress) {
+    return BenchRunner(config, progress).run();
+}
+
+}  // namespace attn_trace
