@@ -13,7 +13,7 @@
 
 #include "attn_trace/errors.hpp"
 #include "cli/report_error.hpp"
-#include "core/parallel.hpp"
+#include "attn_trace/parallel.hpp"
 
 using namespace attn_trace;
 using Catch::Contains;

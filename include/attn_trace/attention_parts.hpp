@@ -76,6 +76,10 @@ std::vector<std::string> problem_notes(const Problem& problem);
 const std::vector<std::string>& query_labels(const Problem& problem);
 const std::vector<std::string>& key_labels(const Problem& problem);
 
+// " in head 1 of batch 0": which head and sequence a message speaks of, each
+// only where the problem has several.
+std::string in_head_of_batch(const Problem& problem, int head, std::size_t batch);
+
 // An error for a row that can read no key under the "error" policy.
 [[noreturn]] void fail_empty_row(const Problem& problem, std::size_t row, int head, std::size_t batch);
 

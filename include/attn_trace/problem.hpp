@@ -87,6 +87,7 @@ Problem parse_problem(const std::string& text, const std::string& file_label, bo
 void validate_masks(const Problem& problem);
 
 std::string dtype_name(Dtype dtype);
+Dtype parse_dtype(const std::string& text, const std::string& where);  // "f64", "f32"; `where` prefixes the error
 std::string empty_rows_name(EmptyRows policy);
 EmptyRows parse_empty_rows(const std::string& text, const std::string& where);
 Scale parse_scale(const std::string& text, const std::string& where);

@@ -5,6 +5,8 @@
 // splitmix64) and the logarithm behind the normal draws are written here out of
 // IEEE operations (+ - * / sqrt), which every conforming platform rounds alike.
 #include <cstdint>
+#include <span>
+#include <string>
 
 namespace attn_trace {
 
@@ -21,6 +23,22 @@ private:
     bool has_spare_ = false;
     double spare_ = 0.0;
 };
+
+// How the numbers of a random matrix are drawn: a problem file's
+// {"random": {"dist": ..., "mean": ..., ...}} (SPEC §3). The defaults are the file's.
+struct RandomDraw {
+    enum class Dist { normal, uniform, integers } dist = Dist::normal;
+    double mean = 0.0, std = 1.0;  // normal: mean + std · N(0, 1)
+    double low = 0.0, high = 1.0;  // uniform: [low, high); integers: every whole number in [low, high]
+};
+// "normal", "uniform", "integers"; false for anything else.
+bool parse_dist(const std::string& name, RandomDraw::Dist& dist);
+// The integers dist's default range, [-4, 4].
+RandomDraw integers_draw(long low = -4, long high = 4);
+
+// Fills `out` in order from `generator`: the one way every random matrix is made
+// (the loader's {"random": ...}, `random --literal`, bench's inputs, variance).
+void draw(PortableRandom& generator, const RandomDraw& how, std::span<double> out);
 
 // Natural logarithm from IEEE arithmetic only (see above), accurate to ~1 ulp.
 double portable_log(double x);

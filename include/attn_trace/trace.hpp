@@ -38,6 +38,15 @@ struct TraceSummary {
 // and explain check names against.
 const std::vector<std::string>& step_names();
 
+// Where a step sits: a part for each of its batch, head, t and tile that is set,
+// in that order, as the key and its number ("batch", "1"; "tile", "[0, 1]"). The
+// one source of every "batch 1, head 0" a label, a heading or a title writes.
+struct PlacePart {
+    std::string key, value;
+};
+std::vector<PlacePart> step_place(std::optional<int> head, std::optional<int> batch, std::optional<int> t, std::optional<std::array<int, 2>> tile);
+inline std::vector<PlacePart> step_place(const Step& step) { return step_place(step.head, step.batch, step.t, step.tile); }
+
 // "weights (batch 1, head 0, t 2, tile [0, 1])": a step named in a message, as
 // check's report and the overflow error write it.
 std::string step_label(const std::string& name, std::optional<int> head, std::optional<int> batch, std::optional<int> t,

@@ -75,17 +75,19 @@ private:
     // problem holding them for the reference.
     Problem setting_problem(std::size_t n) const {
         const std::size_t width = static_cast<std::size_t>(c_.heads) * c_.d_k;
-        auto draw = [&](std::uint64_t seed) {
+        auto normal_matrix = [&](std::uint64_t seed) {
             Matrix x(n, width);
             PortableRandom generator(seed);
-            for (double& value : x.data()) value = c_.dtype == Dtype::f32 ? static_cast<float>(generator.normal()) : generator.normal();
+            draw(generator, RandomDraw{}, x.data());
+            if (c_.dtype == Dtype::f32)
+                for (double& value : x.data()) value = static_cast<float>(value);
             return x;
         };
         Problem p;
         p.file = fmt::format("bench n = {}", n);
-        p.Q = draw(c_.seed);
-        p.K = draw(c_.seed + 1);
-        p.V = draw(c_.seed + 2);
+        p.Q = normal_matrix(c_.seed);
+        p.K = normal_matrix(c_.seed + 1);
+        p.V = normal_matrix(c_.seed + 2);
         p.heads = p.kv_heads = c_.heads;
         p.n = p.m = n;
         p.d_k = p.d_v = c_.d_k;

@@ -59,7 +59,7 @@ CheckResult check_golden(const Problem& problem, const Trace& golden, const Chec
     CheckResult result;
     result.command = golden.command;
     RunOptions run = options.run;
-    run.dtype = golden.problem.dtype == "f32" ? Dtype::f32 : Dtype::f64;  // recompute as the golden was computed
+    run.dtype = parse_dtype(golden.problem.dtype, "the golden trace's $.problem.dtype");  // recompute as the golden was computed
     const Trace trace = compute_trace(golden.command, problem, run, options.decode, options.tiled);
     const Tolerance tolerance{options.atol.value_or(tolerances::golden_f64.atol), options.rtol.value_or(tolerances::golden_f64.rtol)};
     for (const auto& step : golden.steps)

@@ -76,7 +76,7 @@ Examples:
                       "write each n's inputs and outputs to this directory as raw little-endian arrays (nN_q.bin, nN_out_fast.bin, ...) "
                       "for bench/compare_torch.py");
     bench->callback([&exit_code] {
-        o.config.dtype = o.dtype == "f64" ? Dtype::f64 : Dtype::f32;
+        o.config.dtype = parse_dtype(o.dtype, "--dtype");
         const BenchProgress progress = progress_line();
         const std::vector<BenchResult> results = run_bench(o.config, progress);
         if (progress) std::cerr << "\r\x1b[K" << std::flush;

@@ -18,7 +18,7 @@ struct CheckCommandOptions {
     std::string dtype = "f64";
     std::string backend = "cpu";
     std::optional<double> atol, rtol;
-    long long block_q = 2, block_k = 2, prefill = 0;  // for files whose steps carry tile or t
+    long long block_q = TiledOptions{}.block_q, block_k = TiledOptions{}.block_k, prefill = 0;  // for files whose steps carry tile or t
     bool allow_nonfinite = false;
     Budget budget;
 };
@@ -86,7 +86,7 @@ Examples:
     check->callback([&exit_code] {
         if (!o.golden.empty() && o.files.size() != 1) throw InputError("--golden compares one problem file with one trace");
         CheckOptions options;
-        options.run = {o.dtype == "f32" ? Dtype::f32 : Dtype::f64, o.backend};
+        options.run = {parse_dtype(o.dtype, "--dtype"), o.backend};
         options.atol = o.atol;
         options.rtol = o.rtol;
         options.tiled = {whole_number_option("--block-q", o.block_q, 1), whole_number_option("--block-k", o.block_k, 1)};

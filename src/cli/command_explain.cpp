@@ -21,7 +21,7 @@ struct ExplainCommandOptions {
     std::string cell, row;
     std::string format = "text";
     std::optional<long long> t;
-    long long prefill = 0, block_q = 2, block_k = 2;
+    long long prefill = 0, block_q = TiledOptions{}.block_q, block_k = TiledOptions{}.block_k;  // as tiled
     std::string tile;
 };
 

@@ -33,14 +33,16 @@ nlohmann::json random_matrix(std::size_t rows, std::size_t cols, std::uint64_t s
 
 // The same numbers the loader would generate from random_matrix(...).
 nlohmann::json literal_matrix(std::size_t rows, std::size_t cols, std::uint64_t seed, const std::string& dist) {
-    PortableRandom generator(seed);
-    nlohmann::json out = nlohmann::json::array();
-    for (std::size_t i = 0; i < rows; ++i) {
-        nlohmann::json row = nlohmann::json::array();
-        for (std::size_t j = 0; j < cols; ++j)
-            row.push_back(dist == "normal" ? generator.normal() : dist == "uniform" ? generator.uniform() : static_cast<double>(generator.integer(-4, 4)));
-        out.push_back(std::move(row));
+    RandomDraw how = integers_draw();  // the loader's defaults for each dist
+    if (dist != "integers") {
+        how = RandomDraw{};
+        parse_dist(dist, how.dist);  // --dist is checked by CLI11
     }
+    std::vector<double> values(rows * cols);
+    PortableRandom generator(seed);
+    draw(generator, how, values);
+    nlohmann::json out = nlohmann::json::array();
+    for (std::size_t i = 0; i < rows; ++i) out.push_back(std::vector<double>(values.begin() + static_cast<long>(i * cols), values.begin() + static_cast<long>((i + 1) * cols)));
     return out;
 }
 

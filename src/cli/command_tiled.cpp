@@ -11,7 +11,7 @@ namespace {
 
 void add_tiled_command(CLI::App& app, int& exit_code) {
     static TraceOptions options;
-    static long long block_q = 2, block_k = 2;
+    static long long block_q = TiledOptions{}.block_q, block_k = TiledOptions{}.block_k;
     auto* tiled = app.add_subcommand("tiled", "tiled pass with online softmax (FlashAttention): never the whole n×m matrix");
     tiled->footer(R"(Queries in blocks of Br = --block-q rows, keys in tiles of Bc = --block-k (both 2 by default,
 so that a hand-sized example shows several tiles). Per query row the running max m, running sum

@@ -86,7 +86,7 @@ Problem load_with_overrides(const TraceOptions& o) {
     return problem;
 }
 
-RunOptions run_options(const TraceOptions& o) { return {o.dtype == "f32" ? Dtype::f32 : Dtype::f64, o.backend}; }
+RunOptions run_options(const TraceOptions& o) { return {parse_dtype(o.dtype, "--dtype"), o.backend}; }
 
 RenderOptions render_options(const TraceOptions& o, const Problem&) {
     RenderOptions r;

@@ -1,4 +1,4 @@
-#include "core/parallel.hpp"
+#include "attn_trace/parallel.hpp"
 
 #include <atomic>
 #include <exception>

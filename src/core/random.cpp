@@ -87,4 +87,32 @@ double portable_log(double x) {
     return 2.0 * t * sum + exponent * ln2;
 }
 
+bool parse_dist(const std::string& name, RandomDraw::Dist& dist) {
+    if (name == "normal") dist = RandomDraw::Dist::normal;
+    else if (name == "uniform") dist = RandomDraw::Dist::uniform;
+    else if (name == "integers") dist = RandomDraw::Dist::integers;
+    else return false;
+    return true;
+}
+
+RandomDraw integers_draw(long low, long high) {
+    RandomDraw how;
+    how.dist = RandomDraw::Dist::integers;
+    how.low = static_cast<double>(low);
+    how.high = static_cast<double>(high);
+    return how;
+}
+
+void draw(PortableRandom& generator, const RandomDraw& how, std::span<double> out) {
+    for (double& x : out) {
+        switch (how.dist) {
+            case RandomDraw::Dist::normal: x = how.mean + how.std * generator.normal(); break;
+            case RandomDraw::Dist::uniform: x = how.low + (how.high - how.low) * generator.uniform(); break;
+            case RandomDraw::Dist::integers:
+                x = static_cast<double>(generator.integer(static_cast<std::int64_t>(how.low), static_cast<std::int64_t>(how.high)));
+                break;
+        }
+    }
+}
+
 }  // namespace attn_trace

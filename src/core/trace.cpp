@@ -12,13 +12,19 @@ const std::vector<std::string>& step_names() {
     return names;
 }
 
+std::vector<PlacePart> step_place(std::optional<int> head, std::optional<int> batch, std::optional<int> t, std::optional<std::array<int, 2>> tile) {
+    std::vector<PlacePart> parts;
+    if (batch) parts.push_back({"batch", std::to_string(*batch)});
+    if (head) parts.push_back({"head", std::to_string(*head)});
+    if (t) parts.push_back({"t", std::to_string(*t)});
+    if (tile) parts.push_back({"tile", fmt::format("[{}, {}]", (*tile)[0], (*tile)[1])});
+    return parts;
+}
+
 std::string step_label(const std::string& name, std::optional<int> head, std::optional<int> batch, std::optional<int> t,
                        std::optional<std::array<int, 2>> tile) {
     std::vector<std::string> where;
-    if (batch) where.push_back(fmt::format("batch {}", *batch));
-    if (head) where.push_back(fmt::format("head {}", *head));
-    if (t) where.push_back(fmt::format("t {}", *t));
-    if (tile) where.push_back(fmt::format("tile [{}, {}]", (*tile)[0], (*tile)[1]));
+    for (const auto& part : step_place(head, batch, t, tile)) where.push_back(part.key + " " + part.value);
     return where.empty() ? name : fmt::format("{} ({})", name, fmt::join(where, ", "));
 }
 

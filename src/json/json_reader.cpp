@@ -234,26 +234,25 @@ NumericArray JsonReader::random(const json& value, const std::string& path) cons
         if (!std::isfinite(x)) fail(at + "." + key, "expected a finite number, found " + describe_json(spec[key]));
         return x;
     };
-    PortableRandom generator(seed);
     // Each parameter is checked before the numbers are made.
-    if (dist == "normal") {
-        const double mean = option("mean", 0.0), std = option("std", 1.0);
-        out.data.resize(total);
-        for (auto& x : out.data) x = mean + std * generator.normal();
-    } else if (dist == "uniform") {
-        const double low = option("low", 0.0), high = option("high", 1.0);
-        if (!(low < high)) fail(at, fmt::format("uniform needs low < high, found low {} and high {}", low, high));
-        out.data.resize(total);
-        for (auto& x : out.data) x = low + (high - low) * generator.uniform();
-    } else if (dist == "integers") {
+    RandomDraw how;
+    if (!parse_dist(dist, how.dist)) fail(at + ".dist", "expected \"normal\", \"uniform\" or \"integers\", found " + describe_json(spec["dist"]));
+    if (how.dist == RandomDraw::Dist::normal) {
+        how.mean = option("mean", 0.0);
+        how.std = option("std", 1.0);
+    } else if (how.dist == RandomDraw::Dist::uniform) {
+        how.low = option("low", 0.0);
+        how.high = option("high", 1.0);
+        if (!(how.low < how.high)) fail(at, fmt::format("uniform needs low < high, found low {} and high {}", how.low, how.high));
+    } else {
         const long low = spec.contains("low") ? whole_number(spec["low"], at + ".low", -1000000, 1000000) : -4;
         const long high = spec.contains("high") ? whole_number(spec["high"], at + ".high", -1000000, 1000000) : 4;
         if (low > high) fail(at, fmt::format("integers needs low <= high, found low {} and high {}", low, high));
-        out.data.resize(total);
-        for (auto& x : out.data) x = static_cast<double>(generator.integer(low, high));
-    } else {
-        fail(at + ".dist", "expected \"normal\", \"uniform\" or \"integers\", found " + describe_json(spec["dist"]));
+        how = integers_draw(low, high);
     }
+    out.data.resize(total);
+    PortableRandom generator(seed);
+    draw(generator, how, out.data);
     return out;
 }
 

@@ -226,9 +226,13 @@ const std::vector<std::string>& key_labels(const Problem& p) {
     return p.cross_attention() || p.n != p.m ? none : p.tokens;
 }
 
+std::string in_head_of_batch(const Problem& p, int head, std::size_t batch) {
+    return (p.heads > 1 ? fmt::format(" in head {}", head) : "") + (p.batched ? fmt::format(" of batch {}", batch) : "");
+}
+
 void fail_empty_row(const Problem& p, std::size_t row, int head, std::size_t batch) {
     const std::string who = p.tokens.empty() ? fmt::format("query {}", row) : fmt::format("query {} (\"{}\")", row, p.tokens[row]);
-    const std::string where = (p.heads > 1 ? fmt::format(" in head {}", head) : "") + (p.batched ? fmt::format(" of batch {}", batch) : "");
+    const std::string where = in_head_of_batch(p, head, batch);
     throw InputError(fmt::format(
         "{}: {}{} can read no key: every key is masked, so its softmax is 0/0. Choose a policy: "
         "\"empty_rows\": \"zero\" (PyTorch >= 2.5 and FlashAttention return zeros) or \"nan\" (older PyTorch), "

@@ -89,7 +89,7 @@ private:
                                         p_.m, p_.n, offset_, offset_ + 1));
         notes.push_back(p_.masks.empty() && p_.lengths.empty()
                             ? std::string("decode is causal by construction (the cache holds only the past), so it equals "
-                                          "`run --mask causal-bottom-right`, which max_abs_diff_vs_full compares with")
+                                          "the full computation with the causal-bottom-right mask, which max_abs_diff_vs_full compares with")
                             : fmt::format("decode is causal by construction; the problem's mask ({}) applies inside the cache, so decode "
                                           "equals the full computation with {} + causal-bottom-right, which max_abs_diff_vs_full compares with",
                                           trace_.problem.mask, trace_.problem.mask));

@@ -157,10 +157,6 @@ private:
         return out;
     }
 
-    std::string where(int h, std::size_t b) const {
-        return (p_.heads > 1 ? fmt::format(", head {}", h) : "") + (p_.batched ? fmt::format(", batch {}", b) : "");
-    }
-
     // Query block qb against key tiles 0 … last_tile; in.q holds query qb·Br at row
     // q_row. The block's mask rows only: the whole n × m mask is never built.
     OnlineSoftmax run_block(const HeadInputs& in, std::size_t q_row, std::size_t qb, std::size_t last_tile, int h, std::size_t b) {
@@ -176,7 +172,7 @@ private:
             // A tile that no query of the block may read changes nothing: skip it.
             if (every_score_masked(M_ij)) {
                 if (++tiles_skipped_ <= max_skipped_lines)
-                    skipped_notes_.push_back(fmt::format("tile [{}, {}]{}: skipped, every score masked (queries {}…{}, keys {}…{})", qb, kt, where(h, b),
+                    skipped_notes_.push_back(fmt::format("tile [{}, {}]{}: skipped, every score masked (queries {}…{}, keys {}…{})", qb, kt, in_head_of_batch(p_, h, b),
                                                          i0, i0 + rows - 1, j0, j0 + cols - 1));
                 continue;
             }

@@ -22,11 +22,9 @@ std::string latex_number(const std::string& text) {
 }
 
 std::string latex_heading(const Step& step) {
-    std::string where;
-    if (step.batch) where += fmt::format(", batch {}", *step.batch);
-    if (step.head) where += fmt::format(", head {}", *step.head);
-    if (step.t) where += fmt::format(", $t = {}$", *step.t);
-    if (step.tile) where += fmt::format(", tile $[{}, {}]$", (*step.tile)[0], (*step.tile)[1]);
+    std::string where;  // t and the tile's indices in math mode
+    for (const auto& part : step_place(step))
+        where += part.key == "t" ? ", $t = " + part.value + "$" : part.key == "tile" ? ", tile $" + part.value + "$" : ", " + part.key + " " + part.value;
     return fmt::format("\\noindent\\textbf{{{}}}{}: {}, shape ${}$\\\\\n", latex_text(step.name), where, latex_formula(step.formula),
                        shape_string(step.values));
 }

@@ -11,10 +11,7 @@ namespace {
 
 std::string markdown_heading(const Step& step) {
     std::string where;
-    if (step.batch) where += fmt::format(", batch {}", *step.batch);
-    if (step.head) where += fmt::format(", head {}", *step.head);
-    if (step.t) where += fmt::format(", t = {}", *step.t);
-    if (step.tile) where += fmt::format(", tile [{}, {}]", (*step.tile)[0], (*step.tile)[1]);
+    for (const auto& part : step_place(step)) where += ", " + part.key + (part.key == "t" ? " = " : " ") + part.value;
     return fmt::format("### `{}` = {} {}{}\n", step.name, markdown_text(step.formula), shape_string(step.values), where);
 }
 

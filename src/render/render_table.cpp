@@ -50,10 +50,7 @@ std::string column_label(const Step& step, std::size_t j) {
 
 std::string step_title(const Step& step) {
     std::string where;
-    if (step.batch) where += fmt::format("  batch {}", *step.batch);
-    if (step.head) where += fmt::format("  head {}", *step.head);
-    if (step.t) where += fmt::format("  t = {}", *step.t);
-    if (step.tile) where += fmt::format("  tile [{}, {}]", (*step.tile)[0], (*step.tile)[1]);
+    for (const auto& part : step_place(step)) where += "  " + part.key + (part.key == "t" ? " = " : " ") + part.value;
     return fmt::format("{}  {}  {}{}", step.name, step.formula, shape_string(step.values), where);
 }
 
@@ -103,9 +100,8 @@ double HeatmapPanel::shade(double x) const {
 }
 
 std::string HeatmapPanel::title() const {
-    std::vector<std::string> where;
-    if (values->batch) where.push_back(fmt::format("batch {}", *values->batch));
-    if (values->head) where.push_back(fmt::format("head {}", *values->head));
+    std::vector<std::string> where;  // panels are whole matrices: batch and head only
+    for (const auto& part : step_place(values->head, values->batch, std::nullopt, std::nullopt)) where.push_back(part.key + " " + part.value);
     return where.empty() ? values->name : fmt::format("{}", fmt::join(where, ", "));
 }
 

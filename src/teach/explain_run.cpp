@@ -71,7 +71,7 @@ private:
         const double* row = s.values.row(local(name, i));
         return {row + first, row + first + count};
     }
-    bool f32() const { return trace_.problem.dtype == "f32"; }
+    bool f32() const { return parse_dtype(trace_.problem.dtype, "the trace's dtype") == Dtype::f32; }
     const std::size_t i_ = target_.row;
     std::size_t j() const { return *target_.column; }
 

@@ -138,7 +138,7 @@ private:
         Matrix z(1, scores.values.cols());
         for (std::size_t l = 0; l < z.cols(); ++l) z(0, l) = scores.values(r, l);
         // The same softmax the decode step ran, on the same row.
-        const SoftmaxSteps soft = softmax_rows(z, p_.empty_rows, trace_.problem.dtype == "f32" ? Dtype::f32 : Dtype::f64);
+        const SoftmaxSteps soft = softmax_rows(z, p_.empty_rows, parse_dtype(trace_.problem.dtype, "the trace's dtype"));
         ExplainDocument d;
         d.heading = heading(fmt::format("the softmax over the {} cached keys", z.cols()));
         const double max = soft.row_max(0, 0), sum = soft.row_sum(0, 0);

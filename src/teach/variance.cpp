@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 
 #include "attn_trace/attention_parts.hpp"
-#include "core/parallel.hpp"
+#include "attn_trace/parallel.hpp"
 #include "attn_trace/backend.hpp"
 #include "attn_trace/errors.hpp"
 #include "attn_trace/random.hpp"
@@ -24,7 +24,7 @@ constexpr double saturation = 0.99;
 
 Matrix normal_matrix(PortableRandom& random, std::size_t rows, std::size_t cols) {
     Matrix m(rows, cols);
-    for (double& x : m.data()) x = random.normal();
+    draw(random, RandomDraw{}, m.data());
     return m;
 }
 

@@ -30,7 +30,7 @@
 #include <cstring>
 #include <limits>
 
-#include "core/parallel.hpp"
+#include "attn_trace/parallel.hpp"
 #include "panel_kernels.hpp"
 
 namespace attn_trace {

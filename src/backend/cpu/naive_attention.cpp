@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "blas_library.hpp"
-#include "core/parallel.hpp"
+#include "attn_trace/parallel.hpp"
 
 namespace attn_trace {
 

@@ -700,6 +700,12 @@ std::string empty_rows_name(EmptyRows policy) {
     return "error";
 }
 
+Dtype parse_dtype(const std::string& text, const std::string& where) {
+    if (text == "f64") return Dtype::f64;
+    if (text == "f32") return Dtype::f32;
+    throw InputError(fmt::format("{}: expected \"f64\" or \"f32\", found \"{}\"", where, text));
+}
+
 EmptyRows parse_empty_rows(const std::string& text, const std::string& where) {
     if (text == "error") return EmptyRows::error;
     if (text == "zero") return EmptyRows::zero;

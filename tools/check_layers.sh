@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# The layers of the library, checked from its #include lines (docs/ARCHITECTURE.md
+# draws them). Each file belongs to one layer; a file may include only its own
+# layer or a lower one, a header under src/X/ only from src/X/ (json/ excepted:
+# the internal JSON reader of the problem loader and the golden-trace reader, whose
+# headers are not public), and no library
+# string may name a command-line flag (the library marks settings, ⟦block_q⟧, and
+# the CLI words them). Usage: bash tools/check_layers.sh   (exit 1 on a violation)
+set -euo pipefail
+shopt -s extglob
+cd "$(dirname "$0")/.."
+
+# Lowest first. A folder of src/, or a public header by its name.
+layer_of() {
+  case "$1" in
+    src/core/* | include/attn_trace/@(matrix|trace|compare|tolerances|errors|random|cost|parallel|version).hpp) echo "1 core" ;;
+    src/json/*) echo "2 json" ;;
+    src/problem/* | include/attn_trace/@(problem|mask|problem_file).hpp) echo "3 problem" ;;
+    src/backend/* | include/attn_trace/backend.hpp) echo "4 backend" ;;
+    src/pipeline/* | include/attn_trace/@(pipeline|attention_parts).hpp) echo "5 pipeline" ;;
+    src/render/* | include/attn_trace/@(render|render_table).hpp) echo "6 render" ;;
+    src/check/* | include/attn_trace/check.hpp) echo "7 check" ;;
+    src/bench/* | include/attn_trace/bench.hpp) echo "7 bench" ;;
+    src/teach/* | include/attn_trace/@(explain|exercise|pitfalls|variance).hpp) echo "8 teach" ;;
+    src/cli/*) echo "9 cli" ;;
+    *) echo "0 unknown" ;;
+  esac
+}
+
+# The file an include names: a public header, one under src/, or one beside the includer.
+resolve() {
+  local from=$1 name=$2
+  for candidate in "include/$name" "src/$name" "$(dirname "$from")/$name"; do
+    [ -f "$candidate" ] && { realpath --relative-to=. "$candidate"; return; }
+  done
+}
+
+problems=0
+files=$(git ls-files 'src/*' 'include/*' | grep -E '\.(cpp|hpp|cu)$')
+for file in $files; do
+  read -r level name <<< "$(layer_of "$file")"
+  if [ "$level" = 0 ]; then echo "$file: in no layer (add it to tools/check_layers.sh)"; problems=$((problems + 1)); continue; fi
+  while IFS= read -r included; do
+    target=$(resolve "$file" "$included")
+    [ -n "$target" ] || continue
+    read -r target_level target_name <<< "$(layer_of "$target")"
+    if [ "$target_level" -gt "$level" ] || { [ "$target_level" = "$level" ] && [ "$target_name" != "$name" ]; }; then
+      echo "$file ($name) includes $target ($target_name): an include that runs up or across"
+      problems=$((problems + 1))
+    fi
+    case "$target" in
+      src/json/*) ;;
+      src/*) owner=$(echo "$target" | cut -d/ -f1-2)
+             case "$file" in "$owner"/*) ;; *) echo "$file includes $target, private to $owner/"; problems=$((problems + 1)) ;; esac ;;
+    esac
+  done < <(sed -n 's/^#include "\(.*\)".*/\1/p' "$file")
+done
+
+# Flags in library strings (comments are skipped; the CLI's own files may name flags).
+flags=$(git ls-files 'src/*' | grep -v '^src/cli/' | grep -E '\.(cpp|hpp|cu)$' |
+        xargs grep -nE '"[^"]*(^|[ (`])--[a-z][a-z-]*' | grep -vE '^[^:]+:[0-9]+:\s*//' || true)
+if [ -n "$flags" ]; then
+  echo "library strings that name a command-line flag (mark the setting instead, ⟦name⟧):"
+  echo "$flags"
+  problems=$((problems + $(echo "$flags" | wc -l)))
+fi
+
+if [ "$problems" -gt 0 ]; then echo "check_layers: $problems problem(s)"; exit 1; fi
+echo "check_layers: $(echo "$files" | wc -w) files, every include runs down or within its layer, no library string names a flag"
