@@ -7,6 +7,7 @@
 #include "attn_trace/compare.hpp"
 #include "attn_trace/errors.hpp"
 #include "attn_trace/pipeline.hpp"
+#include "attn_trace/render.hpp"
 #include "attn_trace/tolerances.hpp"
 #include "backend/cpu/backend_cpu.hpp"
 
@@ -74,7 +75,9 @@ TEST_CASE("the fast path names the backend it ran on, in the problem and in its 
     const Trace fast = pipeline_fast(small_problem(), {Dtype::f32, "cpu"}, {});
     CHECK(fast.problem.backend == "cpu");
     REQUIRE_FALSE(fast.notes.empty());
-    CHECK_THAT(fast.notes.front(), Catch::Contains("on the cpu backend"));
+    CHECK(fast.notes.front().kind == "fast_path");
+    CHECK(fast.notes.front().word("backend") == "cpu");
+    CHECK_THAT(note_text(fast.notes.front()), Catch::Contains("on the cpu backend"));
 }
 
 TEST_CASE("the cuda backend is exit 3 everywhere without a GPU or a CUDA build", "[backend]") {

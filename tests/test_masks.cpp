@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "attn_trace/errors.hpp"
+#include "attn_trace/render.hpp"
 #include "attn_trace/mask.hpp"
 #include "test_helpers.hpp"
 
@@ -63,9 +64,9 @@ TEST_CASE("causal masks: top-left and bottom-right alignment differ when n != m"
 TEST_CASE("causal mask with n != m leaves a note naming the alignment") {
     const Trace trace = run_json(problem_with_mask(2, 4, R"("causal")"));
     REQUIRE(trace.notes.size() == 1);
-    REQUIRE_THAT(trace.notes[0], Catch::Contains("top-left"));
+    REQUIRE_THAT(note_text(trace.notes[0]), Catch::Contains("top-left"));
     const Trace bottom = run_json(problem_with_mask(2, 4, R"("causal-bottom-right")"));
-    REQUIRE_THAT(bottom.notes[0], Catch::Contains("bottom-right"));
+    REQUIRE_THAT(note_text(bottom.notes[0]), Catch::Contains("bottom-right"));
 }
 
 TEST_CASE("window masks count W keys including the query's own, bottom-right aligned") {

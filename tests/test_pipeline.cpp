@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "attn_trace/errors.hpp"
+#include "attn_trace/render.hpp"
 #include "attn_trace/tolerances.hpp"
 #include "test_helpers.hpp"
 
@@ -59,7 +60,7 @@ TEST_CASE("empty rows: error names the row, zero gives zeros, nan gives NaN") {
     const Trace zero = run_json(with(blocked + R"(, "empty_rows": "zero")"));
     for (double x : step_values(zero, "weights").data()) REQUIRE(x == 0.0);
     for (double x : step_values(zero, "out").data()) REQUIRE(x == 0.0);
-    REQUIRE_THAT(zero.notes.back(), Catch::Contains("empty_rows = zero"));
+    REQUIRE_THAT(note_text(zero.notes.back()), Catch::Contains("empty_rows = zero"));
     const Trace nan = run_json(with(blocked + R"(, "empty_rows": "nan")"));
     for (double x : step_values(nan, "weights").data()) REQUIRE(std::isnan(x));
     REQUIRE(step_values(nan, "row_max")(0, 0) == -inf);
@@ -100,7 +101,7 @@ TEST_CASE("grouped-query: query head h reads KV head h / (H / H_kv), and the tra
     const std::string problem = R"({"Q": {"random": {"shape": [3, 8], "seed": 1}}, "K": {"random": {"shape": [3, 4], "seed": 2}},
                                    "V": {"random": {"shape": [3, 4], "seed": 3}}, "heads": 4, "kv_heads": 2})";
     const Trace trace = run_json(problem);
-    REQUIRE_THAT(trace.notes.front(), Catch::Contains("query heads 0-1 read KV head 0") && Catch::Contains("query heads 2-3 read KV head 1"));
+    REQUIRE_THAT(note_text(trace.notes.front()), Catch::Contains("query heads 0-1 read KV head 0") && Catch::Contains("query heads 2-3 read KV head 1"));
     // Heads 2 and 3 share KV head 1: with the same query they would agree; check the
     // formula names the KV head and the output uses V's second half.
     const auto* out3 = trace.find("out", 3, std::nullopt, std::nullopt, std::nullopt);

@@ -8,6 +8,7 @@
 
 #include "attn_trace/errors.hpp"
 #include "attn_trace/pipeline.hpp"
+#include "attn_trace/render.hpp"
 #include "attn_trace/problem.hpp"
 
 using namespace attn_trace;
@@ -34,7 +35,7 @@ std::string load_error(const std::string& json) {
 
 bool has_note(const Trace& trace, const std::string& part) {
     for (const auto& note : trace.notes)
-        if (note.find(part) != std::string::npos) return true;
+        if (note_text(note).find(part) != std::string::npos) return true;
     return false;
 }
 

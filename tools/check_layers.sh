@@ -36,7 +36,7 @@ resolve() {
 }
 
 problems=0
-files=$(git ls-files 'src/*' 'include/*' | grep -E '\.(cpp|hpp|cu)$')
+files=$(git ls-files --cached --others --exclude-standard 'src/*' 'include/*' | grep -E '\.(cpp|hpp|cu)$')
 for file in $files; do
   read -r level name <<< "$(layer_of "$file")"
   if [ "$level" = 0 ]; then echo "$file: in no layer (add it to tools/check_layers.sh)"; problems=$((problems + 1)); continue; fi
@@ -57,7 +57,7 @@ for file in $files; do
 done
 
 # Flags in library strings (comments are skipped; the CLI's own files may name flags).
-flags=$(git ls-files 'src/*' | grep -v '^src/cli/' | grep -E '\.(cpp|hpp|cu)$' |
+flags=$(git ls-files --cached --others --exclude-standard 'src/*' | grep -v '^src/cli/' | grep -E '\.(cpp|hpp|cu)$' |
         xargs grep -nE '"[^"]*(^|[ (`])--[a-z][a-z-]*' | grep -vE '^[^:]+:[0-9]+:\s*//' || true)
 if [ -n "$flags" ]; then
   echo "library strings that name a command-line flag (mark the setting instead, ⟦name⟧):"

@@ -70,7 +70,7 @@ Matrix soft_cap(const Matrix& a, double cap, Dtype dtype);
 // The trace's "problem" object and the notes every `run` trace carries (causal
 // alignment when n ≠ m, which query heads share a KV head).
 TraceSummary summarise_problem(const Problem& problem, Dtype dtype, const std::string& backend_name);
-std::vector<std::string> problem_notes(const Problem& problem);
+std::vector<Note> problem_notes(const Problem& problem);
 
 // The labels of query rows and key rows ("damaged", "on", ... or empty).
 const std::vector<std::string>& query_labels(const Problem& problem);

@@ -51,6 +51,9 @@ struct OutputEstimate {
 };
 OutputEstimate estimate_output(const Trace& trace, const std::string& format, const RenderOptions& options);
 
+// A note as one sentence for people (every renderer writes notes this way).
+std::string note_text(const Note& note);
+
 // One step as render_text writes it: the header line and the aligned table.
 std::string render_step_text(const Step& step, const RenderOptions& options);
 // "n = 3 queries, m = 3 keys, ...": the problem line under a trace's title.

@@ -2,6 +2,7 @@
 // The trace (SPEC §4): an ordered list of named steps, each a matrix with its
 // shape, formula and labels. Every pipeline produces one; every renderer reads one.
 #include <array>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -53,17 +54,36 @@ std::string step_label(const std::string& name, std::optional<int> head, std::op
                        std::optional<std::array<int, 2>> tile);
 inline std::string step_label(const Step& step) { return step_label(step.name, step.head, step.batch, step.t, step.tile); }
 
+// A note is a fact about the computation, not a sentence: its kind and the
+// numbers and words that fill it. The renderers phrase it (note_text, render.hpp),
+// so the pipelines write no prose and no formatted sizes, and a program can ask a
+// trace what it says (notes_of) without reading English.
+struct Note {
+    std::string kind;                        // "fast_path", "kv_sharing", ... (render/note_text.cpp lists every kind)
+    std::map<std::string, double> numbers;   // counts, sizes in bytes, indices
+    std::map<std::string, std::string> words;  // names: a mask, a policy, a backend, a step label
+    bool has(const std::string& key) const { return numbers.count(key) || words.count(key); }
+    double number(const std::string& key) const;        // throws std::out_of_range when absent: a phrasing bug
+    const std::string& word(const std::string& key) const;
+};
+
+// An "overflow" note's fact as a clause, "scores (head 0)[0, 2] is inf although
+// every input is finite: ...": the overflow error and the note both say it.
+std::string overflow_text(const Note& note);
+
 struct Trace {
     std::string command = "run";  // run, decode, tiled
     TraceSummary problem;
     std::vector<Step> steps;
-    std::vector<std::string> notes;  // alignment of causal masks, empty rows, head sharing
+    std::vector<Note> notes;  // alignment of causal masks, empty rows, head sharing, ...
     std::vector<std::pair<std::string, double>> numbers;  // max_abs_diff_vs_full, ...
 
     // The first step matching name/head/batch/t/tile, or nullptr. A step without a
     // head (or batch) matches a request for head 0 only when it has no head at all.
     const Step* find(const std::string& name, std::optional<int> head, std::optional<int> batch, std::optional<int> t,
                      std::optional<std::array<int, 2>> tile) const;
+    // The notes of one kind, in order.
+    std::vector<const Note*> notes_of(const std::string& kind) const;
 };
 
 }  // namespace attn_trace

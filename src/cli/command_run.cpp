@@ -2,6 +2,7 @@
 
 #include "attn_trace/errors.hpp"
 #include "attn_trace/pipeline.hpp"
+#include "attn_trace/pitfalls.hpp"
 #include "commands.hpp"
 #include "trace_budget.hpp"
 #include "trace_options.hpp"
@@ -48,7 +49,11 @@ row_sum and out per head (and concat, final) and says so in a note.)");
                                          options.pitfall, reason, fast ? "leave out --fast" : "try the pitfall on a smaller problem"));
         const Trace trace = reason.empty() ? pipeline_full(problem, run_options(options))
                                            : pipeline_fast(problem, run_options(options), FastPathOptions{.reason = reason});
-        print_trace(trace, options, problem);
+        if (options.pitfall.empty()) print_trace(trace, options, problem);
+        else {
+            const Pitfall pitfall = compute_pitfall(options.pitfall, problem, trace, run_options(options));
+            print_trace(trace, options, problem, &pitfall);
+        }
         exit_code = 0;
     });
 }

@@ -127,7 +127,7 @@ void check_steps_present(const Trace& trace, const RenderOptions& r, const Probl
                                *r.head / (problem.heads / problem.kv_heads), *r.head / (problem.heads / problem.kv_heads));
         else if (name == "concat" || name == "final")
             hint = " (concat needs more than one head or W_O; final needs W_O)";
-        else if (!trace.notes.empty() && trace.notes.front().starts_with("fast path"))
+        else if (!trace.notes_of("fast_path").empty())
             hint = " (run took the fast path, which keeps only row_max, row_sum and out: its note says why; the full trace of a smaller "
                    "problem has every step)";
         throw InputError(fmt::format("--steps {}: this {} trace{} has no '{}' step{}; it has: {}", name, trace.command,
@@ -135,15 +135,15 @@ void check_steps_present(const Trace& trace, const RenderOptions& r, const Probl
     }
 }
 
-void print_trace(const Trace& trace, const TraceOptions& o, const Problem& problem) {
+void print_trace(const Trace& trace, const TraceOptions& o, const Problem& problem, const Pitfall* pitfall) {
     const RenderOptions r = render_options(o, problem);
     check_steps_present(trace, r, problem);
     if (o.heatmap && o.format != "text") throw InputError(fmt::format("--heatmap draws in the terminal: leave out --format {}", o.format));
     // The SVG first: a bad --svg path fails before anything is printed.
     if (!o.svg.empty()) write_file(o.svg, render_weights_svg(trace, r));
-    if (!o.pitfall.empty()) {
+    if (pitfall) {
         if (o.format != "text" || o.heatmap) throw InputError("--pitfall prints the two computations side by side as text: leave out --format and --heatmap");
-        std::cout << render_pitfall(compute_pitfall(o.pitfall, problem, trace, run_options(o)), r);
+        std::cout << render_pitfall(*pitfall, r);
         return;
     }
     refuse_large_output(problem, trace, o.heatmap ? "text" : o.format, r, o.budget);

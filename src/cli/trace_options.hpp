@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 
 #include "attn_trace/pipeline.hpp"
+#include "attn_trace/pitfalls.hpp"
 #include "attn_trace/problem.hpp"
 #include "attn_trace/render.hpp"
 #include "trace_budget.hpp"
@@ -45,8 +46,8 @@ RenderOptions render_options(const TraceOptions& options, const Problem& problem
 // --color after NO_COLOR and the terminal test: whether to print ANSI colours.
 bool use_color(const std::string& setting);
 
-// Writes the trace in the chosen format (or --heatmap, or --pitfall) to standard
-// output, and the --svg file when asked.
-void print_trace(const Trace& trace, const TraceOptions& options, const Problem& problem);
+// Writes the trace in the chosen format (or --heatmap, or the pitfall `run
+// --pitfall` computed beside it) to standard output, and the --svg file when asked.
+void print_trace(const Trace& trace, const TraceOptions& options, const Problem& problem, const Pitfall* pitfall = nullptr);
 
 }  // namespace attn_trace::cli

@@ -43,4 +43,20 @@ const Step* Trace::find(const std::string& name, std::optional<int> head, std::o
     return nullptr;
 }
 
+double Note::number(const std::string& key) const { return numbers.at(key); }
+const std::string& Note::word(const std::string& key) const { return words.at(key); }
+
+std::string overflow_text(const Note& note) {
+    return fmt::format("{}[{}, {}] is {} although every input is finite: a product, a scale or an exponential passed {}'s range (±{:.3g})",
+                       note.word("step"), static_cast<long long>(note.number("row")), static_cast<long long>(note.number("col")), note.word("value"),
+                       note.word("dtype"), note.number("limit"));
+}
+
+std::vector<const Note*> Trace::notes_of(const std::string& kind) const {
+    std::vector<const Note*> out;
+    for (const Note& note : notes)
+        if (note.kind == kind) out.push_back(&note);
+    return out;
+}
+
 }  // namespace attn_trace

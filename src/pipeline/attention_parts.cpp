@@ -192,29 +192,15 @@ TraceSummary summarise_problem(const Problem& p, Dtype dtype, const std::string&
     return s;
 }
 
-std::vector<std::string> problem_notes(const Problem& p) {
-    std::vector<std::string> notes;
+std::vector<Note> problem_notes(const Problem& p) {
+    std::vector<Note> notes;
     for (const auto& spec : p.masks)
         if (spec.is_causal() && p.n != p.m)
-            notes.push_back(spec.kind == MaskSpec::Kind::causal_upper_left
-                                ? fmt::format("causal mask with n = {} queries and m = {} keys: top-left alignment, query i reads keys j <= i "
-                                              "(PyTorch is_causal=True); use causal-bottom-right to align the queries with the end of the keys",
-                                              p.n, p.m)
-                                : fmt::format("causal mask with n = {} queries and m = {} keys: bottom-right alignment, query i reads keys "
-                                              "j <= i + {} (the queries are the last {} tokens, as in cached decoding)",
-                                              p.n, p.m, static_cast<long>(p.m) - static_cast<long>(p.n), p.n));
-    if (!p.first_nonfinite.empty())
-        notes.push_back(fmt::format("allow_nonfinite: the inputs hold non-finite numbers ({}, the first); they spread through every step that "
-                                    "reads them (x · NaN = NaN, inf − inf = NaN), as traced below",
-                                    p.first_nonfinite));
-    if (p.kv_heads < p.heads) {
-        const int group = p.heads / p.kv_heads;
-        std::string sharing = fmt::format("{}: {} query heads share {} KV head{}:", p.kv_heads == 1 ? "multi-query" : "grouped-query", p.heads,
-                                          p.kv_heads, p.kv_heads == 1 ? "" : "s");
-        for (int g = 0; g < p.kv_heads; ++g)
-            sharing += fmt::format("{} query heads {}-{} read KV head {}", g ? ";" : "", g * group, (g + 1) * group - 1, g);
-        notes.push_back(sharing);
-    }
+            notes.push_back({"causal_alignment",
+                             {{"n", static_cast<double>(p.n)}, {"m", static_cast<double>(p.m)}},
+                             {{"alignment", spec.kind == MaskSpec::Kind::causal_upper_left ? "upper_left" : "bottom_right"}}});
+    if (!p.first_nonfinite.empty()) notes.push_back({"nonfinite_inputs", {}, {{"first", p.first_nonfinite}}});
+    if (p.kv_heads < p.heads) notes.push_back({"kv_sharing", {{"heads", p.heads}, {"kv_heads", p.kv_heads}}, {}});
     return notes;
 }
 

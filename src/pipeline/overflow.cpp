@@ -53,15 +53,15 @@ void check_overflow(Trace& trace, const Problem& p, Dtype dtype) {
     const auto found = first_unexplained(trace, p);
     if (!found) return;
     const double largest = dtype == Dtype::f32 ? std::numeric_limits<float>::max() : std::numeric_limits<double>::max();
-    const std::string what =
-        fmt::format("{}[{}, {}] is {} although every input is finite: a product, a scale or an exponential passed {}'s range (±{:.3g})",
-                    step_label(*found->step), found->row, found->col, std::isnan(found->value) ? "nan" : (found->value > 0 ? "inf" : "-inf"),
-                    dtype_name(dtype), largest);
+    const Note note{"overflow",
+                    {{"row", static_cast<double>(found->row)}, {"col", static_cast<double>(found->col)}, {"limit", largest}},
+                    {{"step", step_label(*found->step)}, {"value", std::isnan(found->value) ? "nan" : (found->value > 0 ? "inf" : "-inf")},
+                     {"dtype", dtype_name(dtype)}}};
     if (p.allow_nonfinite) {
-        trace.notes.push_back(fmt::format("allow_nonfinite: overflow: {}; it spreads through the steps after it, as traced below", what));
+        trace.notes.push_back(note);
         return;
     }
-    throw InputError(fmt::format("{}: overflow: {}. Scale the inputs (or the scale) down, or add \"allow_nonfinite\": true to trace it", p.file, what));
+    throw InputError(fmt::format("{}: overflow: {}. Scale the inputs (or the scale) down, or add \"allow_nonfinite\": true to trace it", p.file, overflow_text(note)));
 }
 
 }  // namespace attn_trace

@@ -76,26 +76,14 @@ private:
 
     void add_decode_notes() {
         auto& notes = trace_.notes;
-        notes.push_back(fmt::format("decode: {}one query per step; at step t every KV head appends k_t and v_t to its cache, then "
-                                    "each query head scores q_t against the whole cache (s · q_t Kᵀ), takes the softmax and mixes the cached values",
-                                    decode_.prefill ? fmt::format("queries 0…{} as one prefill block, then ", decode_.prefill - 1) : ""));
-        if (decode_.prefill)
-            notes.push_back(fmt::format("prefill: the first {} queries as one bottom-right-aligned causal block; its steps carry t = {} "
-                                        "and have {} rows",
-                                        decode_.prefill, decode_.prefill - 1, decode_.prefill));
+        notes.push_back({"decode", {{"prefill", static_cast<double>(decode_.prefill)}}, {}});
+        if (decode_.prefill) notes.push_back({"prefill", {{"prefill", static_cast<double>(decode_.prefill)}}, {}});
         if (offset_ > 0)
-            notes.push_back(fmt::format("m = {} keys for n = {} queries: the cache starts with the {} keys before the first query, "
-                                        "so after step t it holds t + {} keys",
-                                        p_.m, p_.n, offset_, offset_ + 1));
-        notes.push_back(p_.masks.empty() && p_.lengths.empty()
-                            ? std::string("decode is causal by construction (the cache holds only the past), so it equals "
-                                          "the full computation with the causal-bottom-right mask, which max_abs_diff_vs_full compares with")
-                            : fmt::format("decode is causal by construction; the problem's mask ({}) applies inside the cache, so decode "
-                                          "equals the full computation with {} + causal-bottom-right, which max_abs_diff_vs_full compares with",
-                                          trace_.problem.mask, trace_.problem.mask));
-        if (p_.kv_heads < p_.heads)
-            notes.push_back(fmt::format("k_cache and v_cache carry the KV head index: {} caches, each read by {} query heads",
-                                        p_.kv_heads, p_.heads / p_.kv_heads));
+            notes.push_back({"cache_offset", {{"m", static_cast<double>(p_.m)}, {"n", static_cast<double>(p_.n)}, {"offset", static_cast<double>(offset_)}}, {}});
+        Note reference{"decode_reference", {}, {}};
+        if (!p_.masks.empty() || !p_.lengths.empty()) reference.words["mask"] = trace_.problem.mask;
+        notes.push_back(std::move(reference));
+        if (p_.kv_heads < p_.heads) notes.push_back({"cache_heads", {{"kv_heads", p_.kv_heads}, {"heads", p_.heads}}, {}});
     }
 
     // Every head's q, k, v of sequence b, with an (n, d_v) output and a list of
@@ -193,15 +181,16 @@ private:
         numbers.emplace_back("kv_cache_bytes_per_token", elements * bytes);
         numbers.emplace_back("kv_cache_tokens", tokens);
         numbers.emplace_back("kv_cache_bytes_total", elements * bytes * tokens);
-        const std::string formula = p_.d_k == p_.d_v ? fmt::format("2 · layers · H_kv · d_k · bytes = 2 · {} · {} · {} · {:g}", decode_.layers, p_.kv_heads, p_.d_k, bytes)
-                                                      : fmt::format("layers · H_kv · (d_k + d_v) · bytes = {} · {} · ({} + {}) · {:g}", decode_.layers, p_.kv_heads, p_.d_k, p_.d_v, bytes);
-        trace_.notes.push_back(fmt::format("KV cache per sequence: {} = {:g} bytes per token; {:g} tokens → {}", formula, elements * bytes,
-                                           tokens, bytes_text(elements * bytes * tokens)));
+        trace_.notes.push_back({"kv_cache_size",
+                                {{"layers", decode_.layers}, {"kv_heads", p_.kv_heads}, {"d_k", static_cast<double>(p_.d_k)},
+                                 {"d_v", static_cast<double>(p_.d_v)}, {"bytes", bytes}, {"bytes_per_token", elements * bytes}, {"tokens", tokens}},
+                                {}});
         if (p_.kv_heads < p_.heads) {
             const double without_sharing = decode_.layers * p_.heads * per_kv_head * bytes;
             numbers.emplace_back("kv_cache_bytes_per_token_without_sharing", without_sharing);
-            trace_.notes.push_back(fmt::format("with {} KV heads instead of {} the cache is {}× smaller: {:g} instead of {:g} bytes per token",
-                                               p_.kv_heads, p_.heads, p_.heads / p_.kv_heads, elements * bytes, without_sharing));
+            trace_.notes.push_back({"kv_cache_sharing",
+                                    {{"kv_heads", p_.kv_heads}, {"heads", p_.heads}, {"bytes_per_token", elements * bytes}, {"without_sharing", without_sharing}},
+                                    {}});
         }
     }
 

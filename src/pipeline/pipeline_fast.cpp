@@ -96,17 +96,14 @@ public:
     }
 
 private:
-    std::string fast_path_note(const AttentionStats& stats) const {
-        const std::size_t bytes = dtype_ == Dtype::f32 ? 4 : 8;
+    Note fast_path_note(const AttentionStats& stats) const {
+        const double bytes = dtype_ == Dtype::f32 ? 4 : 8;
         const double full_bytes = static_cast<double>(p_.batch) * p_.heads * static_cast<double>(p_.n) * static_cast<double>(p_.m) * bytes;
-        return fmt::format(
-            "fast path{}: fused tiled attention with online softmax on the {} backend (Br = {} queries × Bc = {} keys per tile, {} thread{}); "
-            "it held {:.3g} MiB of scores at once, where the (n, m) scores of every head would take {:.3g} GiB. Shapes per head: "
-            "scores, mask, exp and weights ({}, {}) are not kept; row_max and row_sum ({}, 1) are the final running max m and sum ℓ; "
-            "out ({}, {})",
-            fast_.reason.empty() ? "" : " (" + fast_.reason + ")", backend_->name(), stats.block_q, stats.block_k,
-            stats.workers, stats.workers == 1 ? "" : "s", static_cast<double>(stats.score_bytes_held) / (1 << 20),
-            full_bytes / (1 << 30), p_.n, p_.m, p_.n, p_.n, p_.d_v);
+        return {"fast_path",
+                {{"block_q", static_cast<double>(stats.block_q)}, {"block_k", static_cast<double>(stats.block_k)}, {"workers", stats.workers},
+                 {"held_bytes", static_cast<double>(stats.score_bytes_held)}, {"full_bytes", full_bytes}, {"n", static_cast<double>(p_.n)},
+                 {"m", static_cast<double>(p_.m)}, {"d_v", static_cast<double>(p_.d_v)}},
+                {{"reason", fast_.reason}, {"backend", backend_->name()}}};
     }
 
     void record(std::string name, std::string formula, Matrix values, int head, std::size_t batch) {

@@ -96,16 +96,16 @@ public:
         const std::size_t Tr = (p_.n + Br_ - 1) / Br_, Tc = (p_.m + Bc_ - 1) / Bc_;
         const std::size_t heads_run = p_.batch * static_cast<std::size_t>(p_.heads);
         // The legend first: "tile [0, 1]" and "K[2…3]" must not read as GQA's KV head K_1.
-        skipped_notes_.insert(skipped_notes_.begin(), "tile [qb, kt] = query block qb × key tile kt; Q[a…b] and K[c…d] are the query and key rows "
-                                                      "of the tile (K_g with a subscript is KV head g)");
+        skipped_notes_.insert(skipped_notes_.begin(), Note{"tile_legend", {}, {}});
         if (tiles_skipped_ > max_skipped_lines)
-            skipped_notes_.push_back(fmt::format("… and {} more skipped tiles", tiles_skipped_ - max_skipped_lines));
+            skipped_notes_.push_back({"more_tiles_skipped", {{"count", static_cast<double>(tiles_skipped_ - max_skipped_lines)}}, {}});
         trace_.notes.insert(trace_.notes.begin(), skipped_notes_.begin(), skipped_notes_.end());
-        trace_.notes.insert(trace_.notes.begin(),
-                            fmt::format("tiled: Br = {} query rows × Bc = {} keys per tile, Tr × Tc = {} × {} tiles per head; "
-                                        "{} of {} tiles skipped (every score masked){}; {} scores held at once instead of n · m = {}",
-                                        Br_, Bc_, Tr, Tc, tiles_skipped_, Tr * Tc * heads_run,
-                                        heads_run > 1 ? fmt::format(" over {} heads and sequences", heads_run) : "", Br_ * Bc_, p_.n * p_.m));
+        trace_.notes.insert(trace_.notes.begin(), Note{"tiled",
+                                                       {{"block_q", static_cast<double>(Br_)}, {"block_k", static_cast<double>(Bc_)},
+                                                        {"Tr", static_cast<double>(Tr)}, {"Tc", static_cast<double>(Tc)},
+                                                        {"skipped", static_cast<double>(tiles_skipped_)}, {"heads_run", static_cast<double>(heads_run)},
+                                                        {"held", static_cast<double>(Br_ * Bc_)}, {"full", static_cast<double>(p_.n * p_.m)}},
+                                                       {}});
         check_overflow(trace_, p_, options_.dtype);
         trace_.numbers = {{"max_abs_diff_vs_full", max_abs_diff_vs(trace_, pipeline_full(p_, options_))},
                           {"scores_held", static_cast<double>(Br_ * Bc_)},
@@ -157,6 +157,17 @@ private:
         return out;
     }
 
+    Note skipped_tile_note(std::size_t qb, std::size_t kt, int h, std::size_t b, std::size_t i0, std::size_t rows, std::size_t j0,
+                           std::size_t cols) const {
+        Note note{"tile_skipped",
+                  {{"qb", static_cast<double>(qb)}, {"kt", static_cast<double>(kt)}, {"first_query", static_cast<double>(i0)},
+                   {"last_query", static_cast<double>(i0 + rows - 1)}, {"first_key", static_cast<double>(j0)}, {"last_key", static_cast<double>(j0 + cols - 1)}},
+                  {}};
+        if (p_.heads > 1) note.numbers["head"] = h;
+        if (p_.batched) note.numbers["batch"] = static_cast<double>(b);
+        return note;
+    }
+
     // Query block qb against key tiles 0 … last_tile; in.q holds query qb·Br at row
     // q_row. The block's mask rows only: the whole n × m mask is never built.
     OnlineSoftmax run_block(const HeadInputs& in, std::size_t q_row, std::size_t qb, std::size_t last_tile, int h, std::size_t b) {
@@ -172,8 +183,7 @@ private:
             // A tile that no query of the block may read changes nothing: skip it.
             if (every_score_masked(M_ij)) {
                 if (++tiles_skipped_ <= max_skipped_lines)
-                    skipped_notes_.push_back(fmt::format("tile [{}, {}]{}: skipped, every score masked (queries {}…{}, keys {}…{})", qb, kt, in_head_of_batch(p_, h, b),
-                                                         i0, i0 + rows - 1, j0, j0 + cols - 1));
+                    skipped_notes_.push_back(skipped_tile_note(qb, kt, h, b, i0, rows, j0, cols));
                 continue;
             }
             ++tiles_computed_;
@@ -217,7 +227,7 @@ private:
     std::size_t tiles_computed_ = 0, tiles_skipped_ = 0;
     // One note per skipped tile, up to a screenful; the count covers the rest.
     static constexpr std::size_t max_skipped_lines = 32;
-    std::vector<std::string> skipped_notes_;
+    std::vector<Note> skipped_notes_;
 };
 
 }  // namespace

@@ -41,10 +41,10 @@ void StepRecorder::record_concat_and_final(const std::vector<Matrix>& outs, std:
 void StepRecorder::note_empty_rows(const std::vector<std::size_t>& rows, int head, std::size_t batch) {
     if (rows.empty()) return;
     if (p_.empty_rows == EmptyRows::error) fail_empty_row(p_, rows.front(), head, batch);
-    trace_.notes.push_back(fmt::format("{} row{} with no visible key{}: empty_rows = {} ({})", rows.size(), rows.size() == 1 ? "" : "s",
-                                       in_head_of_batch(p_, head, batch),
-                                       empty_rows_name(p_.empty_rows),
-                                       p_.empty_rows == EmptyRows::zero ? "weights and output 0, as PyTorch >= 2.5" : "NaN, as older PyTorch"));
+    Note note{"empty_rows", {{"rows", static_cast<double>(rows.size())}}, {{"policy", empty_rows_name(p_.empty_rows)}}};
+    if (p_.heads > 1) note.numbers["head"] = head;
+    if (p_.batched) note.numbers["batch"] = static_cast<double>(batch);
+    trace_.notes.push_back(std::move(note));
 }
 
 HeadInputs head_inputs(const Problem& p, const Projections& projections, int head, Dtype dtype, std::size_t first_query_row) {

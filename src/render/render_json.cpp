@@ -47,7 +47,9 @@ std::string render_json(const Trace& trace, const RenderOptions& options) {
         s["data"] = matrix_json(step->values);
         steps.push_back(std::move(s));
     }
-    nlohmann::ordered_json out = {{"attn_trace", 1}, {"command", trace.command}, {"problem", problem}, {"notes", trace.notes}, {"steps", steps}};
+    nlohmann::ordered_json notes = nlohmann::ordered_json::array();  // sentences, as SPEC §5 has them
+    for (const Note& note : trace.notes) notes.push_back(note_text(note));
+    nlohmann::ordered_json out = {{"attn_trace", 1}, {"command", trace.command}, {"problem", problem}, {"notes", notes}, {"steps", steps}};
     for (const auto& [key, value] : trace.numbers) out[key] = number_json(value);
     return out.dump() + "\n";
 }

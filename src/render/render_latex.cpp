@@ -92,7 +92,7 @@ std::string render_latex(const Trace& trace, const RenderOptions& options) {
     if (options.header) {
         out += fmt::format("\\noindent\\textbf{{attn-trace {}{}}}\\\\\n{}\n", trace.command, p.title.empty() ? "" : ": " + latex_text(p.title),
                            latex_text(describe_problem(p)));
-        for (const auto& note : trace.notes) out += "\n\\noindent\\emph{note: " + latex_prose(note) + "}\n";
+        for (const auto& note : trace.notes) out += "\n\\noindent\\emph{note: " + latex_prose(note_text(note)) + "}\n";
     }
     for (const Step* step : steps) out += "\n" + latex_heading(*step) + latex_matrix(*step, options);
     for (const auto& [key, value] : trace.numbers) out += fmt::format("\n\\noindent {} $= {:.6g}$\n", latex_text(key), value);

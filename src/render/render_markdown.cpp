@@ -42,7 +42,7 @@ std::string render_markdown(const Trace& trace, const RenderOptions& options) {
     if (options.header) {
         out = fmt::format("## attn-trace {}{}\n\n{}\n", trace.command, p.title.empty() ? "" : ": " + markdown_text(p.title),
                           markdown_text(describe_problem(p)));
-        for (const auto& note : trace.notes) out += "\n> note: " + markdown_text(note) + "\n";
+        for (const auto& note : trace.notes) out += "\n> note: " + markdown_text(note_text(note)) + "\n";
     }
     for (const Step* step : selected_steps(trace, options)) out += "\n" + markdown_heading(*step) + "\n" + markdown_table(*step, options);
     for (const auto& [key, value] : trace.numbers) out += fmt::format("\n- {} = {:.6g}", key, value);

@@ -72,7 +72,7 @@ std::string render_text(const Trace& trace, const RenderOptions& options) {
     std::string out;
     out += colors.header(fmt::format("attn-trace {}{}", trace.command, p.title.empty() ? "" : ": " + p.title)) + "\n";
     out += describe_problem(p) + "\n";
-    for (const auto& note : trace.notes) out += colors.note("note: " + note) + "\n";
+    for (const auto& note : trace.notes) out += colors.note("note: " + note_text(note)) + "\n";
     for (const Step* step : selected_steps(trace, options)) out += "\n" + render_step_text(*step, options);
     for (const auto& [key, value] : trace.numbers) out += fmt::format("\n{} = {:.6g}", key, value);
     if (!trace.numbers.empty()) out += "\n";

@@ -14,6 +14,7 @@
 #include "attn_trace/errors.hpp"
 #include "attn_trace/exercise.hpp"
 #include "attn_trace/pipeline.hpp"
+#include "attn_trace/render.hpp"
 #include "exercise_plan.hpp"
 
 namespace attn_trace {
@@ -51,10 +52,10 @@ double trace_number(const Trace& trace, const std::string& name) {
     throw std::logic_error("exercise: the trace has no number " + name);
 }
 
-// The trace's own notes that mention `about` (how query heads share KV heads, ...).
-std::vector<std::string> trace_notes(const Trace& trace, const std::string& about) {
+// The trace's own notes of one kind (how query heads share KV heads, ...), as the trace prints them.
+std::vector<std::string> trace_notes(const Trace& trace, const std::string& kind) {
     std::vector<std::string> out;
-    std::copy_if(trace.notes.begin(), trace.notes.end(), std::back_inserter(out), [&](const std::string& n) { return n.find(about) != std::string::npos; });
+    for (const Note* note : trace.notes_of(kind)) out.push_back(note_text(*note));
     return out;
 }
 
@@ -142,7 +143,7 @@ ExercisePlan multihead(HandNumbers& numbers) {
 // Which KV head each query head reads (the trace's note), and the cache per token
 // and layer as `decode` counts it: a key of d_k and a value of d_v per KV head.
 std::vector<std::string> gqa_cache_notes(const Problem& problem, const Trace& trace) {
-    std::vector<std::string> notes = trace_notes(trace, "read KV head");
+    std::vector<std::string> notes = trace_notes(trace, "kv_sharing");
     const Trace decoded = pipeline_decode(problem, RunOptions{}, DecodeOptions{});
     const double bytes_per_number = trace_number(decoded, "kv_cache_bytes_per_number");
     const double shared = trace_number(decoded, "kv_cache_elements_per_token");

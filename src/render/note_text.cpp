@@ -1,0 +1,136 @@
+// The phrasebook: every kind of note the pipelines record, as one sentence for
+// people. The facts come from the trace; the words are all here.
+#include <fmt/format.h>
+
+#include "attn_trace/cost.hpp"
+#include "attn_trace/render.hpp"
+
+namespace attn_trace {
+
+namespace {
+
+long long whole(const Note& note, const std::string& key) { return static_cast<long long>(note.number(key)); }
+
+std::string plural(long long count) { return count == 1 ? "" : "s"; }
+
+// " in head 1 of batch 0", where the note names them (only problems with several do).
+std::string in_head_of_batch(const Note& note) {
+    return (note.has("head") ? fmt::format(" in head {}", whole(note, "head")) : "") +
+           (note.has("batch") ? fmt::format(" of batch {}", whole(note, "batch")) : "");
+}
+
+std::string causal_alignment(const Note& note) {
+    const long long n = whole(note, "n"), m = whole(note, "m");
+    if (note.word("alignment") == "upper_left")
+        return fmt::format("causal mask with n = {} queries and m = {} keys: top-left alignment, query i reads keys j <= i "
+                           "(PyTorch is_causal=True); use causal-bottom-right to align the queries with the end of the keys",
+                           n, m);
+    return fmt::format("causal mask with n = {} queries and m = {} keys: bottom-right alignment, query i reads keys "
+                       "j <= i + {} (the queries are the last {} tokens, as in cached decoding)",
+                       n, m, m - n, n);
+}
+
+std::string kv_sharing(const Note& note) {
+    const long long heads = whole(note, "heads"), kv_heads = whole(note, "kv_heads"), group = heads / kv_heads;
+    std::string text = fmt::format("{}: {} query heads share {} KV head{}:", kv_heads == 1 ? "multi-query" : "grouped-query", heads, kv_heads,
+                                   plural(kv_heads));
+    for (long long g = 0; g < kv_heads; ++g) text += fmt::format("{} query heads {}-{} read KV head {}", g ? ";" : "", g * group, (g + 1) * group - 1, g);
+    return text;
+}
+
+std::string kv_cache_size(const Note& note) {
+    const long long layers = whole(note, "layers"), kv_heads = whole(note, "kv_heads"), d_k = whole(note, "d_k"), d_v = whole(note, "d_v");
+    const double bytes = note.number("bytes"), per_token = note.number("bytes_per_token"), tokens = note.number("tokens");
+    const std::string formula = d_k == d_v ? fmt::format("2 · layers · H_kv · d_k · bytes = 2 · {} · {} · {} · {:g}", layers, kv_heads, d_k, bytes)
+                                           : fmt::format("layers · H_kv · (d_k + d_v) · bytes = {} · {} · ({} + {}) · {:g}", layers, kv_heads, d_k, d_v, bytes);
+    return fmt::format("KV cache per sequence: {} = {:g} bytes per token; {:g} tokens → {}", formula, per_token, tokens, bytes_text(per_token * tokens));
+}
+
+std::string fast_path(const Note& note) {
+    const std::string& reason = note.word("reason");
+    const long long workers = whole(note, "workers");
+    return fmt::format(
+        "fast path{}: fused tiled attention with online softmax on the {} backend (Br = {} queries × Bc = {} keys per tile, {} thread{}); "
+        "it held {:.3g} MiB of scores at once, where the (n, m) scores of every head would take {:.3g} GiB. Shapes per head: "
+        "scores, mask, exp and weights ({}, {}) are not kept; row_max and row_sum ({}, 1) are the final running max m and sum ℓ; "
+        "out ({}, {})",
+        reason.empty() ? "" : " (" + reason + ")", note.word("backend"), whole(note, "block_q"), whole(note, "block_k"), workers, plural(workers),
+        note.number("held_bytes") / (1 << 20), note.number("full_bytes") / (1 << 30), whole(note, "n"), whole(note, "m"), whole(note, "n"),
+        whole(note, "n"), whole(note, "d_v"));
+}
+
+std::string tiled(const Note& note) {
+    const long long heads_run = whole(note, "heads_run");
+    return fmt::format("tiled: Br = {} query rows × Bc = {} keys per tile, Tr × Tc = {} × {} tiles per head; "
+                       "{} of {} tiles skipped (every score masked){}; {} scores held at once instead of n · m = {}",
+                       whole(note, "block_q"), whole(note, "block_k"), whole(note, "Tr"), whole(note, "Tc"), whole(note, "skipped"),
+                       whole(note, "Tr") * whole(note, "Tc") * heads_run, heads_run > 1 ? fmt::format(" over {} heads and sequences", heads_run) : "",
+                       whole(note, "held"), whole(note, "full"));
+}
+
+std::string decode(const Note& note) {
+    const long long prefill = whole(note, "prefill");
+    return fmt::format("decode: {}one query per step; at step t every KV head appends k_t and v_t to its cache, then "
+                       "each query head scores q_t against the whole cache (s · q_t Kᵀ), takes the softmax and mixes the cached values",
+                       prefill ? fmt::format("queries 0…{} as one prefill block, then ", prefill - 1) : "");
+}
+
+std::string decode_reference(const Note& note) {
+    if (!note.has("mask"))
+        return "decode is causal by construction (the cache holds only the past), so it equals "
+               "the full computation with the causal-bottom-right mask, which max_abs_diff_vs_full compares with";
+    return fmt::format("decode is causal by construction; the problem's mask ({}) applies inside the cache, so decode "
+                       "equals the full computation with {} + causal-bottom-right, which max_abs_diff_vs_full compares with",
+                       note.word("mask"), note.word("mask"));
+}
+
+std::string empty_rows(const Note& note) {
+    const long long rows = whole(note, "rows");
+    const bool zero = note.word("policy") == "zero";
+    return fmt::format("{} row{} with no visible key{}: empty_rows = {} ({})", rows, plural(rows), in_head_of_batch(note), note.word("policy"),
+                       zero ? "weights and output 0, as PyTorch >= 2.5" : "NaN, as older PyTorch");
+}
+
+}  // namespace
+
+std::string note_text(const Note& note) {
+    const std::string& k = note.kind;
+    if (k == "causal_alignment") return causal_alignment(note);
+    if (k == "nonfinite_inputs")
+        return fmt::format("allow_nonfinite: the inputs hold non-finite numbers ({}, the first); they spread through every step that "
+                           "reads them (x · NaN = NaN, inf − inf = NaN), as traced below",
+                           note.word("first"));
+    if (k == "kv_sharing") return kv_sharing(note);
+    if (k == "overflow")
+        return fmt::format("allow_nonfinite: overflow: {}; it spreads through the steps after it, as traced below", overflow_text(note));
+    if (k == "empty_rows") return empty_rows(note);
+    if (k == "fast_path") return fast_path(note);
+    if (k == "tiled") return tiled(note);
+    if (k == "tile_legend")
+        return "tile [qb, kt] = query block qb × key tile kt; Q[a…b] and K[c…d] are the query and key rows "
+               "of the tile (K_g with a subscript is KV head g)";
+    if (k == "tile_skipped")
+        return fmt::format("tile [{}, {}]{}: skipped, every score masked (queries {}…{}, keys {}…{})", whole(note, "qb"), whole(note, "kt"),
+                           in_head_of_batch(note), whole(note, "first_query"), whole(note, "last_query"), whole(note, "first_key"),
+                           whole(note, "last_key"));
+    if (k == "more_tiles_skipped") return fmt::format("… and {} more skipped tiles", whole(note, "count"));
+    if (k == "decode") return decode(note);
+    if (k == "prefill")
+        return fmt::format("prefill: the first {} queries as one bottom-right-aligned causal block; its steps carry t = {} and have {} rows",
+                           whole(note, "prefill"), whole(note, "prefill") - 1, whole(note, "prefill"));
+    if (k == "cache_offset")
+        return fmt::format("m = {} keys for n = {} queries: the cache starts with the {} keys before the first query, so after step t it holds t + {} keys",
+                           whole(note, "m"), whole(note, "n"), whole(note, "offset"), whole(note, "offset") + 1);
+    if (k == "decode_reference") return decode_reference(note);
+    if (k == "cache_heads")
+        return fmt::format("k_cache and v_cache carry the KV head index: {} caches, each read by {} query heads", whole(note, "kv_heads"),
+                           whole(note, "heads") / whole(note, "kv_heads"));
+    if (k == "kv_cache_size") return kv_cache_size(note);
+    if (k == "kv_cache_sharing")
+        return fmt::format("with {} KV heads instead of {} the cache is {}× smaller: {:g} instead of {:g} bytes per token", whole(note, "kv_heads"),
+                           whole(note, "heads"), whole(note, "heads") / whole(note, "kv_heads"), note.number("bytes_per_token"),
+                           note.number("without_sharing"));
+    return "note of an unknown kind: " + k;  // a pipeline recorded a kind this phrasebook lacks (tests/test_notes.cpp phrases every kind)
+}
+
+}  // namespace attn_trace

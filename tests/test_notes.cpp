@@ -1,0 +1,58 @@
+// Notes are facts (a kind, numbers, words) that the renderers phrase: every kind a
+// pipeline records has its sentence, and the facts are there to be read.
+#include <catch2/catch.hpp>
+
+#include <set>
+
+#include "attn_trace/pipeline.hpp"
+#include "attn_trace/render.hpp"
+
+using namespace attn_trace;
+
+namespace {
+
+Problem problem(const std::string& json) { return parse_problem(json, "notes.json", true); }
+
+void collect(const Trace& trace, std::set<std::string>& kinds) {
+    for (const Note& note : trace.notes) {
+        INFO("kind " << note.kind);
+        CHECK_FALSE(note_text(note).starts_with("note of an unknown kind"));
+        kinds.insert(note.kind);
+    }
+}
+
+}  // namespace
+
+TEST_CASE("every kind of note the pipelines record has its sentence", "[notes]") {
+    std::set<std::string> kinds;
+    const std::string gqa = R"("Q": {"random": {"shape": [3, 8], "seed": 1}}, "K": {"random": {"shape": [5, 4], "seed": 2}},
+                               "V": {"random": {"shape": [5, 4], "seed": 3}}, "heads": 4, "kv_heads": 2)";
+    collect(pipeline_full(problem("{" + gqa + R"(, "mask": "causal"})"), {}), kinds);  // causal_alignment, kv_sharing
+    collect(pipeline_decode(problem("{" + gqa + R"(, "mask": "window:1"})"), {}, DecodeOptions{.prefill = 2}), kinds);  // decode, prefill, cache_offset, ...
+    collect(pipeline_tiled(problem(R"({"Q": {"random": {"shape": [40, 2], "seed": 1}}, "K": {"random": {"shape": [40, 2], "seed": 2}},
+                                       "V": {"random": {"shape": [40, 2], "seed": 3}}, "mask": "causal"})"),
+                           {}, TiledOptions{1, 1}),
+            kinds);  // tiled, tile_legend, tile_skipped, more_tiles_skipped
+    collect(pipeline_fast(problem(R"({"Q": [[1, 0]], "K": [[1, 0]], "V": [[1]], "mask": {"key_valid": [false]}, "empty_rows": "zero"})"), {}, {}),
+            kinds);  // fast_path, empty_rows
+    collect(pipeline_full(problem(R"({"Q": [[1, "nan"]], "K": [[1, 0]], "V": [[1]]})"), {}), kinds);  // nonfinite_inputs
+    collect(pipeline_full(problem(R"({"Q": [[1e308]], "K": [[1e308]], "V": [[1]], "allow_nonfinite": true})"), {}), kinds);  // overflow
+    for (const char* kind : {"causal_alignment", "kv_sharing", "decode", "prefill", "cache_offset", "decode_reference", "cache_heads", "kv_cache_size",
+                             "kv_cache_sharing", "tiled", "tile_legend", "tile_skipped", "more_tiles_skipped", "fast_path", "empty_rows",
+                             "nonfinite_inputs", "overflow"}) {
+        INFO("kind " << kind);
+        CHECK(kinds.count(kind) == 1);
+    }
+}
+
+TEST_CASE("a note's facts are numbers and words, not prose", "[notes]") {
+    const Trace decode = pipeline_decode(problem(R"({"Q": {"random": {"shape": [3, 4], "seed": 1}}, "K": {"random": {"shape": [3, 4], "seed": 2}},
+                                                    "V": {"random": {"shape": [3, 4], "seed": 3}}})"),
+                                         {}, DecodeOptions{.layers = 32, .bytes = 2.0, .tokens = 4096});
+    const auto size = decode.notes_of("kv_cache_size");
+    REQUIRE(size.size() == 1);
+    CHECK(size[0]->number("bytes_per_token") == 32 * 2 * 4 * 2);  // 2 · layers · H_kv · d_k · bytes
+    CHECK(size[0]->number("tokens") == 4096);
+    CHECK_THAT(note_text(*size[0]), Catch::EndsWith("4096 tokens → 2,097,152 bytes = 2.10 MB (2.00 MiB)"));
+    CHECK_THAT(render_json(decode, {}), Catch::Contains(R"("KV cache per sequence: 2 · layers · H_kv · d_k · bytes = 2 · 32 · 1 · 4 · 2 = 512 bytes per token)"));
+}
