@@ -32,7 +32,7 @@ struct BenchResult {
     std::size_t n = 0, m = 0;
     std::string impl;
     std::string status = "ok";      // ok, skipped, unavailable
-    std::string reason;             // why not ok
+    std::string reason;             // why not ok; its settings marked as errors mark them (errors.hpp)
     std::vector<double> times_ms;   // each repeat after the warm-up
     double median_ms = 0, min_ms = 0, max_ms = 0;
     double gflops = 0;              // 4·n·m·d_k per head (half when causal) / median

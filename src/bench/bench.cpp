@@ -146,7 +146,7 @@ private:
             try {
                 backend = make_backend(which.backend);
             } catch (const BackendUnavailable& error) {
-                why = error.what();
+                why = error.marked();  // the caller words its settings
             }
             const double naive_bytes = static_cast<double>(n) * static_cast<double>(n) * (c_.dtype == Dtype::f32 ? 4 : 8);
             if (backend && !backend->supports(which.op, &call, why)) why = fmt::format("the {} backend: {}", backend->name(), why);

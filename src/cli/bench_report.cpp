@@ -7,7 +7,9 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "attn_trace/errors.hpp"
 #include "attn_trace/problem.hpp"
+#include "report_error.hpp"
 #include "size_text.hpp"
 
 namespace attn_trace::cli {
@@ -27,7 +29,7 @@ std::string bench_text(const BenchConfig& c, const std::vector<BenchResult>& res
     out += fmt::format("{:>7}  {:<6} {:>10}  {:>19}  {:>8}  {:>12}  {}\n", "n", "impl", "ms", "min–max", "GFLOP/s", "scores held", "max diff");
     for (const auto& r : results) {
         if (r.status != "ok") {
-            out += fmt::format("{:>7}  {:<6} {}: {}\n", r.n, r.impl, r.status, r.reason);
+            out += fmt::format("{:>7}  {:<6} {}: {}\n", r.n, r.impl, r.status, word_options(r.reason, flag_of));
             continue;
         }
         const std::string diff = r.max_abs_diff ? fmt::format("{:.2e} vs {}", *r.max_abs_diff, r.compared_with) : "";
@@ -51,7 +53,7 @@ std::string bench_json(const BenchConfig& c, const std::vector<BenchResult>& res
             row["max_abs_diff"] = r.max_abs_diff ? nlohmann::ordered_json(*r.max_abs_diff) : nlohmann::ordered_json(nullptr);
             if (r.max_abs_diff) row["compared_with"] = r.compared_with;
         } else {
-            row["reason"] = r.reason;
+            row["reason"] = word_options(r.reason, flag_of);
         }
         rows.push_back(std::move(row));
     }
