@@ -142,7 +142,6 @@ void print_trace(const Trace& trace, const TraceOptions& o, const Problem& probl
     // The SVG first: a bad --svg path fails before anything is printed.
     if (!o.svg.empty()) write_file(o.svg, render_weights_svg(trace, r));
     if (pitfall) {
-        if (o.format != "text" || o.heatmap) throw InputError("--pitfall prints the two computations side by side as text: leave out --format and --heatmap");
         std::cout << render_pitfall(*pitfall, r);
         return;
     }

@@ -110,8 +110,9 @@ std::string note_text(const Note& note) {
         return "tile [qb, kt] = query block qb × key tile kt; Q[a…b] and K[c…d] are the query and key rows "
                "of the tile (K_g with a subscript is KV head g)";
     if (k == "tile_skipped")
-        return fmt::format("tile [{}, {}]{}: skipped, every score masked (queries {}…{}, keys {}…{})", whole(note, "qb"), whole(note, "kt"),
-                           in_head_of_batch(note), whole(note, "first_query"), whole(note, "last_query"), whole(note, "first_key"),
+        return fmt::format("tile [{}, {}]{}{}: skipped, every score masked (queries {}…{}, keys {}…{})", whole(note, "qb"), whole(note, "kt"),
+                           note.has("head") ? fmt::format(", head {}", whole(note, "head")) : "",
+                           note.has("batch") ? fmt::format(", batch {}", whole(note, "batch")) : "", whole(note, "first_query"), whole(note, "last_query"), whole(note, "first_key"),
                            whole(note, "last_key"));
     if (k == "more_tiles_skipped") return fmt::format("… and {} more skipped tiles", whole(note, "count"));
     if (k == "decode") return decode(note);

@@ -26,6 +26,7 @@ expect_exit 0 "rescale  .*tile \[0, 1\]" -- "$T" tiled "$E/damaged_on_arrival.js
 # issue 11, finding 7: skipped tiles one line each, the first tile's rescale written
 # as the 0 it shows, and a tile notation with a legend that is not GQA's K_0
 expect_exit 0 "note: tile \[0, 1\]: skipped, every score masked \(queries 0…1, keys 2…2\)" -- "$T" tiled "$E/damaged_on_arrival.json" --mask causal
+expect_exit 0 "note: tile \[0, 1\], head 1: skipped, every score masked \(queries 0…1, keys 2…3\)" -- "$T" tiled "$E/gqa_8q_2kv.json" --mask causal
 expect_exit 0 "^rescale  e\^\(m_old − m_new\) = 0 \(the block's first tile: m_old = −∞.*tile \[0, 0\]" -- "$T" tiled "$E/damaged_on_arrival.json" --steps rescale
 expect_exit 0 "^scores  s · Q\[0…1\] K\[2…2\]ᵀ \+ M \(query block 0, key tile 1\)" -- "$T" tiled "$E/damaged_on_arrival.json" --steps scores
 expect_exit 0 "note: tile \[qb, kt\] = query block qb × key tile kt" -- "$T" tiled "$E/damaged_on_arrival.json"

@@ -17,10 +17,11 @@ using namespace attn_trace;
 
 namespace {
 
-Problem random_problem(std::size_t n, std::size_t m, std::size_t d, std::size_t dv, const std::string& extra) {
+// Q (n, heads·d), K (m, kv_heads·d), V (m, kv_heads·dv).
+Problem random_problem(std::size_t n, std::size_t m, std::size_t d, std::size_t dv, const std::string& extra, int heads = 1, int kv_heads = 1) {
     return parse_problem(fmt::format(R"({{"Q": {{"random": {{"shape": [{}, {}], "seed": 11}}}}, "K": {{"random": {{"shape": [{}, {}], "seed": 12}}}},
-                                        "V": {{"random": {{"shape": [{}, {}], "seed": 13}}}} {}}})",
-                                     n, d, m, d, m, dv, extra),
+                                        "V": {{"random": {{"shape": [{}, {}], "seed": 13}}}}, "heads": {}, "kv_heads": {} {}}})",
+                                     n, heads * d, m, kv_heads * d, m, kv_heads * dv, heads, kv_heads, extra),
                          "cuda-test.json");
 }
 
@@ -56,12 +57,11 @@ TEST_CASE("the whole trace on --backend cuda equals the CPU trace") {
 }
 
 TEST_CASE("run --fast --backend cuda equals the CPU's fast path and the reference: masks by ranges, GQA, edge sizes") {
-    struct Case { std::size_t n, m, d; const char* extra; };
+    struct Case { std::size_t n, m, d; const char* extra; int heads = 1, kv_heads = 1; };
     for (const Case c : {Case{1, 1, 4, ""}, Case{1, 300, 64, ""}, Case{100, 77, 64, R"(, "mask": "causal")"},
                          Case{77, 100, 128, R"(, "mask": "causal-bottom-right")"}, Case{65, 65, 32, R"(, "mask": "window:5")"},
-                         Case{40, 40, 16, R"(, "heads": 4, "kv_heads": 2, "mask": "causal")"}}) {
-        Problem p = random_problem(c.n, c.m, c.d, c.d, std::string(c.extra) + R"(, "empty_rows": "zero")");
-        if (p.heads > 1) p = random_problem(c.n, c.m, c.d * 4, c.d * 2, std::string(c.extra) + R"(, "empty_rows": "zero")");
+                         Case{40, 40, 16, R"(, "mask": "causal")", 4, 2}, Case{70, 70, 8, "", 3, 1}}) {
+        const Problem p = random_problem(c.n, c.m, c.d, c.d, std::string(c.extra) + R"(, "empty_rows": "zero")", c.heads, c.kv_heads);
         const Trace reference = pipeline_full(p, {Dtype::f64, "cpu"});
         const Trace cpu = pipeline_fast(p, {Dtype::f32, "cpu"}, {});
         const Trace gpu = pipeline_fast(p, {Dtype::f32, "cuda"}, {});

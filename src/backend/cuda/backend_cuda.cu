@@ -190,15 +190,18 @@ bool CudaBackend::supports(Operation op, const AttentionCall* call, std::string&
         return false;
     }
     if (!call) return true;
-    if (call->dtype != Dtype::f32) why = "its fused kernel computes in float32 (dtype f32)";
+    std::string missing;
+    if (call->dtype != Dtype::f32) missing = "its fused kernel computes in float32 (⟦dtype⟧ f32)";
     else if (call->d_k > max_width || call->d_v > max_width)
-        why = "its fused kernel takes head widths up to " + std::to_string(max_width) + ", found d_k = " + std::to_string(call->d_k) +
+        missing = "its fused kernel takes head widths up to " + std::to_string(max_width) + ", found d_k = " + std::to_string(call->d_k) +
               ", d_v = " + std::to_string(call->d_v);
-    else if (call->softcap) why = "its fused kernel has no softcap";
+    else if (call->softcap) missing = "its fused kernel has no softcap";
     else if (call->mask && call->mask->has_elementwise())
-        why = "its fused kernel masks by key ranges only (causal, window, lengths), not by key_valid, ALiBi or dense masks";
-    else if (call->n() == 0 || call->m() == 0) why = "its fused kernel needs n ≥ 1 and m ≥ 1";
-    return why.empty();
+        missing = "its fused kernel masks by key ranges only (causal, window, lengths), not by key_valid, ALiBi or dense masks";
+    else if (call->n() == 0 || call->m() == 0) missing = "its fused kernel needs n ≥ 1 and m ≥ 1";
+    if (missing.empty()) return true;
+    why = missing;
+    return false;
 }
 
 AttentionResult CudaBackend::fused_attention(const AttentionCall& call) const {
