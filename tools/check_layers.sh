@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 # Lowest first. A folder of src/, or a public header by its name.
 layer_of() {
   case "$1" in
-    src/core/* | include/attn_trace/@(matrix|trace|compare|tolerances|errors|random|cost|parallel|version).hpp) echo "1 core" ;;
+    src/core/* | include/attn_trace/@(matrix|trace|compare|tolerances|errors|random|cost|parallel|version|sparse_pattern).hpp) echo "1 core" ;;
     src/json/*) echo "2 json" ;;
     src/problem/* | include/attn_trace/@(problem|mask|problem_file).hpp) echo "3 problem" ;;
     src/backend/* | include/attn_trace/backend.hpp) echo "4 backend" ;;

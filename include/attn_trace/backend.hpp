@@ -36,9 +36,15 @@ struct KeyMask {
     Matrix dense;
     // ALiBi slope per query head; empty = none. Adds −slope·|i + (m − n) − j|.
     std::vector<double> alibi_slopes;
+    // Sparse patterns (SPEC §15): key j is visible only if every pattern allows it.
+    // Tiles in which no pair is allowed are skipped whole.
+    std::vector<SparsePattern> patterns;
 
     // Whether some entries need more than the row ranges.
-    bool has_elementwise() const { return !key_valid.empty() || !dense.empty() || !alibi_slopes.empty(); }
+    bool has_elementwise() const { return !key_valid.empty() || !dense.empty() || !alibi_slopes.empty() || !patterns.empty(); }
+    // Whether the patterns allow query i to read key j, and some query of [i0, i1) some key of [j0, j1).
+    bool patterns_allow(std::size_t i, std::size_t j, std::size_t n, std::size_t m) const;
+    bool patterns_touch(std::size_t i0, std::size_t i1, std::size_t j0, std::size_t j1, std::size_t n, std::size_t m) const;
 };
 
 // One sequence's attention, every head: out_h = softmax(s·Q_h K_gᵀ + M) V_g,

@@ -5,6 +5,9 @@
 // multiply and the add separately are twice as many. Softmax and masking are left out.
 #include <cstdint>
 #include <string>
+#include <vector>
+
+#include "attn_trace/sparse_pattern.hpp"
 
 namespace attn_trace {
 
@@ -42,6 +45,40 @@ struct CostAnswer {
 // Throws InputError for zero sizes, heads not dividing d_model, kv_heads not
 // dividing heads, and sizes whose counts would overflow 64 bits.
 CostAnswer compute_cost(const CostQuestion& question);
+
+// SPEC §15: the attention term of a sparse pattern, which scores only some pairs
+// (self-attention, n = m), beside the dense one, at each length in `lengths`.
+struct SparseCostRow {
+    std::uint64_t n = 0, scored_pairs = 0, dense_pairs = 0;
+    double density = 0;
+    // Q Kᵀ and A V over the scored pairs: H · scored · d_k each = 2 · scored · d.
+    std::uint64_t attention_multiply_adds = 0, dense_attention_multiply_adds = 0;
+    double score_bytes_per_head = 0, dense_score_bytes_per_head = 0;
+};
+struct SparseCost {
+    CostQuestion question;
+    std::string pattern;  // describe_sparse
+    std::vector<SparseCostRow> rows;
+};
+// The pattern's random blocks are drawn again for each length. Throws InputError
+// as compute_cost does, and for a global block past the last block of a length.
+SparseCost compute_sparse_cost(const CostQuestion& question, const SparsePattern& pattern, const std::vector<std::uint64_t>& lengths);
+
+// SPEC §16: the KV cache per token of one layer under MHA (2·H·d_h), GQA
+// (2·H_kv·d_h), MQA (2·d_h) and MLA (d_c + d_r: the latent and the shared RoPE key).
+struct CacheComparison {
+    CostQuestion question;  // kv_heads filled in
+    std::uint64_t d_head = 0, d_c = 0, d_r = 0;
+    std::uint64_t mha = 0, gqa = 0, mqa = 0, mla = 0;  // elements per token per layer
+};
+CacheComparison compare_kv_caches(const CostQuestion& question, std::uint64_t d_c, std::uint64_t d_r);
+// What MLA caches per token: (d_c + d_r) · layers elements, one latent and one RoPE key for every head.
+std::uint64_t mla_cache_elements_per_token(std::uint64_t d_c, std::uint64_t d_r, std::uint64_t layers);
+
+std::string sparse_cost_text(const SparseCost& cost);
+std::string sparse_cost_json(const SparseCost& cost);
+std::string cache_comparison_text(const CacheComparison& comparison);
+std::string cache_comparison_json(const CacheComparison& comparison);
 
 // The answer for people (every figure with its formula) or as a JSON object.
 std::string cost_text(const CostAnswer& answer);

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "attn_trace/matrix.hpp"
+#include "attn_trace/sparse_pattern.hpp"
 
 namespace attn_trace {
 
@@ -19,11 +20,13 @@ struct MaskSpec {
         additive,             // explicit (n, m) matrix added to the scores
         allowed,              // (n, m) booleans, true = may read
         blocked,              // (n, m) booleans, true = may not read
+        sparse,               // a sparse pattern (SPEC §15): visible when any of its parts allows it
     };
     Kind kind = Kind::none;
     long window_left = 0, window_right = 0;
     std::vector<bool> key_valid;
     Matrix matrix;       // additive values, or 1/0 for allowed/blocked
+    SparsePattern sparse;
     std::string label;   // how the user wrote it, e.g. "causal" or "window:3"
 
     bool needs_shape() const { return kind == Kind::additive || kind == Kind::allowed || kind == Kind::blocked; }

@@ -86,6 +86,10 @@ Problem parse_problem(const std::string& text, const std::string& file_label, bo
 // against the batch): called again after command-line options replace file values.
 void validate_masks(const Problem& problem);
 
+// A --mask value: a string form (SPEC §3) or JSON, one spec object or a list of
+// them ({"sparse": {...}} among them), for n queries and m keys; "none" is no mask.
+std::vector<MaskSpec> parse_mask_option(const std::string& text, std::size_t n, std::size_t m, const std::string& where);
+
 std::string dtype_name(Dtype dtype);
 Dtype parse_dtype(const std::string& text, const std::string& where);  // "f64", "f32"; `where` prefixes the error
 std::string empty_rows_name(EmptyRows policy);

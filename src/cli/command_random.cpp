@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "attn_trace/errors.hpp"
-#include "attn_trace/mask.hpp"
+#include "attn_trace/problem.hpp"
 #include "attn_trace/problem_file.hpp"
 #include "attn_trace/random.hpp"
 #include "commands.hpp"
@@ -66,7 +66,7 @@ Examples:
     random->add_option("--kv-heads", o.kv_heads, "key/value heads (default heads; must divide heads)");
     random->add_option("--seed", o.seed, "seed of the first matrix; the others use seed+1, seed+2, ...")->capture_default_str();
     random->add_option("--dist", o.dist, "normal, uniform or integers")->check(CLI::IsMember({"normal", "uniform", "integers"}))->capture_default_str();
-    random->add_option("--mask", o.mask, "a mask spec to include (causal, window:W, ...)");
+    random->add_option("--mask", o.mask, "a mask spec to include (causal, window:W, ..., or JSON such as '{\"sparse\": {\"window\": 1}}')");
     random->add_flag("--literal", o.literal, "write the numbers, not generator specs");
     random->add_option("-o,--output", o.output, "output file, - for standard output")->capture_default_str();
     random->callback([&exit_code] {
@@ -75,7 +75,7 @@ Examples:
         if (o.heads % kv_heads != 0) throw InputError(fmt::format("--kv-heads {} must divide --heads {}", kv_heads, o.heads));
         if (o.literal && static_cast<double>(std::max(o.n, m)) * static_cast<double>(std::max(o.d_model, o.heads * std::max(o.d_k, d_v))) > 1e7)
             throw InputError("--literal writes every number: keep it under 10 million values (leave it out for generator specs)");
-        if (!o.mask.empty()) (void)parse_mask_string(o.mask, "--mask");  // refuse a bad spec now, not when the file is read
+        if (!o.mask.empty()) (void)parse_mask_option(o.mask, o.n, m, "--mask");  // refuse a bad spec now, not when the file is read
         auto matrix = [&](std::size_t rows, std::size_t cols, std::uint64_t seed) {
             return o.literal ? literal_matrix(rows, cols, seed, o.dist) : random_matrix(rows, cols, seed, o.dist);
         };
@@ -96,7 +96,10 @@ Examples:
         }
         if (o.heads > 1) problem["heads"] = o.heads;
         if (kv_heads != o.heads) problem["kv_heads"] = kv_heads;
-        if (!o.mask.empty()) problem["mask"] = o.mask;
+        if (!o.mask.empty()) {
+            const bool is_json = o.mask.find_first_of("{[") == o.mask.find_first_not_of(" \t\n");
+            problem["mask"] = is_json ? nlohmann::ordered_json::parse(o.mask) : nlohmann::ordered_json(o.mask);
+        }
         const std::string text = problem_file_text(problem);
         if (o.output == "-") {
             std::cout << text;

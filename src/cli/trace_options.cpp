@@ -33,7 +33,7 @@ bool use_color(const std::string& setting) {
 
 void add_problem_options(CLI::App& command, TraceOptions& o) {
     command.add_option("PROBLEM", o.problem_path, "problem file (JSON; its keys: docs/PROBLEM.md), or - for standard input")->required();
-    command.add_option("--mask", o.mask, "mask, overriding the file: none, causal, causal-bottom-right, window:W, padding:1,1,0");
+    command.add_option("--mask", o.mask, "mask, overriding the file: none, causal, causal-bottom-right, window:W, padding:1,1,0, or JSON such as '{\"sparse\": {\"window\": 1, \"global\": [0]}}'");
     command.add_option("--scale", o.scale, "auto (1/sqrt(d_k)), none (1) or a number, overriding the file");
     command.add_option("--dtype", o.dtype, "f64 or f32")->check(CLI::IsMember({"f64", "f32"}))->capture_default_str();
     command.add_option("--backend", o.backend, "cpu or cuda")->capture_default_str();
@@ -66,10 +66,7 @@ void add_trace_options(CLI::App& command, TraceOptions& o) {
 
 Problem load_with_overrides(const TraceOptions& o) {
     Problem problem = load_problem(o.problem_path, o.allow_nonfinite);
-    if (!o.mask.empty()) {
-        problem.masks.clear();
-        if (o.mask != "none") problem.masks.push_back(parse_mask_string(o.mask, "--mask"));
-    }
+    if (!o.mask.empty()) problem.masks = parse_mask_option(o.mask, problem.n, problem.m, "--mask");
     if (!o.scale.empty()) problem.scale = parse_scale(o.scale, "--scale");
     if (!o.empty_rows.empty()) problem.empty_rows = parse_empty_rows(o.empty_rows, "--empty-rows");
     // A --mask from the command line must fit the problem like one from the file.

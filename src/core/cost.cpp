@@ -74,4 +74,51 @@ CostAnswer compute_cost(const CostQuestion& asked) {
     return a;
 }
 
+SparseCost compute_sparse_cost(const CostQuestion& question, const SparsePattern& pattern, const std::vector<std::uint64_t>& lengths) {
+    SparseCost cost;
+    for (std::uint64_t n : lengths) {
+        CostQuestion at = question;
+        at.n = n;
+        const CostAnswer dense = compute_cost(at);  // checks the sizes
+        cost.question = dense.question;
+        SparsePattern drawn = pattern;
+        const std::size_t blocks = block_count(n, pattern.block);
+        for (std::size_t g : pattern.global)
+            if (g >= blocks)
+                throw InputError(fmt::format("⟦sparse⟧: global block {} is past the last block ({}) at n = {} in blocks of {}", g, blocks - 1, n, pattern.block));
+        if (pattern.has_random && static_cast<double>(blocks) * static_cast<double>(blocks) > static_cast<double>(1 << 28))
+            throw InputError(fmt::format("⟦sparse⟧: drawing random blocks at n = {} looks at {} × {} block pairs: use a larger block", n, blocks, blocks));
+        resolve_random(drawn, n, n);
+        SparseCostRow row;
+        row.n = n;
+        row.scored_pairs = sparse_scored_pairs(drawn, n, n);
+        row.dense_pairs = times(n, n);
+        row.density = static_cast<double>(row.scored_pairs) / static_cast<double>(row.dense_pairs);
+        row.attention_multiply_adds = times(times(2, row.scored_pairs), at.d_model);
+        row.dense_attention_multiply_adds = dense.attention_multiply_adds;
+        row.score_bytes_per_head = static_cast<double>(row.scored_pairs) * at.bytes;
+        row.dense_score_bytes_per_head = dense.score_bytes_per_head;
+        cost.rows.push_back(row);
+    }
+    cost.pattern = describe_sparse(pattern);
+    return cost;
+}
+
+std::uint64_t mla_cache_elements_per_token(std::uint64_t d_c, std::uint64_t d_r, std::uint64_t layers) { return times(plus(d_c, d_r), layers); }
+
+CacheComparison compare_kv_caches(const CostQuestion& question, std::uint64_t d_c, std::uint64_t d_r) {
+    require_positive("⟦mla⟧ d_c", d_c);
+    const CostAnswer dense = compute_cost(question);
+    CacheComparison c;
+    c.question = dense.question;
+    c.d_head = dense.d_head;
+    c.d_c = d_c;
+    c.d_r = d_r;
+    c.mha = times(times(2, c.question.heads), c.d_head);
+    c.gqa = times(times(2, c.question.kv_heads), c.d_head);
+    c.mqa = times(2, c.d_head);
+    c.mla = mla_cache_elements_per_token(d_c, d_r, 1);
+    return c;
+}
+
 }  // namespace attn_trace

@@ -116,4 +116,77 @@ std::string cost_json(const CostAnswer& a) {
     return out.dump(1) + "\n";
 }
 
+std::string sparse_cost_text(const SparseCost& c) {
+    const CostQuestion& q = c.question;
+    std::string t = fmt::format("attention over a sparse pattern: {}, d_model = {}, H = {}, {:g} bytes per number, self-attention (n = m)\n", c.pattern,
+                                grouped(q.d_model), q.heads, q.bytes);
+    t += "counting: only the scored pairs are multiplied (Q Kᵀ and A V: 2 · scored pairs · d multiply-adds); score memory per head = scored pairs · bytes\n\n";
+    t += fmt::format("{:>9}  {:>15}  {:>8}  {:>20}  {:>20}  {:>38}  {:>10}\n", "n", "scored pairs", "density", "attention mult-adds", "dense (2·N²·d)",
+                     "scores per head", "vs dense");
+    for (std::size_t r = 0; r < c.rows.size(); ++r) {
+        const auto& row = c.rows[r];
+        t += fmt::format("{:>9}  {:>15}  {:>8.4f}  {:>20}  {:>20}  {:>38}  {:>9.4g}×\n", grouped(row.n), grouped(row.scored_pairs), row.density,
+                         grouped(row.attention_multiply_adds), grouped(row.dense_attention_multiply_adds), bytes_text(row.score_bytes_per_head),
+                         static_cast<double>(row.dense_pairs) / static_cast<double>(std::max<std::uint64_t>(row.scored_pairs, 1)));
+    }
+    if (c.rows.size() > 1) {
+        t += "\ngrowth from one length to the next (scored pairs; dense grows as the square of n)\n";
+        for (std::size_t r = 1; r < c.rows.size(); ++r) {
+            const auto &a = c.rows[r - 1], &b = c.rows[r];
+            t += fmt::format("  n {} → {} ({:.4g}×): scored pairs {:.4g}×, dense {:.4g}×\n", grouped(a.n), grouped(b.n),
+                             static_cast<double>(b.n) / static_cast<double>(a.n),
+                             static_cast<double>(b.scored_pairs) / static_cast<double>(std::max<std::uint64_t>(a.scored_pairs, 1)),
+                             static_cast<double>(b.dense_pairs) / static_cast<double>(a.dense_pairs));
+        }
+    }
+    return t;
+}
+
+std::string sparse_cost_json(const SparseCost& c) {
+    nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+    for (const auto& row : c.rows)
+        rows.push_back({{"n", row.n},
+                        {"scored_pairs", row.scored_pairs},
+                        {"dense_pairs", row.dense_pairs},
+                        {"density", row.density},
+                        {"attention_multiply_adds", row.attention_multiply_adds},
+                        {"dense_attention_multiply_adds", row.dense_attention_multiply_adds},
+                        {"score_bytes_per_head", row.score_bytes_per_head},
+                        {"dense_score_bytes_per_head", row.dense_score_bytes_per_head}});
+    const nlohmann::ordered_json out = {{"attn_trace", 1}, {"command", "cost"},       {"sparse", c.pattern},      {"d_model", c.question.d_model},
+                                        {"heads", c.question.heads}, {"bytes", c.question.bytes}, {"lengths", rows}};
+    return out.dump(1) + "\n";
+}
+
+std::string cache_comparison_text(const CacheComparison& c) {
+    const CostQuestion& q = c.question;
+    std::string t = fmt::format("KV cache per token: H = {} heads of d_h = {} (d_model = {}), H_kv = {} for GQA, MLA latent d_c = {} and RoPE key d_r = {}; "
+                                "{} layer{}, {:g} bytes per number\n\n",
+                                q.heads, c.d_head, grouped(q.d_model), q.kv_heads, c.d_c, c.d_r, q.layers, q.layers == 1 ? "" : "s", q.bytes);
+    t += fmt::format("{:<5}  {:<18}  {:>14}  {:>28}  {:>9}\n", "", "cached per token", "per layer", "all layers", "vs MHA");
+    const auto line = [&](const char* name, const std::string& formula, std::uint64_t elements) {
+        const double all = static_cast<double>(elements) * static_cast<double>(q.layers) * q.bytes;
+        return fmt::format("{:<5}  {:<18}  {:>14}  {:>28}  {:>8.4g}×\n", name, formula, grouped(elements) + " numbers", bytes_text(all),
+                           static_cast<double>(c.mha) / static_cast<double>(elements));
+    };
+    t += line("MHA", "2·H·d_h", c.mha);
+    t += line("GQA", "2·H_kv·d_h", c.gqa);
+    t += line("MQA", "2·d_h", c.mqa);
+    t += line("MLA", "d_c + d_r", c.mla);
+    t += "\nMLA caches one latent c_kv (d_c) and one RoPE key k_rope (d_r) per token for all heads; each head's keys and values are "
+         "recomputed from the latent (or W_UK is absorbed into the queries)\n";
+    return t;
+}
+
+std::string cache_comparison_json(const CacheComparison& c) {
+    const CostQuestion& q = c.question;
+    const auto bytes = [&](std::uint64_t elements) { return static_cast<double>(elements) * static_cast<double>(q.layers) * q.bytes; };
+    const nlohmann::ordered_json out = {
+        {"attn_trace", 1},       {"command", "cost"},      {"d_model", q.d_model},  {"heads", q.heads},         {"kv_heads", q.kv_heads},
+        {"d_head", c.d_head},    {"d_c", c.d_c},           {"d_r", c.d_r},          {"layers", q.layers},       {"bytes", q.bytes},
+        {"cache_elements_per_token_per_layer", {{"mha", c.mha}, {"gqa", c.gqa}, {"mqa", c.mqa}, {"mla", c.mla}}},
+        {"cache_bytes_per_token", {{"mha", bytes(c.mha)}, {"gqa", bytes(c.gqa)}, {"mqa", bytes(c.mqa)}, {"mla", bytes(c.mla)}}}};
+    return out.dump(1) + "\n";
+}
+
 }  // namespace attn_trace

@@ -6,9 +6,11 @@
 namespace attn_trace {
 
 const std::vector<std::string>& step_names() {
-    static const std::vector<std::string> names = {"x",       "x_source", "q",       "k",   "v",       "q_rot",   "k_rot", "scores", "scaled",
-                                                   "capped",  "mask",     "masked",  "row_max", "exp", "row_sum", "weights", "out", "concat",
-                                                   "final",   "k_cache",  "v_cache", "m",   "l",       "u",       "rescale"};
+    static const std::vector<std::string> names = {
+        "x",       "x_source", "c_kv",   "c_q",     "q",       "k",       "v",        "q_rope",          "k_rope",        "q_rot",
+        "k_rot",   "q_latent", "scores", "scaled",  "capped",  "mask",    "reach",    "masked",          "row_max",       "exp",
+        "row_sum", "weights",  "keep",   "dropped", "out",     "concat",  "final",    "out_of_permuted", "permuted_out",  "k_cache",
+        "v_cache", "c_cache",  "kr_cache", "m",     "l",       "u",       "rescale"};
     return names;
 }
 

@@ -29,7 +29,8 @@ Matrix rotate_heads(const Matrix& x, int heads, std::size_t d, const Rope& rope,
 
 // The masks of one batch element in the kernels' form (see KeyMask): causal,
 // window and `lengths` become each row's key range; key_valid a key flag; the
-// dense specs their (n, m) sum via build_mask; ALiBi its slopes. Null when nothing is masked.
+// dense specs their (n, m) sum via build_mask; ALiBi its slopes; sparse patterns
+// go as they are (the kernel asks them tile by tile). Null when nothing is masked.
 std::optional<KeyMask> key_mask(const Problem& p, std::size_t batch) {
     KeyMask mask;
     const std::size_t key_length = p.lengths.empty() ? p.m : p.lengths[batch];
@@ -39,6 +40,7 @@ std::optional<KeyMask> key_mask(const Problem& p, std::size_t batch) {
     for (const auto& spec : p.masks) {
         if (spec.is_causal() || spec.kind == MaskSpec::Kind::window) ranged = true;
         if (spec.needs_shape()) dense_specs.push_back(spec);
+        if (spec.kind == MaskSpec::Kind::sparse) mask.patterns.push_back(spec.sparse);
         if (spec.kind == MaskSpec::Kind::key_valid) {
             mask.key_valid.resize(p.m, 1);
             for (std::size_t j = 0; j < p.m; ++j) mask.key_valid[j] = mask.key_valid[j] && spec.key_valid[j];
@@ -91,6 +93,7 @@ public:
         trace_.notes.insert(trace_.notes.begin(), fast_path_note(stats));
         check_overflow(trace_, p_, dtype_);
         trace_.numbers = {{"scores_held", static_cast<double>(stats.score_bytes_held / (dtype_ == Dtype::f32 ? 4 : 8))},
+                          {"tiles_computed", static_cast<double>(stats.tiles_computed)},
                           {"tiles_skipped", static_cast<double>(stats.tiles_skipped)}};
         return std::move(trace_);
     }

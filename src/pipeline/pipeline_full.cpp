@@ -3,6 +3,7 @@
 
 #include "attn_trace/pipeline.hpp"
 #include "overflow.hpp"
+#include "sparse_facts.hpp"
 #include "stepwise_parts.hpp"
 
 namespace attn_trace {
@@ -30,7 +31,13 @@ public:
         trace_.command = "run";
         trace_.problem = summarise_problem(p_, dtype_, backend_->name());
         trace_.notes = problem_notes(p_);
+        if (has_sparse_pattern(p_)) pattern_ = pattern_facts(p_);
         for (std::size_t b = 0; b < p_.batch; ++b) run_sequence(b);
+        if (pattern_) {
+            trace_.numbers.push_back({"scored_pairs", static_cast<double>(pattern_->scored_pairs)});
+            trace_.numbers.push_back({"density", pattern_->density});
+            if (pattern_->reach) trace_.numbers.push_back({"reach_max", pattern_->reach_max});
+        }
         check_overflow(trace_, p_, dtype_);
         return std::move(trace_);
     }
@@ -103,6 +110,9 @@ private:
         }
         const Matrix mask = head_mask(p_, b, h, rows_);
         steps_.record("mask", "M (0 = may read, -inf = may not)", mask, h, b, queries, keys);
+        if (pattern_ && pattern_->reach && h == 0 && b == 0)  // the pattern's, so once
+            trace_.steps.push_back({"reach", std::nullopt, std::nullopt, std::nullopt, std::nullopt,
+                                    "least layers L through which key j reaches query i (inf: never)", *pattern_->reach, queries, keys});
         const Matrix masked = add_elementwise(scaled, mask, dtype_);
         steps_.record("masked", p_.softcap ? "capped + M" : "scaled + M", masked, h, b, queries, keys);
         SoftmaxSteps softmax = softmax_rows(masked, p_.empty_rows, dtype_);
@@ -124,6 +134,7 @@ private:
     StepRecorder steps_;
     QueryRows rows_;
     std::vector<std::string> queries_;  // the labels of those rows
+    std::optional<PatternFacts> pattern_;  // with a sparse pattern, in `run` only
 };
 
 }  // namespace

@@ -30,7 +30,7 @@ long parse_whole_number(const std::string& text, const std::string& where, const
 // Whether query i (of n) may read key j (of m) under one spec.
 // `offset` = m - n: how far the query block sits from the start of the keys when
 // it is aligned to their end (bottom-right).
-bool visible(const MaskSpec& spec, std::size_t i, std::size_t j, long offset) {
+bool visible(const MaskSpec& spec, std::size_t i, std::size_t j, std::size_t n, std::size_t m, long offset) {
     const long row = static_cast<long>(i) + offset;  // query i's position among the keys
     const long key = static_cast<long>(j);
     switch (spec.kind) {
@@ -41,6 +41,7 @@ bool visible(const MaskSpec& spec, std::size_t i, std::size_t j, long offset) {
         case MaskSpec::Kind::key_valid: return spec.key_valid[j];
         case MaskSpec::Kind::allowed: return spec.matrix(i, j) != 0.0;
         case MaskSpec::Kind::blocked: return spec.matrix(i, j) == 0.0;
+        case MaskSpec::Kind::sparse: return sparse_visible(spec.sparse, i, j, n, m);
         case MaskSpec::Kind::additive: return true;  // handled as a value, not a yes/no
     }
     return true;
@@ -114,7 +115,7 @@ Matrix build_mask_rows(const std::vector<MaskSpec>& masks, std::size_t n, std::s
             bool hidden = j >= key_length;
             for (const auto& spec : masks) {
                 if (spec.kind == MaskSpec::Kind::additive) value += spec.matrix(i, j);
-                else if (!visible(spec, i, j, offset)) hidden = true;
+                else if (!visible(spec, i, j, n, m, offset)) hidden = true;
             }
             mask(r, j) = hidden ? minus_infinity : value;
         }

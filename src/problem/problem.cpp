@@ -15,6 +15,7 @@
 #include "attn_trace/trace.hpp"
 #include "json/json_reader.hpp"
 #include "json/json_text.hpp"
+#include "mask_reader.hpp"
 
 namespace attn_trace {
 
@@ -26,7 +27,7 @@ const std::vector<std::string> known_keys = {
     "title", "tokens", "source_tokens", "X", "X_source", "W_Q", "W_K", "W_V", "b_Q", "b_K", "b_V", "W_O", "b_O",
     "weights_layout", "in_proj_weight", "in_proj_bias", "out_proj.weight", "out_proj.bias", "Q", "K", "V",
     "heads", "kv_heads", "scale", "mask", "empty_rows", "lengths", "rope", "positions", "source_positions",
-    "softcap", "alibi", "expect", "allow_nonfinite"};
+    "softcap", "alibi", "expect", "allow_nonfinite", "sparse"};
 
 // The keys whose numbers are inputs (SPEC §3 v2): a non-finite number in them is an
 // error unless allowed. Masks are not among them: −∞ is their job.
@@ -48,13 +49,6 @@ std::optional<std::string> first_nonfinite_cell(const json& value, const std::st
     return std::nullopt;
 }
 
-
-// What a mask of the wrong shape is told: read_mask says it before a random
-// additive mask is made, validate_masks for masks given by value.
-std::string mask_shape_error(const Problem& p, const std::string& label, std::size_t rows, std::size_t cols) {
-    return fmt::format("the scores are ({}, {}) (queries × keys) so the {} mask must be ({}, {}), found {}", p.n, p.m, label, p.n, p.m,
-                       shape_string(rows, cols));
-}
 
 // Splits a 3-D (H, rows, width) per-head array into one (rows, H·width) matrix,
 // heads side by side: the layout every pipeline uses.
@@ -493,73 +487,15 @@ private:
     }
 
     void read_masks() {
+        // A top-level sparse pattern is one more mask: it combines with `mask` by adding.
+        if (has("sparse")) problem_.masks.push_back(read_sparse_spec(at("sparse"), "$.sparse", reader_, problem_.n, problem_.m));
         if (!has("mask")) return;
         const auto& value = at("mask");
         if (value.is_array() && !value.empty() && (value[0].is_string() || value[0].is_object())) {
-            for (std::size_t i = 0; i < value.size(); ++i) problem_.masks.push_back(read_mask(value[i], fmt::format("$.mask[{}]", i)));
+            for (std::size_t i = 0; i < value.size(); ++i) problem_.masks.push_back(read_mask_spec(value[i], fmt::format("$.mask[{}]", i), reader_, problem_.n, problem_.m));
         } else {
-            problem_.masks.push_back(read_mask(value, "$.mask"));
+            problem_.masks.push_back(read_mask_spec(value, "$.mask", reader_, problem_.n, problem_.m));
         }
-    }
-
-    MaskSpec read_mask(const json& value, const std::string& path) const {
-        if (value.is_string()) return parse_mask_string(value.get<std::string>(), reader_.file() + ": " + path);
-        if (!value.is_object() || value.size() != 1)
-            reader_.fail(path, "expected a mask name such as \"causal\" or an object with one key (window, key_valid, additive, allowed, blocked), found " +
-                                   describe_json(value));
-        const std::string kind = value.begin().key();  // the object has exactly one key
-        const json& body = value.begin().value();
-        const std::string at = path + "." + kind;
-        MaskSpec spec;
-        if (kind == "window") {
-            spec.kind = MaskSpec::Kind::window;
-            if (body.is_object()) {
-                for (const auto& [key, item] : body.items())
-                    if (key != "left" && key != "right") reader_.fail(at + "." + key, "unknown key: a window has \"left\" and \"right\"");
-                spec.window_left = body.contains("left") ? reader_.whole_number(body["left"], at + ".left", 0, 1L << 40) : 0;
-                spec.window_right = body.contains("right") ? reader_.whole_number(body["right"], at + ".right", 0, 1L << 40) : 0;
-                spec.label = fmt::format("window(left {}, right {})", spec.window_left, spec.window_right);
-            } else {
-                const long width = reader_.whole_number(body, at, 1, 1L << 40);
-                spec.window_left = width - 1;  // W keys, the query's own included
-                spec.label = fmt::format("window:{}", width);
-            }
-        } else if (kind == "key_valid") {
-            spec.kind = MaskSpec::Kind::key_valid;
-            if (!body.is_array()) reader_.fail(at, "expected one 1/0 (or true/false) per key, found " + describe_json(body));
-            for (std::size_t j = 0; j < body.size(); ++j) spec.key_valid.push_back(reader_.boolean(body[j], fmt::format("{}[{}]", at, j)));
-            spec.label = "key_valid";
-        } else if (kind == "additive") {
-            spec.kind = MaskSpec::Kind::additive;
-            const auto shape = reader_.declared_shape(body, at, 2);
-            need(shape[0] == problem_.n && shape[1] == problem_.m, path, mask_shape_error(problem_, "additive", shape[0], shape[1]));
-            spec.matrix = reader_.matrix(body, at);
-            for (std::size_t i = 0; i < spec.matrix.rows(); ++i)
-                for (std::size_t j = 0; j < spec.matrix.cols(); ++j) {
-                    const double x = spec.matrix(i, j);
-                    if (std::isnan(x) || x == std::numeric_limits<double>::infinity())
-                        reader_.fail(fmt::format("{}[{}][{}]", at, i, j), fmt::format("expected a finite bias or \"-inf\", found {}", x));
-                }
-            spec.label = "additive";
-        } else if (kind == "allowed" || kind == "blocked") {
-            spec.kind = kind == "allowed" ? MaskSpec::Kind::allowed : MaskSpec::Kind::blocked;
-            if (!body.is_array() || body.empty() || !body[0].is_array())
-                reader_.fail(at, "expected an (n, m) matrix of true/false, found " + describe_json(body));
-            spec.matrix = Matrix(body.size(), body[0].size());
-            for (std::size_t i = 0; i < body.size(); ++i) {
-                const std::string row_path = fmt::format("{}[{}]", at, i);
-                if (!body[i].is_array() || body[i].size() != spec.matrix.cols())
-                    reader_.fail(row_path, fmt::format("ragged mask: expected {} values like the first row, found {}", spec.matrix.cols(), describe_json(body[i])));
-                for (std::size_t j = 0; j < body[i].size(); ++j)
-                    spec.matrix(i, j) = reader_.boolean(body[i][j], fmt::format("{}[{}]", row_path, j)) ? 1.0 : 0.0;
-            }
-            spec.label = kind;
-        } else {
-            const auto near = nearest_word(kind, {"window", "key_valid", "additive", "allowed", "blocked"});
-            reader_.fail(at, "unknown mask kind \"" + kind + "\"" + (near.empty() ? "" : " (did you mean \"" + near + "\"?)") +
-                                 ": expected window, key_valid, additive, allowed or blocked");
-        }
-        return spec;
     }
 
     void read_position_features() {
@@ -682,7 +618,7 @@ void validate_masks(const Problem& problem) {
         const auto& spec = problem.masks[i];
         const std::string path = problem.masks.size() == 1 ? "$.mask" : fmt::format("$.mask[{}]", i);
         if (spec.needs_shape() && (spec.matrix.rows() != problem.n || spec.matrix.cols() != problem.m))
-            throw JsonPathError(problem.file, path, mask_shape_error(problem, spec.label, spec.matrix.rows(), spec.matrix.cols()));
+            throw JsonPathError(problem.file, path, mask_shape_error(problem.n, problem.m, spec.label, spec.matrix.rows(), spec.matrix.cols()));
         if (spec.kind == MaskSpec::Kind::key_valid && spec.key_valid.size() != problem.m)
             throw JsonPathError(problem.file, path,
                                 fmt::format("there are {} keys so the padding mask needs {} values, found {}", problem.m, problem.m, spec.key_valid.size()));
@@ -698,6 +634,22 @@ std::string empty_rows_name(EmptyRows policy) {
         case EmptyRows::nan: return "nan";
     }
     return "error";
+}
+
+std::vector<MaskSpec> parse_mask_option(const std::string& text, std::size_t n, std::size_t m, const std::string& where) {
+    std::vector<MaskSpec> masks;
+    const auto first = text.find_first_not_of(" \t\n");
+    if (first == std::string::npos || (text[first] != '{' && text[first] != '[')) {
+        if (text != "none") masks.push_back(parse_mask_string(text, where));
+        return masks;
+    }
+    const json value = parse_json_text(text, where);
+    const JsonReader reader(where);
+    if (value.is_array())
+        for (std::size_t i = 0; i < value.size(); ++i) masks.push_back(read_mask_spec(value[i], fmt::format("$[{}]", i), reader, n, m));
+    else
+        masks.push_back(read_mask_spec(value, "$", reader, n, m));
+    return masks;
 }
 
 Dtype parse_dtype(const std::string& text, const std::string& where) {

@@ -1,6 +1,9 @@
 // The trace for people: a header per step (name, formula, shape), then an
 // aligned table with token labels; large matrices keep their first and last
 // rows and columns around a "…" unless --full.
+#include <algorithm>
+#include <cmath>
+
 #include <fmt/format.h>
 
 #include "attn_trace/render.hpp"
@@ -51,6 +54,31 @@ std::string render_matrix(const Step& step, const RenderOptions& options, const 
     return out;
 }
 
+// A sparse pattern as a picture (SPEC §15): █ where a pair is scored, · where it
+// is not. Past 64 rows or columns each character stands for a block of cells,
+// ▒ for a block with some scored.
+std::string pattern_grid(const Step& mask) {
+    const Matrix& m = mask.values;
+    const std::size_t most = 64, row_step = (m.rows() + most - 1) / most, col_step = (m.cols() + most - 1) / most;
+    std::string out = row_step > 1 || col_step > 1
+                          ? fmt::format("pattern (each character {} × {} cells: █ all scored, ▒ some, · none)\n", row_step, col_step)
+                          : "pattern (█ scored, · not scored)\n";
+    for (std::size_t i0 = 0; i0 < m.rows(); i0 += row_step) {
+        for (std::size_t j0 = 0; j0 < m.cols(); j0 += col_step) {
+            std::size_t scored = 0, cells = 0;
+            for (std::size_t i = i0; i < std::min(m.rows(), i0 + row_step); ++i)
+                for (std::size_t j = j0; j < std::min(m.cols(), j0 + col_step); ++j, ++cells) scored += std::isfinite(m(i, j)) ? 1 : 0;
+            out += scored == 0 ? "·" : scored == cells ? "█" : "▒";
+        }
+        out += "\n";
+    }
+    return out;
+}
+
+bool has_number(const Trace& trace, const std::string& key) {
+    return std::any_of(trace.numbers.begin(), trace.numbers.end(), [&](const auto& number) { return number.first == key; });
+}
+
 }  // namespace
 
 std::string describe_problem(const TraceSummary& p) {
@@ -73,7 +101,14 @@ std::string render_text(const Trace& trace, const RenderOptions& options) {
     out += colors.header(fmt::format("attn-trace {}{}", trace.command, p.title.empty() ? "" : ": " + p.title)) + "\n";
     out += describe_problem(p) + "\n";
     for (const auto& note : trace.notes) out += colors.note("note: " + note_text(note)) + "\n";
-    for (const Step* step : selected_steps(trace, options)) out += "\n" + render_step_text(*step, options);
+    bool pattern_drawn = !has_number(trace, "scored_pairs");
+    for (const Step* step : selected_steps(trace, options)) {
+        if (step->name == "mask" && !pattern_drawn) {
+            out += "\n" + pattern_grid(*step);
+            pattern_drawn = true;
+        }
+        out += "\n" + render_step_text(*step, options);
+    }
     for (const auto& [key, value] : trace.numbers) out += fmt::format("\n{} = {:.6g}", key, value);
     if (!trace.numbers.empty()) out += "\n";
     return out;

@@ -255,6 +255,9 @@ private:
                                    spec.matrix(i, j), i, j, verdict);
             case MaskSpec::Kind::additive:
                 return fmt::format("the explicit additive matrix adds {} at [{},{}]", format_rounded(alone, options_.precision), i, j);
+            case MaskSpec::Kind::sparse:
+                return fmt::format("{}: query {} is in block {}, key {} in block {}, so the key is {}", spec.label, i, i / spec.sparse.block, j,
+                                   j / spec.sparse.block, verdict);
         }
         return spec.label;
     }

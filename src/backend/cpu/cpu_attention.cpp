@@ -90,7 +90,7 @@ bool CpuBackend::supports(Operation op, const AttentionCall* call, std::string& 
     if (op != Operation::unfused_attention) return true;  // the fused kernel takes every mask, dtype and width
     if (!blas_available(why)) return false;
     if (call && (call->softcap || (call->mask && (!call->mask->dense.empty() || !call->mask->alibi_slopes.empty())))) {
-        why = "the unfused baseline masks by key ranges and key_valid only (no softcap, ALiBi or dense masks)";
+        why = "the unfused baseline masks by key ranges and key_valid only (no softcap, ALiBi, dense masks or sparse patterns)";
         return false;
     }
     if (call && (call->n() == 0 || call->m() == 0)) {

@@ -120,7 +120,8 @@ public:
         : in_(in), out_(out), packed_(packed), block_k_(block_k), d_v_padded_(round_up(in.d_v, MR)),
           // Softcap and additive biases act on s·QKᵀ itself; then the scores are
           // turned into base-2 units after them, else already in the packed queries.
-          natural_units_(in.softcap.has_value() || (in.mask && (!in.mask->dense.empty() || !in.mask->alibi_slopes.empty()))) {}
+          natural_units_(in.softcap.has_value() || (in.mask && (!in.mask->dense.empty() || !in.mask->alibi_slopes.empty()))),
+          has_patterns_(in.mask && !in.mask->patterns.empty()) {}
 
     // Tile t of KV head g into `packed` (before any block runs).
     void pack_tile(std::size_t g, std::size_t t) const {
@@ -140,8 +141,10 @@ public:
 
         const KeyRange block = rows_key_range(in_.mask, i0, rows, in_.m).any;
         std::size_t computed = 0;
-        for (std::size_t j0 = block.first / block_k_ * block_k_; j0 < block.end; j0 += block_k_, ++computed) {
+        for (std::size_t j0 = block.first / block_k_ * block_k_; j0 < block.end; j0 += block_k_) {
             const std::size_t t = j0 / block_k_, cols = std::min(block_k_, in_.m - j0);
+            if (has_patterns_ && !in_.mask->patterns_touch(i0, i0 + rows, j0, j0 + cols, in_.n, in_.m)) continue;  // no pair scored
+            ++computed;
             for (std::size_t p = 0; p < panels; ++p) attend_panel(h, i0, rows, p, j0, cols, packed_.keys_of(g, t), packed_.values_of(g, t), scratch);
         }
         stats.tiles_computed += computed;
@@ -157,12 +160,12 @@ private:
         const std::size_t first_row = i0 + p * NR, panel_rows = std::min(NR, rows - p * NR);
         const RowsKeyRange range = rows_key_range(in_.mask, first_row, panel_rows, in_.m);
         const std::size_t lo = std::max(range.any.first, j0), hi = std::min(range.any.end, j0 + cols);
-        if (lo >= hi) return;
+        if (lo >= hi || (has_patterns_ && !in_.mask->patterns_touch(first_row, first_row + panel_rows, lo, hi, in_.n, in_.m))) return;
         const std::size_t a = lo - j0, b = hi - j0;  // the panel's keys within the tile
         T* const s = scratch.scores.data();
         const T* q_panel = scratch.queries.data() + p * in_.d_k * NR;
         const bool partial = lo < range.all.first || hi > range.all.end;
-        const bool adjusted = natural_units_ || partial || (in_.mask && !in_.mask->key_valid.empty());
+        const bool adjusted = natural_units_ || partial || (in_.mask && (!in_.mask->key_valid.empty() || has_patterns_));
         if (adjusted || !exp_in_place(p, a, b, keys, q_panel, scratch)) {
             // S = s·Q_p K_tᵀ, as (keys, NR) rows, MR keys at a time; then the softmax step over it
             for (std::size_t group = a / MR; group * MR < b; ++group)
@@ -353,7 +356,8 @@ private:
                 T& z = s[jt * NR + r];
                 const std::size_t j = j0 + jt;
                 if (in_.softcap) z = static_cast<T>(*in_.softcap) * std::tanh(z / static_cast<T>(*in_.softcap));
-                if (j < range.first || j >= range.end || (mask && !mask->key_valid.empty() && !mask->key_valid[j])) {
+                if (j < range.first || j >= range.end || (mask && !mask->key_valid.empty() && !mask->key_valid[j]) ||
+                    (has_patterns_ && !mask->patterns_allow(i, j, in_.n, in_.m))) {
                     z = minus_infinity<T>;
                     continue;
                 }
@@ -384,6 +388,7 @@ private:
     PackedKeysValues<T>& packed_;
     std::size_t block_k_, d_v_padded_;
     bool natural_units_;
+    bool has_patterns_;  // sparse patterns: tiles with no scored pair are skipped
 };
 
 }  // namespace

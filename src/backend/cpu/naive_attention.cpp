@@ -44,7 +44,7 @@ void attend_rows(const FastAttentionInput<T>& in, const FastAttentionOutput<T>& 
 
 template <typename T>
 AttentionStats naive_attention(const FastAttentionInput<T>& input, const FastAttentionOutput<T>& output, int threads) {
-    if (input.softcap || (input.mask && (!input.mask->dense.empty() || !input.mask->alibi_slopes.empty())))
+    if (input.softcap || (input.mask && (!input.mask->dense.empty() || !input.mask->alibi_slopes.empty() || !input.mask->patterns.empty())))
         throw std::invalid_argument("the naive baseline masks by key ranges and key_valid only");
     if (input.n == 0 || input.m == 0) throw std::invalid_argument("the naive baseline needs n ≥ 1 and m ≥ 1");
     require_blas();  // opened here, before the workers start, so a missing library is one clean error

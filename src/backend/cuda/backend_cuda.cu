@@ -197,7 +197,7 @@ bool CudaBackend::supports(Operation op, const AttentionCall* call, std::string&
               ", d_v = " + std::to_string(call->d_v);
     else if (call->softcap) missing = "its fused kernel has no softcap";
     else if (call->mask && call->mask->has_elementwise())
-        missing = "its fused kernel masks by key ranges only (causal, window, lengths), not by key_valid, ALiBi or dense masks";
+        missing = "its fused kernel masks by key ranges only (causal, window, lengths), not by key_valid, ALiBi, dense masks or sparse patterns";
     else if (call->n() == 0 || call->m() == 0) missing = "its fused kernel needs n ≥ 1 and m ≥ 1";
     if (missing.empty()) return true;
     why = missing;
