@@ -37,9 +37,11 @@ TEST_CASE("every kind of note the pipelines record has its sentence", "[notes]")
             kinds);  // fast_path, empty_rows
     collect(pipeline_full(problem(R"({"Q": [[1, "nan"]], "K": [[1, 0]], "V": [[1]]})"), {}), kinds);  // nonfinite_inputs
     collect(pipeline_full(problem(R"({"Q": [[1e308]], "K": [[1e308]], "V": [[1]], "allow_nonfinite": true})"), {}), kinds);  // overflow
+    collect(pipeline_full(problem(R"({"Q": [[1]], "K": [[1]], "V": [[1]], "dropout": {"p": 0.5, "mode": "train"}})"), {}), kinds);  // dropout_train
+    collect(pipeline_full(problem(R"({"Q": [[1]], "K": [[1]], "V": [[1]], "dropout": {"p": 0.5}})"), {}), kinds);  // dropout_eval
     for (const char* kind : {"causal_alignment", "kv_sharing", "decode", "prefill", "cache_offset", "decode_reference", "cache_heads", "kv_cache_size",
                              "kv_cache_sharing", "tiled", "tile_legend", "tile_skipped", "more_tiles_skipped", "fast_path", "empty_rows",
-                             "nonfinite_inputs", "overflow"}) {
+                             "nonfinite_inputs", "overflow", "dropout_train", "dropout_eval"}) {
         INFO("kind " << kind);
         CHECK(kinds.count(kind) == 1);
     }

@@ -61,6 +61,17 @@ struct SoftmaxSteps {
 };
 SoftmaxSteps softmax_rows(const Matrix& masked, EmptyRows policy, Dtype dtype);
 
+// Dropout's keep (SPEC §17) for one batch element and head: (rows.count, m) of 0
+// and 1, each 1 when the portable generator's draw u ≥ p. One stream seeded by
+// the problem's seed runs over every (batch, head) in order, row-major within
+// each, so the keep of head h does not depend on which rows are asked for.
+Matrix dropout_keep(const Problem& problem, std::size_t batch, int head, QueryRows rows);
+// Dropout in train mode is traced by the full pipeline only: the others refuse it
+// (InputError naming `what`) rather than silently computing eval mode.
+void refuse_train_dropout(const Problem& problem, const std::string& what);
+// weights ⊙ keep / (1 − p), in the dtype.
+Matrix apply_dropout(const Matrix& weights, const Matrix& keep, double p, Dtype dtype);
+
 // Element-wise a + b and s·a in the dtype.
 Matrix add_elementwise(const Matrix& a, const Matrix& b, Dtype dtype);
 Matrix scale(const Matrix& a, double s, Dtype dtype);

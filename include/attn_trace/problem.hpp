@@ -3,6 +3,7 @@
 // converted to one orientation (math: Q = X W + b), ready for the pipelines.
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -26,6 +27,15 @@ struct Rope {
     enum class Style { interleaved, half } style = Style::interleaved;
     double base = 10000.0;
     std::vector<double> angles_deg;  // one per pair; when given, base is not used
+};
+
+// Dropout on the attention weights (SPEC §17). In train mode `keep` (0 or 1, each
+// 1 with probability 1 − p) multiplies the weights, scaled by 1 / (1 − p); in
+// eval mode (the default) nothing is dropped.
+struct Dropout {
+    double p = 0.0;  // 0 ≤ p < 1
+    std::uint64_t seed = 0;
+    bool train = false;
 };
 
 // One `expect` entry (SPEC §9).
@@ -62,6 +72,7 @@ struct Problem {
     std::vector<double> positions, source_positions;  // empty = default
     std::optional<double> softcap;
     std::optional<std::vector<double>> alibi_slopes;  // set when alibi is on
+    std::optional<Dropout> dropout;
     std::vector<Expectation> expect;
     // SPEC §3 v2: non-finite numbers in input matrices are an error unless allowed.
     bool allow_nonfinite = false;

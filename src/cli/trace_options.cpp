@@ -42,6 +42,8 @@ void add_problem_options(CLI::App& command, TraceOptions& o) {
     command.add_option("--precision", o.precision, "decimals in text tables")->check(CLI::Range(0, 17))->capture_default_str();
     command.add_option("--empty-rows", o.empty_rows, "a query row that can read no key: error, zero or nan");
     command.add_flag("--allow-nonfinite", o.allow_nonfinite, "trace how a NaN or infinity in an input spreads, instead of refusing it");
+    auto* train = command.add_flag("--train", o.train, "apply the problem's dropout (train mode: keep and dropped steps)");
+    command.add_flag("--eval", o.eval, "do not apply the problem's dropout (eval mode, the default)")->excludes(train);
     add_memory_option(command, o.budget);
 }
 
@@ -68,6 +70,12 @@ Problem load_with_overrides(const TraceOptions& o) {
     Problem problem = load_problem(o.problem_path, o.allow_nonfinite);
     if (!o.mask.empty()) problem.masks = parse_mask_option(o.mask, problem.n, problem.m, "--mask");
     if (!o.scale.empty()) problem.scale = parse_scale(o.scale, "--scale");
+    if (o.train || o.eval) {
+        if (!problem.dropout)
+            throw InputError(fmt::format("{} {}: the problem has no dropout to switch (add \"dropout\": {{\"p\": 0.1, \"seed\": 0}})", o.train ? "--train" : "--eval",
+                                         o.problem_path));
+        problem.dropout->train = o.train;
+    }
     if (!o.empty_rows.empty()) problem.empty_rows = parse_empty_rows(o.empty_rows, "--empty-rows");
     // A --mask from the command line must fit the problem like one from the file.
     try {

@@ -26,6 +26,7 @@ struct TraceOptions {
     std::string color = "auto";
     bool full = false;
     bool allow_nonfinite = false;  // "allow_nonfinite": true from the command line
+    bool train = false, eval = false;  // dropout's mode, overriding the file
     bool heatmap = false;  // the weights as a terminal grid instead of the tables
     std::string svg;       // also write the weights heatmap to this SVG file
     std::string pitfall;   // run only: a mistake shown next to the right computation

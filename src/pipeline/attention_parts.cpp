@@ -1,4 +1,5 @@
 #include "attn_trace/attention_parts.hpp"
+#include "attn_trace/random.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -172,6 +173,30 @@ Matrix soft_cap(const Matrix& a, double cap, Dtype dtype) {
     return map_elements<double>(a, [cap](double x) { return cap * std::tanh(x / cap); });
 }
 
+Matrix dropout_keep(const Problem& p, std::size_t batch, int head, QueryRows rows) {
+    const Dropout& dropout = *p.dropout;
+    PortableRandom generator(dropout.seed);
+    const std::size_t before = (batch * static_cast<std::size_t>(p.heads) + static_cast<std::size_t>(head)) * p.n * p.m + rows.first * p.m;
+    for (std::size_t skipped = 0; skipped < before; ++skipped) (void)generator.uniform();
+    Matrix keep(rows.count, p.m);
+    for (double& x : keep.data()) x = generator.uniform() >= dropout.p ? 1.0 : 0.0;
+    return keep;
+}
+
+void refuse_train_dropout(const Problem& p, const std::string& what) {
+    if (p.dropout && p.dropout->train)
+        throw InputError(fmt::format("{}: dropout in train mode is traced by the full trace (run) only, not by {}: switch it off with ⟦eval⟧ "
+                                     "(or \"mode\": \"eval\") to compute without it",
+                                     p.file, what));
+}
+
+Matrix apply_dropout(const Matrix& weights, const Matrix& keep, double p, Dtype dtype) {
+    Matrix out(weights.rows(), weights.cols());
+    const double kept = round_to(dtype, 1.0 - p);
+    for (std::size_t i = 0; i < out.data().size(); ++i) out.data()[i] = round_to(dtype, weights.data()[i] * keep.data()[i] / kept);
+    return out;
+}
+
 TraceSummary summarise_problem(const Problem& p, Dtype dtype, const std::string& backend_name) {
     TraceSummary s;
     s.title = p.title;
@@ -201,6 +226,8 @@ std::vector<Note> problem_notes(const Problem& p) {
                              {{"alignment", spec.kind == MaskSpec::Kind::causal_upper_left ? "upper_left" : "bottom_right"}}});
     if (!p.first_nonfinite.empty()) notes.push_back({"nonfinite_inputs", {}, {{"first", p.first_nonfinite}}});
     if (p.kv_heads < p.heads) notes.push_back({"kv_sharing", {{"heads", p.heads}, {"kv_heads", p.kv_heads}}, {}});
+    if (p.dropout)
+        notes.push_back({p.dropout->train ? "dropout_train" : "dropout_eval", {{"p", p.dropout->p}, {"seed", static_cast<double>(p.dropout->seed)}}, {}});
     return notes;
 }
 

@@ -206,10 +206,12 @@ private:
 }  // namespace
 
 Trace pipeline_decode(const Problem& problem, const RunOptions& options, const DecodeOptions& decode) {
+    refuse_train_dropout(problem, "decode");
     return DecodePipeline(problem, options, decode).run();
 }
 
 Trace pipeline_decode_step(const Problem& problem, const RunOptions& options, const DecodeOptions& decode, std::size_t batch, std::size_t t) {
+    refuse_train_dropout(problem, "decode");
     return DecodePipeline(problem, options, decode).run_step_of(batch, t);
 }
 

@@ -178,6 +178,7 @@ private:
 }  // namespace
 
 Trace pipeline_fast(const Problem& problem, const RunOptions& options, const FastPathOptions& fast) {
+    refuse_train_dropout(problem, "the fast path");
     return FastPipeline(problem, options, fast).run();
 }
 

@@ -38,6 +38,7 @@ public:
             trace_.numbers.push_back({"density", pattern_->density});
             if (pattern_->reach) trace_.numbers.push_back({"reach_max", pattern_->reach_max});
         }
+        if (drawn_ > 0) trace_.numbers.push_back({"kept_share", kept_ / drawn_});
         check_overflow(trace_, p_, dtype_);
         return std::move(trace_);
     }
@@ -122,8 +123,20 @@ private:
         steps_.record("exp", "exp(masked − row_max)", softmax.exp, h, b, queries, keys);
         steps_.record("row_sum", "Σ_j exp", softmax.row_sum, h, b, queries);
         steps_.record("weights", "A = exp / row_sum", softmax.weights, h, b, queries, keys);
+        const bool dropping = p_.dropout && p_.dropout->train;
+        if (dropping) {
+            Matrix keep = dropout_keep(p_, b, h, rows_);
+            for (double x : keep.data()) kept_ += x;
+            drawn_ += static_cast<double>(keep.data().size());
+            softmax.weights = apply_dropout(softmax.weights, keep, p_.dropout->p, dtype_);
+            steps_.record("keep", fmt::format("1 where the draw u ≥ p = {} (kept), 0 where dropped", describe_number(p_.dropout->p)), std::move(keep), h, b,
+                          queries, keys);
+            steps_.record("dropped", fmt::format("A ⊙ keep / (1 − p) = A ⊙ keep / {}", describe_number(1 - p_.dropout->p)), softmax.weights, h, b,
+                          queries, keys);
+        }
         const Matrix out = backend_->multiply(softmax.weights, in.v, dtype_);
-        steps_.record("out", (p_.kv_heads < p_.heads ? fmt::format("A V_{}", g) : "A V") + columns_read(p_, h, true), out, h, b, queries);
+        const std::string a = dropping ? "dropped" : "A";
+        steps_.record("out", (p_.kv_heads < p_.heads ? fmt::format("{} V_{}", a, g) : a + " V") + columns_read(p_, h, true), out, h, b, queries);
         return out;
     }
 
@@ -135,6 +148,7 @@ private:
     QueryRows rows_;
     std::vector<std::string> queries_;  // the labels of those rows
     std::optional<PatternFacts> pattern_;  // with a sparse pattern, in `run` only
+    double kept_ = 0, drawn_ = 0;           // dropout's keep: ones and draws
 };
 
 }  // namespace

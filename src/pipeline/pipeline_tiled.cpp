@@ -238,11 +238,13 @@ void validate_tiles(const TiledOptions& tiled) {
 }
 
 Trace pipeline_tiled(const Problem& problem, const RunOptions& options, const TiledOptions& tiled) {
+    refuse_train_dropout(problem, "tiled");
     return TiledPipeline(problem, options, tiled).run();
 }
 
 Trace pipeline_tiled_block(const Problem& problem, const RunOptions& options, const TiledOptions& tiled, std::size_t batch, std::size_t qb,
                            std::size_t last_tile) {
+    refuse_train_dropout(problem, "tiled");
     return TiledPipeline(problem, options, tiled).run_block_of(batch, qb, last_tile);
 }
 

@@ -27,7 +27,7 @@ const std::vector<std::string> known_keys = {
     "title", "tokens", "source_tokens", "X", "X_source", "W_Q", "W_K", "W_V", "b_Q", "b_K", "b_V", "W_O", "b_O",
     "weights_layout", "in_proj_weight", "in_proj_bias", "out_proj.weight", "out_proj.bias", "Q", "K", "V",
     "heads", "kv_heads", "scale", "mask", "empty_rows", "lengths", "rope", "positions", "source_positions",
-    "softcap", "alibi", "expect", "allow_nonfinite", "sparse"};
+    "softcap", "alibi", "expect", "allow_nonfinite", "sparse", "dropout"};
 
 // The keys whose numbers are inputs (SPEC §3 v2): a non-finite number in them is an
 // error unless allowed. Masks are not among them: −∞ is their job.
@@ -468,6 +468,7 @@ private:
             need(std::isfinite(cap) && cap > 0, "$.softcap", fmt::format("expected a number > 0, found {}", at("softcap").dump()));
             p.softcap = cap;
         }
+        if (has("dropout")) read_dropout(at("dropout"));
         if (has("alibi")) {
             const auto& value = at("alibi");
             if (value.is_boolean()) {
@@ -484,6 +485,25 @@ private:
                 p.alibi_slopes = slopes;
             }
         }
+    }
+
+    // {"p": 0.1, "seed": 3, "mode": "train"}
+    void read_dropout(const json& value) {
+        need(value.is_object(), "$.dropout", "expected {\"p\": 0.1, \"seed\": 3, \"mode\": \"train\"}, found " + describe_json(value));
+        for (const auto& [key, item] : value.items())
+            if (key != "p" && key != "seed" && key != "mode") reader_.fail("$.dropout." + key, "unknown key: dropout has \"p\", \"seed\" and \"mode\"");
+        need(value.contains("p"), "$.dropout", "needs \"p\": the probability of dropping a weight");
+        Dropout dropout;
+        dropout.p = reader_.number(value["p"], "$.dropout.p");
+        need(dropout.p >= 0 && dropout.p < 1, "$.dropout.p",
+             fmt::format("expected 0 ≤ p < 1 (p = 1 would drop every weight and divide by 0), found {}", value["p"].dump()));
+        if (value.contains("seed")) dropout.seed = static_cast<std::uint64_t>(reader_.whole_number(value["seed"], "$.dropout.seed", 0, 1L << 53));
+        if (value.contains("mode")) {
+            const auto mode = reader_.string(value["mode"], "$.dropout.mode");
+            need(mode == "train" || mode == "eval", "$.dropout.mode", "expected \"train\" or \"eval\", found \"" + mode + "\"");
+            dropout.train = mode == "train";
+        }
+        problem_.dropout = dropout;
     }
 
     void read_masks() {

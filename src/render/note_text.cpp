@@ -131,6 +131,14 @@ std::string note_text(const Note& note) {
         return fmt::format("with {} KV heads instead of {} the cache is {}× smaller: {:g} instead of {:g} bytes per token", whole(note, "kv_heads"),
                            whole(note, "heads"), whole(note, "heads") / whole(note, "kv_heads"), note.number("bytes_per_token"),
                            note.number("without_sharing"));
+    if (k == "dropout_train")
+        return fmt::format("dropout in train mode: p = {:g}, seed {}: each weight is kept (keep = 1) with probability 1 − p = {:g} and the kept ones "
+                           "are divided by 1 − p, so each row's expected sum stays 1; --eval (or \"mode\": \"eval\") switches it off",
+                           note.number("p"), whole(note, "seed"), 1 - note.number("p"));
+    if (k == "dropout_eval")
+        return fmt::format("dropout p = {:g} is not applied: eval mode (--train applies it). Beware: F.scaled_dot_product_attention applies its "
+                           "dropout_p whatever the module's mode, so a module passes dropout_p = p if self.training else 0.0",
+                           note.number("p"));
     return "note of an unknown kind: " + k;  // a pipeline recorded a kind this phrasebook lacks (tests/test_notes.cpp phrases every kind)
 }
 
