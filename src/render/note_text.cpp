@@ -133,10 +133,10 @@ std::string note_text(const Note& note) {
                            note.number("without_sharing"));
     if (k == "dropout_train")
         return fmt::format("dropout in train mode: p = {:g}, seed {}: each weight is kept (keep = 1) with probability 1 − p = {:g} and the kept ones "
-                           "are divided by 1 − p, so each row's expected sum stays 1; --eval (or \"mode\": \"eval\") switches it off",
+                           "are divided by 1 − p, so each row's expected sum stays 1; eval mode switches it off",
                            note.number("p"), whole(note, "seed"), 1 - note.number("p"));
     if (k == "dropout_eval")
-        return fmt::format("dropout p = {:g} is not applied: eval mode (--train applies it). Beware: F.scaled_dot_product_attention applies its "
+        return fmt::format("dropout p = {:g} is not applied: eval mode (train mode applies it). Beware: F.scaled_dot_product_attention applies its "
                            "dropout_p whatever the module's mode, so a module passes dropout_p = p if self.training else 0.0",
                            note.number("p"));
     return "note of an unknown kind: " + k;  // a pipeline recorded a kind this phrasebook lacks (tests/test_notes.cpp phrases every kind)
