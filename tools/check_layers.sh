@@ -21,7 +21,7 @@ layer_of() {
     src/render/* | include/attn_trace/@(render|render_table).hpp) echo "6 render" ;;
     src/check/* | include/attn_trace/check.hpp) echo "7 check" ;;
     src/bench/* | include/attn_trace/bench.hpp) echo "7 bench" ;;
-    src/teach/* | include/attn_trace/@(explain|exercise|pitfalls|variance).hpp) echo "8 teach" ;;
+    src/teach/* | include/attn_trace/@(explain|exercise|pitfalls|variance|permutation).hpp) echo "8 teach" ;;
     src/cli/*) echo "9 cli" ;;
     *) echo "0 unknown" ;;
   esac

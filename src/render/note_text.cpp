@@ -93,6 +93,21 @@ std::string empty_rows(const Note& note) {
 
 }  // namespace
 
+std::string permutation(const Note& note) {
+    const bool source = note.word("side") == "source";
+    const std::string& breakers = note.word("breakers");
+    const std::string claim = source ? "out with the source rows permuted = out (the keys and values are a set)"
+                                     : "out(P·X) = P·out(X) (the outputs move with their tokens, unchanged in value)";
+    const std::string result = fmt::format("the largest difference is {:.3g}", note.number("max_abs_diff"));
+    if (breakers.empty())
+        return fmt::format("permutation P = [{}] of the {}: nothing here ties a row to its place, so {}; {}{}", note.word("perm"),
+                           source ? "source rows" : "tokens", claim, result,
+                           note.number("holds") != 0 ? ", rounding only" : fmt::format(", more than rounding ({:.3g}): unexpected", note.number("rounding")));
+    return fmt::format("permutation P = [{}] of the {}: {} would hold for a set, but here {} tie{} rows to their places; {}{}", note.word("perm"),
+                       source ? "source rows" : "tokens", claim, breakers, breakers.find(';') == std::string::npos ? "s" : "", result,
+                       note.number("holds") != 0 ? " (within rounding for this P)" : ": the symmetry is broken");
+}
+
 std::string note_text(const Note& note) {
     const std::string& k = note.kind;
     if (k == "causal_alignment") return causal_alignment(note);
@@ -139,6 +154,7 @@ std::string note_text(const Note& note) {
         return fmt::format("dropout p = {:g} is not applied: eval mode (train mode applies it). Beware: F.scaled_dot_product_attention applies its "
                            "dropout_p whatever the module's mode, so a module passes dropout_p = p if self.training else 0.0",
                            note.number("p"));
+    if (k == "permutation") return permutation(note);
     return "note of an unknown kind: " + k;  // a pipeline recorded a kind this phrasebook lacks (tests/test_notes.cpp phrases every kind)
 }
 
