@@ -30,6 +30,18 @@ Matrix affine(const Matrix& x, const Matrix& w, const std::optional<std::vector<
 Projections project(const Problem& problem, std::size_t batch, const Backend& backend, Dtype dtype);
 Projections project(const Problem& problem, std::size_t batch, const Backend& backend, Dtype dtype, QueryRows rows);
 
+// MLA's products for one batch element (SPEC §16), what `run` shows: the latent
+// c_kv (m, d_c); c_q (rows, d_cq) with query compression, else empty; q (rows,
+// H·d_content), k (m, H·d_content), v (m, H·d_v); with rope_dims, q_rope (rows,
+// H·d_r) and k_rope (m, d_r) already turned by RoPE, else empty.
+struct MlaParts {
+    Matrix c_kv, c_q, q, k, v, q_rope, k_rope;
+};
+MlaParts mla_parts(const Problem& problem, std::size_t batch, const Backend& backend, Dtype dtype, QueryRows rows);
+// The parts as every pipeline reads them: head h's query [q_h, q_rope_h] and key
+// [k_h, k_rope], so q'·k' = q_h k_hᵀ + q_rope_h k_ropeᵀ (Problem::d_k wide).
+Projections mla_projections(const Problem& problem, const MlaParts& parts);
+
 // The KV head that query head h reads: ⌊h / (H / H_kv)⌋, as repeat_interleave.
 int kv_head_of(const Problem& problem, int head);
 

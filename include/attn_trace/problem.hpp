@@ -38,6 +38,21 @@ struct Dropout {
     bool train = false;
 };
 
+// Multi-head latent attention (SPEC §16, DeepSeek-V2), math orientation. The keys
+// and values of every head come from one latent c_kv = X_src W_DKV, the only
+// content that is cached; with rope_dims d_r a decoupled RoPE part is added to
+// the scores, its key part k_rope = RoPE(X_src W_KR) shared by every head.
+// The pipelines see each head's query and key as [q_h, q_rope_h] and
+// [k_h, k_rope] (Problem::d_k = d_content + d_r), so q·k is exactly
+// q_h k_hᵀ + q_rope_h k_ropeᵀ and every pipeline computes MLA unchanged.
+struct Mla {
+    Matrix W_DKV, W_UK, W_UV;          // (d_src, d_c), (d_c, H·d_content), (d_c, H·d_v)
+    std::optional<Matrix> W_DQ, W_UQ;  // (d_model, d_cq), (d_cq, H·d_content): query compression
+    std::optional<Matrix> W_QR, W_KR;  // (d_cq or d_model, H·d_r), (d_src, d_r): the decoupled RoPE part
+    std::size_t d_c = 0, d_cq = 0, d_r = 0, d_content = 0;
+    Rope rope;  // the decoupled part's angles (the problem's `rope`; default base 10000, interleaved)
+};
+
 // One `expect` entry (SPEC §9).
 struct Expectation {
     std::string name;
@@ -73,6 +88,7 @@ struct Problem {
     std::optional<double> softcap;
     std::optional<std::vector<double>> alibi_slopes;  // set when alibi is on
     std::optional<Dropout> dropout;
+    std::optional<Mla> mla;  // with it, `rope` lives in mla->rope and turns the decoupled part only
     std::vector<Expectation> expect;
     // SPEC §3 v2: non-finite numbers in input matrices are an error unless allowed.
     bool allow_nonfinite = false;
@@ -80,6 +96,7 @@ struct Problem {
 
     // Sizes, derived when the problem is validated.
     bool batched = false;  // X was given as (B, n, d): steps carry their batch index
+    // With mla, d_k is d_content + d_r: the width each head's scores are a dot product over.
     std::size_t batch = 1, n = 0, m = 0, d_model = 0, d_src = 0, d_k = 0, d_v = 0;
 
     bool from_tokens() const { return !X.empty(); }

@@ -85,7 +85,54 @@ Projections project(const Problem& p, std::size_t batch, const Backend& backend,
     return project(p, batch, backend, dtype, all_query_rows(p));
 }
 
+MlaParts mla_parts(const Problem& p, std::size_t batch, const Backend& backend, Dtype dtype, QueryRows rows) {
+    const Mla& mla = *p.mla;
+    const Matrix x = rows_of(p.X[batch], rows);
+    const Matrix& source = p.cross_attention() ? p.X_source[batch] : p.X[batch];
+    const std::optional<std::vector<double>> no_bias;
+    MlaParts parts;
+    parts.c_kv = affine(source, mla.W_DKV, no_bias, backend, dtype);
+    parts.k = affine(parts.c_kv, mla.W_UK, no_bias, backend, dtype);
+    parts.v = affine(parts.c_kv, mla.W_UV, no_bias, backend, dtype);
+    if (mla.W_DQ) {
+        parts.c_q = affine(x, *mla.W_DQ, no_bias, backend, dtype);
+        parts.q = affine(parts.c_q, *mla.W_UQ, no_bias, backend, dtype);
+    } else {
+        parts.q = affine(x, *p.W_Q, p.b_Q, backend, dtype);
+    }
+    if (mla.d_r == 0) return parts;
+    const auto all_positions = query_positions(p);
+    const std::vector<double> positions(all_positions.begin() + static_cast<long>(rows.first),
+                                        all_positions.begin() + static_cast<long>(rows.first + rows.count));
+    const Matrix q_rope = affine(mla.W_DQ ? parts.c_q : x, *mla.W_QR, no_bias, backend, dtype);
+    parts.q_rope = Matrix(q_rope.rows(), q_rope.cols());
+    for (int h = 0; h < p.heads; ++h) {  // every head's part turned on its own
+        const std::size_t first = static_cast<std::size_t>(h) * mla.d_r;
+        const Matrix turned = apply_rope(q_rope.columns(first, mla.d_r), mla.rope, positions, dtype);
+        for (std::size_t i = 0; i < turned.rows(); ++i) std::copy(turned.row(i), turned.row(i) + mla.d_r, parts.q_rope.row(i) + first);
+    }
+    parts.k_rope = apply_rope(affine(source, *mla.W_KR, no_bias, backend, dtype), mla.rope, key_positions(p), dtype);
+    return parts;
+}
+
+Projections mla_projections(const Problem& p, const MlaParts& parts) {
+    const std::size_t H = static_cast<std::size_t>(p.heads), d = p.mla->d_content, d_r = p.mla->d_r;
+    Projections out{Matrix(parts.q.rows(), H * (d + d_r)), Matrix(parts.k.rows(), H * (d + d_r)), parts.v};
+    for (std::size_t h = 0; h < H; ++h) {
+        for (std::size_t i = 0; i < parts.q.rows(); ++i) {
+            std::copy(parts.q.row(i) + h * d, parts.q.row(i) + (h + 1) * d, out.q.row(i) + h * (d + d_r));
+            if (d_r) std::copy(parts.q_rope.row(i) + h * d_r, parts.q_rope.row(i) + (h + 1) * d_r, out.q.row(i) + h * (d + d_r) + d);
+        }
+        for (std::size_t j = 0; j < parts.k.rows(); ++j) {
+            std::copy(parts.k.row(j) + h * d, parts.k.row(j) + (h + 1) * d, out.k.row(j) + h * (d + d_r));
+            if (d_r) std::copy(parts.k_rope.row(j), parts.k_rope.row(j) + d_r, out.k.row(j) + h * (d + d_r) + d);  // one key part for all heads
+        }
+    }
+    return out;
+}
+
 Projections project(const Problem& p, std::size_t batch, const Backend& backend, Dtype dtype, QueryRows rows) {
+    if (p.mla) return mla_projections(p, mla_parts(p, batch, backend, dtype, rows));
     const bool all = rows.first == 0 && rows.count == p.n;
     if (!p.from_tokens()) return {rounded(all ? *p.Q : rows_of(*p.Q, rows), dtype), rounded(*p.K, dtype), rounded(*p.V, dtype)};
     const Matrix& x = p.X[batch];
@@ -226,6 +273,11 @@ std::vector<Note> problem_notes(const Problem& p) {
                              {{"alignment", spec.kind == MaskSpec::Kind::causal_upper_left ? "upper_left" : "bottom_right"}}});
     if (!p.first_nonfinite.empty()) notes.push_back({"nonfinite_inputs", {}, {{"first", p.first_nonfinite}}});
     if (p.kv_heads < p.heads) notes.push_back({"kv_sharing", {{"heads", p.heads}, {"kv_heads", p.kv_heads}}, {}});
+    if (p.mla)
+        notes.push_back({"mla",
+                         {{"d_c", static_cast<double>(p.mla->d_c)}, {"d_r", static_cast<double>(p.mla->d_r)}, {"d_content", static_cast<double>(p.mla->d_content)},
+                          {"d_k", static_cast<double>(p.d_k)}},
+                         {}});
     if (p.dropout)
         notes.push_back({p.dropout->train ? "dropout_train" : "dropout_eval", {{"p", p.dropout->p}, {"seed", static_cast<double>(p.dropout->seed)}}, {}});
     return notes;

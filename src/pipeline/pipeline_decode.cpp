@@ -77,6 +77,7 @@ private:
     void add_decode_notes() {
         auto& notes = trace_.notes;
         notes.push_back({"decode", {{"prefill", static_cast<double>(decode_.prefill)}}, {}});
+        if (p_.mla) notes.back().numbers["mla"] = 1;
         if (decode_.prefill) notes.push_back({"prefill", {{"prefill", static_cast<double>(decode_.prefill)}}, {}});
         if (offset_ > 0)
             notes.push_back({"cache_offset", {{"m", static_cast<double>(p_.m)}, {"n", static_cast<double>(p_.n)}, {"offset", static_cast<double>(offset_)}}, {}});
@@ -89,13 +90,15 @@ private:
     // Every head's q, k, v of sequence b, with an (n, d_v) output and a list of
     // empty rows each: what the decode steps fill in.
     struct Heads {
+        std::optional<MlaParts> mla;  // MLA caches c_kv and k_rope, one for all heads
         std::vector<HeadInputs> inputs;
         std::vector<Matrix> outs;
         std::vector<std::vector<std::size_t>> empty_rows;
     };
     Heads prepare_heads(std::size_t b) const {
-        const Projections projections = project(p_, b, *backend_, options_.dtype);
         Heads heads;
+        if (p_.mla) heads.mla = mla_parts(p_, b, *backend_, options_.dtype, {0, p_.n});
+        const Projections projections = heads.mla ? mla_projections(p_, *heads.mla) : project(p_, b, *backend_, options_.dtype);
         for (int h = 0; h < p_.heads; ++h) {
             heads.inputs.push_back(head_inputs(p_, projections, h, options_.dtype));
             heads.outs.emplace_back(p_.n, p_.d_v);
@@ -130,7 +133,15 @@ private:
         const int group = p_.heads / p_.kv_heads;
         const auto query_names = slice_labels(query_labels(p_), first, rows);
         const auto key_names = slice_labels(key_labels(p_), 0, cache_length);
-        for (int g = 0; g < p_.kv_heads; ++g) {
+        if (heads.mla) {
+            // One latent and one RoPE key per token for every head: each head's keys and values are c_cache W_UK,h and c_cache W_UV,h.
+            recorder_.record("c_cache", fmt::format("latent cache after appending c_kv,{}", t), block_of(heads.mla->c_kv, 0, cache_length, 0, p_.mla->d_c),
+                             std::nullopt, b, key_names).t = t;
+            if (p_.mla->d_r)
+                recorder_.record("kr_cache", fmt::format("RoPE key cache after appending k_rope,{}", t), block_of(heads.mla->k_rope, 0, cache_length, 0, p_.mla->d_r),
+                                 std::nullopt, b, key_names).t = t;
+        }
+        for (int g = 0; g < p_.kv_heads && !heads.mla; ++g) {
             const HeadInputs& kv = heads.inputs[static_cast<std::size_t>(g * group)];
             const std::string which = p_.kv_heads > 1 || p_.heads > 1 ? fmt::format(" of KV head {}", g) : "";
             recorder_.record("k_cache", fmt::format("K cache{} after appending k_{}", which, t), block_of(kv.k, 0, cache_length, 0, p_.d_k), g, b, key_names).t = t;
@@ -173,7 +184,8 @@ private:
         const double bytes = decode_.bytes.value_or(options_.dtype == Dtype::f32 ? 4.0 : 8.0);
         const double tokens = static_cast<double>(decode_.tokens.value_or(p_.m));
         const double per_kv_head = static_cast<double>(p_.d_k + p_.d_v);
-        const double elements = decode_.layers * p_.kv_heads * per_kv_head;
+        const double elements = p_.mla ? static_cast<double>(mla_cache_elements_per_token(p_.mla->d_c, p_.mla->d_r, static_cast<std::uint64_t>(decode_.layers)))
+                                       : decode_.layers * p_.kv_heads * per_kv_head;
         auto& numbers = trace_.numbers;
         numbers.emplace_back("kv_cache_layers", decode_.layers);
         numbers.emplace_back("kv_cache_bytes_per_number", bytes);
@@ -181,6 +193,16 @@ private:
         numbers.emplace_back("kv_cache_bytes_per_token", elements * bytes);
         numbers.emplace_back("kv_cache_tokens", tokens);
         numbers.emplace_back("kv_cache_bytes_total", elements * bytes * tokens);
+        if (p_.mla) {
+            // What multi-head attention of the same heads would cache: every head's k (d_content) and v.
+            const double without_mla = decode_.layers * p_.heads * static_cast<double>(p_.mla->d_content + p_.d_v) * bytes;
+            numbers.emplace_back("kv_cache_bytes_per_token_without_mla", without_mla);
+            trace_.notes.push_back({"mla_cache_size",
+                                    {{"layers", decode_.layers}, {"d_c", static_cast<double>(p_.mla->d_c)}, {"d_r", static_cast<double>(p_.mla->d_r)},
+                                     {"bytes", bytes}, {"bytes_per_token", elements * bytes}, {"without_mla", without_mla}, {"heads", p_.heads}},
+                                    {}});
+            return;
+        }
         trace_.notes.push_back({"kv_cache_size",
                                 {{"layers", decode_.layers}, {"kv_heads", p_.kv_heads}, {"d_k", static_cast<double>(p_.d_k)},
                                  {"d_v", static_cast<double>(p_.d_v)}, {"bytes", bytes}, {"bytes_per_token", elements * bytes}, {"tokens", tokens}},

@@ -1,4 +1,7 @@
 // The full trace (SPEC §4): every intermediate of every head of every sequence.
+#include <algorithm>
+#include <cmath>
+
 #include <fmt/format.h>
 
 #include "attn_trace/pipeline.hpp"
@@ -39,6 +42,7 @@ public:
             if (pattern_->reach) trace_.numbers.push_back({"reach_max", pattern_->reach_max});
         }
         if (drawn_ > 0) trace_.numbers.push_back({"kept_share", kept_ / drawn_});
+        if (p_.mla) trace_.numbers.push_back({"max_abs_diff_absorbed", absorbed_diff_});
         check_overflow(trace_, p_, dtype_);
         return std::move(trace_);
     }
@@ -63,10 +67,12 @@ private:
             steps_.record("x", "X", block_of(p_.X[b], rows_.first, rows_.count, 0, p_.d_model), std::nullopt, b, queries);
             if (p_.cross_attention()) steps_.record("x_source", "X_source", p_.X_source[b], std::nullopt, b, p_.source_tokens);
         }
-        Projections qkv = project(p_, b, *backend_, dtype_, rows_);
+        if (p_.mla) mla_ = mla_parts(p_, b, *backend_, dtype_, rows_);
+        Projections qkv = p_.mla ? mla_projections(p_, *mla_) : project(p_, b, *backend_, dtype_, rows_);
         const bool projected = p_.from_tokens();
         const std::string source = p_.cross_attention() ? "X_source" : "X";
         const auto record_projections = [&](bool move) {
+            if (p_.mla) return record_mla_parts(b);
             const auto take = [move](Matrix& m) { return move ? std::move(m) : m; };
             steps_.record("q", projected ? (p_.b_Q ? "X W_Q + b_Q" : "X W_Q") : "Q (given)", take(qkv.q), std::nullopt, b, queries);
             steps_.record("k", projected ? source + (p_.b_K ? " W_K + b_K" : " W_K") : "K (given)", take(qkv.k), std::nullopt, b, keys);
@@ -87,6 +93,39 @@ private:
         steps_.record_concat_and_final(outs, b, *backend_, dtype_, rows_.first);
     }
 
+    // MLA's own steps (SPEC §16) in place of q, k, v: the pipeline's q and k are
+    // their [content, rope] concatenations, which nobody needs to read.
+    void record_mla_parts(std::size_t b) {
+        const auto& queries = queries_;
+        const auto& keys = key_labels(p_);
+        const std::string source = p_.cross_attention() ? "X_source" : "X";
+        const MlaParts& parts = *mla_;
+        steps_.record("c_kv", source + " W_DKV: the latent, all that is cached for the content", parts.c_kv, std::nullopt, b, keys);
+        if (!parts.c_q.empty()) steps_.record("c_q", "X W_DQ: the compressed query", parts.c_q, std::nullopt, b, queries);
+        steps_.record("q", parts.c_q.empty() ? (p_.b_Q ? "X W_Q + b_Q" : "X W_Q") : "c_q W_UQ", parts.q, std::nullopt, b, queries);
+        steps_.record("k", "c_kv W_UK", parts.k, std::nullopt, b, keys);
+        steps_.record("v", "c_kv W_UV", parts.v, std::nullopt, b, keys);
+        if (p_.mla->d_r == 0) return;
+        steps_.record("q_rope", fmt::format("RoPE({} W_QR), per head", parts.c_q.empty() ? "X" : "c_q"), parts.q_rope, std::nullopt, b, queries);
+        steps_.record("k_rope", fmt::format("RoPE({} W_KR), one for every head", source), parts.k_rope, std::nullopt, b, keys);
+    }
+
+    // The absorbed form of head h: q_latent = q_h W_UK,hᵀ (n, d_c), and
+    // q_latent c_kvᵀ (+ q_rope_h k_ropeᵀ) against the scores the heads computed.
+    void record_absorbed(int h, std::size_t b, const Matrix& scores) {
+        const MlaParts& parts = *mla_;
+        const Mla& mla = *p_.mla;
+        const std::size_t first = static_cast<std::size_t>(h) * mla.d_content;
+        const Matrix q_h = parts.q.columns(first, mla.d_content);
+        const Matrix q_latent = backend_->multiply_transposed(q_h, mla.W_UK.columns(first, mla.d_content), dtype_);
+        Matrix absorbed = backend_->multiply_transposed(q_latent, parts.c_kv, dtype_);
+        if (mla.d_r) absorbed = add_elementwise(absorbed, backend_->multiply_transposed(parts.q_rope.columns(static_cast<std::size_t>(h) * mla.d_r, mla.d_r),
+                                                                                        parts.k_rope, dtype_), dtype_);
+        for (std::size_t i = 0; i < absorbed.data().size(); ++i)
+            absorbed_diff_ = std::max(absorbed_diff_, std::fabs(absorbed.data()[i] - scores.data()[i]));
+        steps_.record("q_latent", "q_h W_UK,hᵀ: the query in latent space (absorbed form)", q_latent, h, b, queries_);
+    }
+
     // One head: scores → scaled → (capped) → mask → masked → softmax steps → out.
     Matrix run_head(const HeadInputs& in, int h, std::size_t b) {
         const auto& queries = queries_;
@@ -98,7 +137,12 @@ private:
         }
         const std::string k_name = p_.kv_heads < p_.heads ? fmt::format("K_{}", g) : "K";
         const Matrix scores = backend_->multiply_transposed(in.q, in.k, dtype_);
-        steps_.record("scores", "Q " + k_name + "ᵀ" + columns_read(p_, h, false), scores, h, b, queries, keys);
+        if (p_.mla) {
+            record_absorbed(h, b, scores);
+            steps_.record("scores", p_.mla->d_r ? "q_h k_hᵀ + q_rope,h k_ropeᵀ" : "q_h k_hᵀ", scores, h, b, queries, keys);
+        } else {
+            steps_.record("scores", "Q " + k_name + "ᵀ" + columns_read(p_, h, false), scores, h, b, queries, keys);
+        }
         const double s = p_.scale_factor();
         Matrix scaled = scale(scores, s, dtype_);
         steps_.record("scaled",
@@ -149,6 +193,8 @@ private:
     std::vector<std::string> queries_;  // the labels of those rows
     std::optional<PatternFacts> pattern_;  // with a sparse pattern, in `run` only
     double kept_ = 0, drawn_ = 0;           // dropout's keep: ones and draws
+    std::optional<MlaParts> mla_;           // the current sequence's, with mla
+    double absorbed_diff_ = 0;              // the absorbed scores against the explicit ones
 };
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include "json/json_reader.hpp"
 #include "json/json_text.hpp"
 #include "mask_reader.hpp"
+#include "mla_reader.hpp"
 
 namespace attn_trace {
 
@@ -27,7 +28,7 @@ const std::vector<std::string> known_keys = {
     "title", "tokens", "source_tokens", "X", "X_source", "W_Q", "W_K", "W_V", "b_Q", "b_K", "b_V", "W_O", "b_O",
     "weights_layout", "in_proj_weight", "in_proj_bias", "out_proj.weight", "out_proj.bias", "Q", "K", "V",
     "heads", "kv_heads", "scale", "mask", "empty_rows", "lengths", "rope", "positions", "source_positions",
-    "softcap", "alibi", "expect", "allow_nonfinite", "sparse", "dropout"};
+    "softcap", "alibi", "expect", "allow_nonfinite", "sparse", "dropout", "mla"};
 
 // The keys whose numbers are inputs (SPEC §3 v2): a non-finite number in them is an
 // error unless allowed. Masks are not among them: −∞ is their job.
@@ -346,7 +347,9 @@ private:
 
     void derive_sizes(const DeclaredShapes& d) {
         auto& p = problem_;
-        if (has("X")) {
+        if (has("mla")) {
+            derive_mla_sizes(d);
+        } else if (has("X")) {
             for (const char* key : {"W_Q", "W_K", "W_V"})
                 need(has(key) || has("in_proj_weight"), path_of(key), fmt::format("X is given, so {} is needed", key));
             const Extent& x = d.x;
@@ -396,6 +399,29 @@ private:
         } else if (d.b_o) {
             reader_.fail(bias_path("b_O"), "b_O needs W_O");
         }
+    }
+
+    // MLA (SPEC §16): keys and values from the latent, queries from W_Q or W_DQ W_UQ.
+    void derive_mla_sizes(const DeclaredShapes& d) {
+        auto& p = problem_;
+        need(has("X"), "$.mla", "MLA projects token vectors: it needs X (and X_source for cross-attention), not Q, K, V");
+        for (const char* key : {"W_K", "W_V", "b_K", "b_V", "in_proj_weight", "in_proj_bias"})
+            need(!has(key), path_of(key), fmt::format("with mla the keys and values come from the latent c_kv (mla.W_DKV, W_UK, W_UV): leave out {}", key));
+        need(p.kv_heads == p.heads, "$.kv_heads", "MLA gives every head its own keys and values (from one shared latent): leave out kv_heads");
+        p.batch = d.batch;
+        p.n = d.x.rows;
+        p.m = d.x_source.rows;
+        p.d_model = d.x.cols;
+        p.d_src = d.x_source.cols;
+        if (d.w_q)
+            need(d.w_q->rows == p.d_model, weight_path("W_Q"),
+                 fmt::format("X is {} so W_Q needs {} rows, found {}", shape_string(d.x.rows, d.x.cols), p.d_model, d.w_q->rows));
+        p.mla = read_mla(at("mla"), "$.mla", reader_, p.d_model, p.d_src, p.heads, d.w_q ? d.w_q->cols : 0);
+        need(!(d.w_q && p.mla->W_DQ), "$.W_Q", "give the queries either as W_Q or as mla.W_DQ with mla.W_UQ, not both");
+        if (d.w_q) check_bias(d.b_q, "b_Q", d.w_q->cols, "W_Q");
+        else need(!d.b_q, "$.b_Q", "b_Q is W_Q's bias: with mla.W_DQ and W_UQ there is no W_Q");
+        p.d_k = p.mla->d_content + p.mla->d_r;
+        p.d_v = p.mla->W_UV.cols() / static_cast<std::size_t>(p.heads);
     }
 
     std::string weight_path(const char* key) const {
@@ -527,7 +553,11 @@ private:
             for (const auto& [key, item] : value.items())
                 if (key != "base" && key != "angles_deg" && key != "style")
                     reader_.fail("$.rope." + key, "unknown key: rope has \"base\", \"angles_deg\" and \"style\"");
-            need(p.d_k % 2 == 0, "$.rope", fmt::format("RoPE rotates pairs, so d_k must be even, found {}", p.d_k));
+            // With MLA, RoPE turns the decoupled part (rope_dims wide) only.
+            if (p.mla) need(p.mla->d_r > 0, "$.rope", "with mla, RoPE turns the decoupled part only: give mla.rope_dims, W_QR and W_KR");
+            const std::size_t d = p.mla ? p.mla->d_r : p.d_k;
+            const char* d_name = p.mla ? "rope_dims" : "d_k";
+            need(d % 2 == 0, "$.rope", fmt::format("RoPE rotates pairs, so d_k must be even, found {}", d));
             if (value.contains("base")) {
                 rope.base = reader_.number(value["base"], "$.rope.base");
                 need(rope.base > 0 && std::isfinite(rope.base), "$.rope.base", "expected a number > 0");
@@ -535,19 +565,21 @@ private:
             if (value.contains("angles_deg")) {
                 need(!value.contains("base"), "$.rope", "give either base or angles_deg, not both");
                 rope.angles_deg = reader_.vector(value["angles_deg"], "$.rope.angles_deg");
-                need(rope.angles_deg.size() == p.d_k / 2, "$.rope.angles_deg",
-                     fmt::format("d_k = {} has {} pairs so angles_deg needs {} angles, found {}", p.d_k, p.d_k / 2, p.d_k / 2, rope.angles_deg.size()));
+                need(rope.angles_deg.size() == d / 2, "$.rope.angles_deg",
+                     fmt::format("{} = {} has {} pairs so angles_deg needs {} angles, found {}", d_name, d, d / 2, d / 2, rope.angles_deg.size()));
             }
             if (value.contains("style")) {
                 const auto style = reader_.string(value["style"], "$.rope.style");
                 need(style == "interleaved" || style == "half", "$.rope.style", "expected \"interleaved\" or \"half\", found \"" + style + "\"");
                 rope.style = style == "half" ? Rope::Style::half : Rope::Style::interleaved;
             }
-            p.rope = rope;
+            if (p.mla) p.mla->rope = rope;
+            else p.rope = rope;
         }
+        const bool turns = p.rope.has_value() || (p.mla && p.mla->d_r > 0);
         auto read_positions = [&](const char* key, std::vector<double>& into, std::size_t count, const char* what) {
             if (!has(key)) return;
-            need(p.rope.has_value(), path_of(key), "positions are used by RoPE only: add \"rope\"");
+            need(turns, path_of(key), "positions are used by RoPE only: add \"rope\"");
             into = reader_.vector(at(key), path_of(key));
             need(into.size() == count, path_of(key), fmt::format("there are {} {} so {} needs {} values, found {}", count, what, key, count, into.size()));
         };

@@ -70,9 +70,12 @@ std::string tiled(const Note& note) {
 
 std::string decode(const Note& note) {
     const long long prefill = whole(note, "prefill");
-    return fmt::format("decode: {}one query per step; at step t every KV head appends k_t and v_t to its cache, then "
+    const std::string appends = note.has("mla") ? "the latent c_kv,t and the RoPE key k_rope,t are appended to one cache for every head (c_cache, "
+                                                  "kr_cache), each head's keys and values made from it"
+                                                : "every KV head appends k_t and v_t to its cache";
+    return fmt::format("decode: {}one query per step; at step t {}, then "
                        "each query head scores q_t against the whole cache (s · q_t Kᵀ), takes the softmax and mixes the cached values",
-                       prefill ? fmt::format("queries 0…{} as one prefill block, then ", prefill - 1) : "");
+                       prefill ? fmt::format("queries 0…{} as one prefill block, then ", prefill - 1) : "", appends);
 }
 
 std::string decode_reference(const Note& note) {
@@ -155,6 +158,17 @@ std::string note_text(const Note& note) {
                            "dropout_p whatever the module's mode, so a module passes dropout_p = p if self.training else 0.0",
                            note.number("p"));
     if (k == "permutation") return permutation(note);
+    if (k == "mla_cache_size")
+        return fmt::format("MLA cache: c_cache (d_c = {}) and kr_cache (d_r = {}) for all {} heads, (d_c + d_r) · {} layer{} · {:g} bytes = {:g} bytes "
+                           "per token, where multi-head attention would cache every head's k and v: {:g} bytes ({:.3g}× more)",
+                           whole(note, "d_c"), whole(note, "d_r"), whole(note, "heads"), whole(note, "layers"), plural(whole(note, "layers")),
+                           note.number("bytes"), note.number("bytes_per_token"), note.number("without_mla"),
+                           note.number("without_mla") / note.number("bytes_per_token"));
+    if (k == "mla")
+        return fmt::format("MLA: each head's keys and values come from the latent c_kv (d_c = {}); its scores are q_h k_hᵀ{} over d_k = {}{}, so "
+                           "the scale 1/√{} counts both parts; q_latent shows the absorbed form (W_UK folded into the query), equal to rounding",
+                           whole(note, "d_c"), whole(note, "d_r") ? " + q_rope,h k_ropeᵀ" : "", whole(note, "d_k"),
+                           whole(note, "d_r") ? fmt::format(" = {} + d_r {}", whole(note, "d_content"), whole(note, "d_r")) : "", whole(note, "d_k"));
     return "note of an unknown kind: " + k;  // a pipeline recorded a kind this phrasebook lacks (tests/test_notes.cpp phrases every kind)
 }
 
