@@ -44,12 +44,13 @@ PROBLEM_KEYS = {
     "b_Q", "b_K", "b_V", "W_O", "b_O", "weights_layout", "in_proj_weight",
     "in_proj_bias", "out_proj.weight", "out_proj.bias", "Q", "K", "V", "heads",
     "kv_heads", "scale", "mask", "empty_rows", "lengths", "rope", "positions",
-    "source_positions", "softcap", "alibi", "expect",
+    "source_positions", "softcap", "alibi", "expect", "sparse", "dropout", "mla",
 }
 
 # Order of the steps in a trace (SPEC §4); `expect` lists follow it.
-STEP_ORDER = ["q", "k", "v", "q_rot", "k_rot", "scores", "scaled", "capped",
-              "mask", "masked", "weights", "out", "concat", "final"]
+STEP_ORDER = ["c_kv", "c_q", "q", "k", "v", "q_rope", "k_rope", "q_rot", "k_rot", "q_latent",
+              "scores", "scaled", "capped", "mask", "reach", "masked", "weights", "keep", "dropped",
+              "out", "concat", "final"]
 
 
 # ---------------------------------------------------------------------------
@@ -608,16 +609,327 @@ def np_trace(problem):
     return trace
 
 
+# ---------------------------------------------------------------------------
+# The rest of the family (SPEC §15–§17): sparse patterns, MLA, dropout
+# ---------------------------------------------------------------------------
+
+M64 = (1 << 64) - 1
+
+
+class PortableRandom:
+    """attn-trace's generator (src/core/random.cpp): xoshiro256** seeded by splitmix64."""
+
+    def __init__(self, seed):
+        self.state = []
+        x = seed & M64
+        for _ in range(4):
+            x = (x + 0x9E3779B97F4A7C15) & M64
+            z = x
+            z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & M64
+            z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & M64
+            self.state.append(z ^ (z >> 31))
+
+    def next_u64(self):
+        s = self.state
+        rotl = lambda v, k: ((v << k) | (v >> (64 - k))) & M64
+        result = (rotl((s[1] * 5) & M64, 7) * 9) & M64
+        t = (s[1] << 17) & M64
+        s[2] ^= s[0]
+        s[3] ^= s[1]
+        s[1] ^= s[2]
+        s[0] ^= s[3]
+        s[2] ^= t
+        s[3] = rotl(s[3], 45)
+        return result
+
+    def uniform(self):
+        return (self.next_u64() >> 11) * 2.0 ** -53
+
+
+def sparse_blocks(spec, n, m):
+    """The block-level pattern of a SPEC §15 spec as a boolean (query blocks, key blocks)
+    tensor, with the random blocks drawn as SPEC §15 says: per query block in order,
+    per_row of the key blocks its window and global parts leave unseen (with causal:
+    that hold a key it may read), by a partial Fisher-Yates shuffle in ascending order."""
+    b = spec.get("block", 1)
+    qb, kb = -(-n // b), -(-m // b)
+    offset = kb - qb
+    I = torch.arange(qb).unsqueeze(1)
+    J = torch.arange(kb).unsqueeze(0)
+    seen = torch.zeros(qb, kb, dtype=torch.bool)
+    if "window" in spec:
+        w = spec["window"]
+        left, right = (w.get("left", 0), w.get("right", 0)) if isinstance(w, dict) else (w - 1, 0)
+        seen |= (I + offset - left <= J) & (J <= I + offset + right)
+    for g in spec.get("global", []):
+        if g < qb:
+            seen[g, :] = True
+        if g < kb:
+            seen[:, g] = True
+    if "random" in spec:
+        rng = PortableRandom(spec["random"].get("seed", 0))
+        drawn = torch.zeros(qb, kb, dtype=torch.bool)
+        for i in range(qb):
+            last_query = min(n, (i + 1) * b) - 1
+            candidates = [j for j in range(kb) if not seen[i, j]
+                          and (not spec.get("causal") or j * b <= last_query + m - n)]
+            take = min(spec["random"]["per_row"], len(candidates))
+            for t in range(take):
+                pick = t + int(rng.uniform() * (len(candidates) - t))
+                candidates[t], candidates[pick] = candidates[pick], candidates[t]
+            for j in candidates[:take]:
+                drawn[i, j] = True
+        seen |= drawn
+    return seen
+
+
+def sparse_allowed(spec, n, m):
+    """Boolean (n, m): the blocks expanded to tokens, then the causal rule."""
+    b = spec.get("block", 1)
+    allowed = sparse_blocks(spec, n, m).repeat_interleave(b, 0).repeat_interleave(b, 1)[:n, :m]
+    if spec.get("causal"):
+        allowed = allowed & causal_allowed(n, m, bottom_right=True)
+    return allowed
+
+
+def reach_layers(allowed):
+    """Least L >= 1 with key j's information at query i after L layers: boolean matrix
+    powers of (reads | itself); inf where no power reaches."""
+    n = allowed.shape[0]
+    step_ = (allowed | torch.eye(n, dtype=torch.bool)).to(torch.float64)
+    reached = torch.eye(n, dtype=torch.bool) | allowed
+    reach = torch.full((n, n), math.inf)
+    reach[reached] = 1.0
+    for layers in range(2, n + 1):
+        reached_next = (reached.to(torch.float64) @ step_) > 0
+        reach[reached_next & ~reached] = float(layers)
+        if torch.equal(reached_next, reached):
+            break
+        reached = reached_next
+    return reach
+
+
+def case_sparse(spec, label, extra_mask=None, seed=20, n=12, heads=2):
+    """Sparse pattern as an explicit boolean mask into F.scaled_dot_product_attention."""
+    torch.manual_seed(seed)
+    d = 4
+    q, k, v = randn(n, heads * d), randn(n, heads * d), randn(n, heads * d)
+    allowed = sparse_allowed(spec, n, n)
+    if extra_mask == "causal":
+        allowed = allowed & causal_allowed(n, n)
+    head_steps = [attend(q_h, k_h, v_h, allowed) for q_h, k_h, v_h in
+                  zip(split_heads(q, heads), split_heads(k, heads), split_heads(v, heads))]
+    reach = reach_layers(allowed)
+    problem = {"title": f"golden: {label} ({TORCH}, float64)",
+               "Q": as_list(q), "K": as_list(k), "V": as_list(v), "heads": heads, "sparse": spec}
+    if extra_mask:
+        problem["mask"] = extra_mask
+    expect = per_head_entries(head_steps, ("mask", "weights", "out"))
+    expect.append(step("reach", reach))
+    problem["expect"] = sort_steps(expect)
+    return problem
+
+
+def rope_rows(x, positions, rope):
+    return torch.from_numpy(apply_rope(x.numpy(), positions, rope))
+
+
+def case_mla(compressed=True, rope_dims=2, seed=30):
+    """DeepSeek-V2's equations transcribed: c_kv = X W_DKV, k = c_kv W_UK, v = c_kv W_UV,
+    (c_q = X W_DQ, q = c_q W_UQ), q_rope = RoPE(c_q W_QR), k_rope = RoPE(X W_KR) shared
+    by the heads; head h's scores [q_h, q_rope_h]·[k_h, k_rope]. The absorbed form
+    (q_h W_UK,hᵀ) c_kvᵀ + q_rope_h k_ropeᵀ is checked against them."""
+    torch.manual_seed(seed)
+    n, d_model, heads, d_c, d_cq, d_h = 5, 8, 2, 4, 6, 4
+    x = randn(n, d_model)
+    w = {"W_DKV": randn(d_model, d_c, scale=1 / math.sqrt(d_model)),
+         "W_UK": randn(d_c, heads * d_h, scale=1 / math.sqrt(d_c)),
+         "W_UV": randn(d_c, heads * d_h, scale=1 / math.sqrt(d_c))}
+    if compressed:
+        w["W_DQ"] = randn(d_model, d_cq, scale=1 / math.sqrt(d_model))
+        w["W_UQ"] = randn(d_cq, heads * d_h, scale=1 / math.sqrt(d_cq))
+    else:
+        w_q = randn(d_model, heads * d_h, scale=1 / math.sqrt(d_model))
+    if rope_dims:
+        w["W_QR"] = randn(d_cq if compressed else d_model, heads * rope_dims, scale=0.5)
+        w["W_KR"] = randn(d_model, rope_dims, scale=0.5)
+    w_o = randn(heads * d_h, d_model, scale=1 / math.sqrt(heads * d_h))
+    rope = {"base": 10000, "style": "interleaved"}
+    positions = np.arange(n)
+
+    c_kv = x @ w["W_DKV"]
+    k, v = c_kv @ w["W_UK"], c_kv @ w["W_UV"]
+    c_q = x @ w["W_DQ"] if compressed else None
+    q = c_q @ w["W_UQ"] if compressed else x @ w_q
+    steps = {"c_kv": c_kv, "q": q, "k": k, "v": v}
+    if compressed:
+        steps["c_q"] = c_q
+    if rope_dims:
+        q_rope_raw = (c_q if compressed else x) @ w["W_QR"]
+        q_rope = torch.cat([rope_rows(part, positions, rope) for part in split_heads(q_rope_raw, heads)], dim=1)
+        k_rope = rope_rows(x @ w["W_KR"], positions, rope)
+        steps.update(q_rope=q_rope, k_rope=k_rope)
+    scale = 1 / math.sqrt(d_h + rope_dims)
+    allowed = causal_allowed(n, n)
+    head_steps = []
+    for h in range(heads):
+        q_h, k_h, v_h = q[:, h * d_h:(h + 1) * d_h], k[:, h * d_h:(h + 1) * d_h], v[:, h * d_h:(h + 1) * d_h]
+        if rope_dims:
+            q_full = torch.cat([q_h, q_rope[:, h * rope_dims:(h + 1) * rope_dims]], dim=1)
+            k_full = torch.cat([k_h, k_rope], dim=1)
+        else:
+            q_full, k_full = q_h, k_h
+        head = attend(q_full, k_full, v_h, allowed, scale=scale)
+        q_latent = q_h @ w["W_UK"][:, h * d_h:(h + 1) * d_h].T
+        absorbed = q_latent @ c_kv.T
+        if rope_dims:
+            absorbed = absorbed + q_rope[:, h * rope_dims:(h + 1) * rope_dims] @ k_rope.T
+        assert torch.allclose(absorbed, head["scores"], rtol=0, atol=1e-12), "absorbed form differs"
+        head["q_latent"] = q_latent
+        head_steps.append(head)
+    concat = join_heads(torch.stack([hs["out"] for hs in head_steps]))
+    mla = {name: as_list(value) for name, value in w.items()}
+    if rope_dims:
+        mla["rope_dims"] = rope_dims
+    problem = {"title": f"golden: MLA {'with' if compressed else 'without'} query compression, "
+                        f"{'decoupled RoPE d_r ' + str(rope_dims) if rope_dims else 'no RoPE'}, "
+                        f"2 heads, causal ({TORCH}, float64)",
+               "X": as_list(x), "heads": heads, "mla": mla}
+    if not compressed:
+        problem["W_Q"] = as_list(w_q)
+    problem["W_O"] = as_list(w_o)
+    if rope_dims:
+        problem["rope"] = rope
+    problem["mask"] = "causal"
+    expect = [step(name, value) for name, value in steps.items()]
+    expect += per_head_entries(head_steps, ("q_latent", "scores", "weights", "out"))
+    expect += [step("concat", concat), step("final", concat @ w_o)]
+    problem["expect"] = sort_steps(expect)
+    return problem
+
+
+def dropout_keep(seed, p, heads, n, m):
+    """keep (H, n, m): one stream over the heads in order, row-major, 1 where u >= p."""
+    rng = PortableRandom(seed)
+    keep = torch.zeros(heads, n, m)
+    for h in range(heads):
+        for i in range(n):
+            for j in range(m):
+                keep[h, i, j] = 1.0 if rng.uniform() >= p else 0.0
+    return keep
+
+
+def case_dropout():
+    """Dropout in train mode, its keep given to torch as the mask: dropped = A ⊙ keep / (1 − p)."""
+    torch.manual_seed(40)
+    heads, n, d, p = 2, 6, 4, 0.25
+    q, k, v = randn(n, heads * d), randn(n, heads * d), randn(n, heads * d)
+    keep = dropout_keep(5, p, heads, n, n)
+    allowed = causal_allowed(n, n)
+    head_steps = []
+    for h, (q_h, k_h, v_h) in enumerate(zip(split_heads(q, heads), split_heads(k, heads), split_heads(v, heads))):
+        steps = attend(q_h, k_h, v_h, allowed)
+        steps["keep"] = keep[h]
+        steps["dropped"] = steps["weights"] * keep[h] / (1 - p)
+        steps["out"] = steps["dropped"] @ v_h
+        head_steps.append(steps)
+    return {"title": f"golden: dropout p = 0.25 in train mode, keep as torch's mask, causal ({TORCH}, float64)",
+            "Q": as_list(q), "K": as_list(k), "V": as_list(v), "heads": heads, "mask": "causal",
+            "dropout": {"p": p, "seed": 5, "mode": "train"},
+            "expect": sort_steps(per_head_entries(head_steps, ("weights", "keep", "dropped", "out")))}
+
+
+def np_family_trace(problem):
+    """A second, numpy formulation of the family's files (sparse, MLA, dropout):
+    pair-by-pair visibility, breadth-first reach, MLA from the file's matrices."""
+    heads = problem.get("heads", 1)
+    trace = {}
+    if "mla" in problem:
+        mla = {k: (np.asarray(v, dtype=np.float64) if k != "rope_dims" else v) for k, v in problem["mla"].items()}
+        x = np.asarray(problem["X"], dtype=np.float64)
+        n = m = x.shape[0]
+        c_kv = x @ mla["W_DKV"]
+        k, v = c_kv @ mla["W_UK"], c_kv @ mla["W_UV"]
+        c_q = x @ mla["W_DQ"] if "W_DQ" in mla else None
+        q = c_q @ mla["W_UQ"] if c_q is not None else x @ np.asarray(problem["W_Q"])
+        d_r = mla.get("rope_dims", 0)
+        trace.update({("c_kv", None, None): c_kv, ("q", None, None): q, ("k", None, None): k, ("v", None, None): v})
+        if c_q is not None:
+            trace[("c_q", None, None)] = c_q
+        if d_r:
+            raw = (c_q if c_q is not None else x) @ mla["W_QR"]
+            q_rope = np.concatenate([np_rotate(raw[:, h * d_r:(h + 1) * d_r], np.arange(n), problem["rope"])
+                                     for h in range(heads)], axis=1)
+            k_rope = np_rotate(x @ mla["W_KR"], np.arange(m), problem["rope"])
+            trace.update({("q_rope", None, None): q_rope, ("k_rope", None, None): k_rope})
+        d_h = k.shape[1] // heads
+    else:
+        q, k, v = (np.asarray(problem[key], dtype=np.float64) for key in "QKV")
+        n, m = q.shape[0], k.shape[0]
+        d_h = q.shape[1] // heads
+        d_r = 0
+    allowed = np.ones((n, m), dtype=bool)
+    if problem.get("mask") == "causal":
+        allowed &= np.arange(m)[None, :] <= np.arange(n)[:, None]
+    if "sparse" in problem:
+        spec = problem["sparse"]
+        b = spec.get("block", 1)
+        blocks = sparse_blocks(spec, n, m).numpy()
+        pair = np.array([[bool(blocks[i // b, j // b]) and (not spec.get("causal") or j <= i + m - n)
+                          for j in range(m)] for i in range(n)])
+        allowed &= pair
+        reach = np.full((n, n), np.inf)
+        for i in range(n):  # breadth-first from i over "i reads j"
+            reach[i, i], frontier, layers = 1, [i], 1
+            while frontier:
+                nxt = []
+                for u in frontier:
+                    for j in np.nonzero(allowed[u])[0]:
+                        if np.isinf(reach[i, j]):
+                            reach[i, j] = layers
+                            nxt.append(j)
+                frontier, layers = nxt, layers + 1
+        trace[("reach", None, None)] = reach
+    mask = np.where(allowed, 0.0, -np.inf)
+    outs = []
+    for h in range(heads):
+        q_h, k_h, v_h = q[:, h * d_h:(h + 1) * d_h], k[:, h * d_h:(h + 1) * d_h], v[:, h * d_h:(h + 1) * d_h]
+        scores = q_h @ k_h.T
+        if "mla" in problem:
+            trace[("q_latent", h, None)] = q_h @ mla["W_UK"][:, h * d_h:(h + 1) * d_h].T
+            if d_r:
+                scores = scores + q_rope[:, h * d_r:(h + 1) * d_r] @ k_rope.T
+        z = scores / np.sqrt(d_h + d_r) + mask
+        e = np.exp(z - z.max(axis=1, keepdims=True))
+        weights = e / e.sum(axis=1, keepdims=True)
+        steps = {"scores": scores, "mask": mask, "weights": weights, "allowed": allowed}
+        mixed = weights
+        if problem.get("dropout", {}).get("mode") == "train":
+            p = problem["dropout"]["p"]
+            keep = dropout_keep(problem["dropout"]["seed"], p, heads, n, m)[h].numpy()
+            steps["keep"], steps["dropped"] = keep, weights * keep / (1 - p)
+            mixed = steps["dropped"]
+        steps["out"] = mixed @ v_h
+        outs.append(steps["out"])
+        trace.update({(name, h, None): value for name, value in steps.items()})
+    trace[("concat", None, None)] = np.concatenate(outs, axis=1)
+    if "W_O" in problem:
+        trace[("final", None, None)] = trace[("concat", None, None)] @ np.asarray(problem["W_O"])
+    return trace
+
+
 def verify_file(path):
     """Re-load a written file and check it against the numpy trace."""
     assert path.stat().st_size < MAX_FILE_BYTES, f"{path} is too large"
     problem = json.loads(path.read_text())
     unknown = set(problem) - PROBLEM_KEYS
     assert not unknown, f"{path}: unknown keys {unknown}"
-    trace = np_trace(problem)
+    family = any(key in problem for key in ("sparse", "dropout", "mla"))
+    trace = np_family_trace(problem) if family else np_trace(problem)
     heads = problem.get("heads", 1)
+    shared = ("c_kv", "c_q", "q", "k", "v", "q_rope", "k_rope", "reach", "concat", "final")
     for entry in problem["expect"]:
-        per_head = entry["name"] not in ("q", "k", "v", "concat", "final")
+        per_head = entry["name"] not in shared
         head = entry.get("head", 0 if heads == 1 else None) if per_head else None
         where = f"{path.name}: {entry['name']} head={head} batch={entry.get('batch')}"
         want = np_matrix(entry["data"])
@@ -628,6 +940,11 @@ def verify_file(path):
             want[~finite], got[~finite]), f"{where}: infinities differ"
         diff = np.max(np.abs(want[finite] - got[finite]), initial=0.0)
         assert diff <= entry["atol"], f"{where}: differs by {diff}"
+        if entry["name"] in ("weights", "dropped"):  # blocked cells exactly 0
+            allowed = trace[("allowed", head, entry.get("batch"))]
+            assert np.all(want[~allowed] == 0.0), f"{where}: blocked weight not 0"
+        if entry["name"] == "keep":
+            assert np.all((want == 0.0) | (want == 1.0)), f"{where}: keep is not 0/1"
         if entry["name"] == "weights":  # rows sum to 1, blocked cells exactly 0
             allowed = trace[("allowed", head, entry.get("batch"))]
             assert np.all(want[~allowed] == 0.0), f"{where}: blocked weight not 0"
@@ -670,6 +987,18 @@ GOLDEN_CASES = {
                                           "angles 30 and 45 degrees per position"),
     "softcap.json": case_softcap,
     "alibi.json": case_alibi,
+    "sparse_longformer.json": lambda: case_sparse({"window": {"left": 1, "right": 1}, "global": [0]},
+                                                  "Longformer-style sparse pattern: window 1 each side, global token 0"),
+    "sparse_bigbird.json": lambda: case_sparse(
+        {"block": 2, "window": {"left": 1, "right": 1}, "global": [0], "random": {"per_row": 1, "seed": 7}},
+        "BigBird-style sparse pattern: blocks of 2, window, global block 0, 1 random block per row", seed=21),
+    "sparse_causal.json": lambda: case_sparse(
+        {"block": 2, "window": 2, "global": [0], "random": {"per_row": 1, "seed": 3}, "causal": True},
+        "causal sparse pattern (window of 2 blocks, global block, random) combined with mask causal",
+        extra_mask="causal", seed=22),
+    "mla_compressed_rope.json": lambda: case_mla(compressed=True, rope_dims=2),
+    "mla_plain.json": lambda: case_mla(compressed=False, rope_dims=0, seed=31),
+    "dropout_train.json": case_dropout,
 }
 
 
