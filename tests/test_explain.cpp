@@ -142,7 +142,9 @@ bool same_values(const Matrix& a, const Matrix& b) {
     return true;
 }
 
-bool key_rows(const std::string& name) { return name == "k" || name == "v" || name == "k_rot" || name == "x_source"; }
+bool key_rows(const std::string& name) {
+    return name == "k" || name == "v" || name == "k_rot" || name == "x_source" || name == "c_kv" || name == "k_rope" || name == "reach";
+}
 
 }  // namespace
 

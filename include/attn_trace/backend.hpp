@@ -45,6 +45,7 @@ struct KeyMask {
     // Whether the patterns allow query i to read key j, and some query of [i0, i1) some key of [j0, j1).
     bool patterns_allow(std::size_t i, std::size_t j, std::size_t n, std::size_t m) const;
     bool patterns_touch(std::size_t i0, std::size_t i1, std::size_t j0, std::size_t j1, std::size_t n, std::size_t m) const;
+    bool patterns_cover(std::size_t i0, std::size_t i1, std::size_t j0, std::size_t j1, std::size_t n, std::size_t m) const;
 };
 
 // One sequence's attention, every head: out_h = softmax(s·Q_h K_gᵀ + M) V_g,

@@ -48,6 +48,11 @@ bool sparse_touches(const SparsePattern& pattern, std::size_t i0, std::size_t i1
 // counted block by block (never pair by pair): what `cost --sparse` reports.
 std::uint64_t sparse_scored_pairs(const SparsePattern& pattern, std::size_t n, std::size_t m);
 
+// Whether every query of [i0, i1) may read every key of [j0, j1), so a kernel can
+// leave the tile's scores unchecked. May be false for a covered tile spanning more
+// than 64 blocks (it is then checked pair by pair, which is still right).
+bool sparse_covers(const SparsePattern& pattern, std::size_t i0, std::size_t i1, std::size_t j0, std::size_t j1, std::size_t n, std::size_t m);
+
 // "sparse(block 2, window ±1, global [0], random 1/row seed 7, causal)".
 std::string describe_sparse(const SparsePattern& pattern);
 

@@ -23,6 +23,12 @@ bool KeyMask::patterns_touch(std::size_t i0, std::size_t i1, std::size_t j0, std
     return true;
 }
 
+bool KeyMask::patterns_cover(std::size_t i0, std::size_t i1, std::size_t j0, std::size_t j1, std::size_t n, std::size_t m) const {
+    for (const auto& pattern : patterns)
+        if (!sparse_covers(pattern, i0, i1, j0, j1, n, m)) return false;
+    return true;
+}
+
 std::string operation_name(Operation op) {
     switch (op) {
         case Operation::multiply: return "matrix product";

@@ -94,6 +94,18 @@ bool sparse_touches(const SparsePattern& p, std::size_t i0, std::size_t i1, std:
     return false;
 }
 
+bool sparse_covers(const SparsePattern& p, std::size_t i0, std::size_t i1, std::size_t j0, std::size_t j1, std::size_t n, std::size_t m) {
+    if (i0 >= i1 || j0 >= j1) return true;
+    if (p.causal && static_cast<long>(j1 - 1) > static_cast<long>(i0) + static_cast<long>(m) - static_cast<long>(n)) return false;
+    const std::size_t I0 = i0 / p.block, I1 = (i1 - 1) / p.block, J0 = j0 / p.block, J1 = (j1 - 1) / p.block;
+    if ((I1 - I0 + 1) * (J1 - J0 + 1) > 64) return false;
+    const long offset = block_offset(p, n, m);
+    for (std::size_t I = I0; I <= I1; ++I)
+        for (std::size_t J = J0; J <= J1; ++J)
+            if (!block_visible(p, I, J, offset)) return false;
+    return true;
+}
+
 std::uint64_t sparse_scored_pairs(const SparsePattern& p, std::size_t n, std::size_t m) {
     const std::size_t query_blocks = block_count(n, p.block), key_blocks = block_count(m, p.block);
     const long offset = block_offset(p, n, m);

@@ -164,6 +164,13 @@ private:
         call.threads = fast_.threads > 0 ? fast_.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
         call.block_q = fast_.block_q;
         call.block_k = fast_.block_k;
+        // Tiles as large as the pattern's blocks (64 … 256): each then lies in one block
+        // pair, scored whole or skipped whole, with no pair to check.
+        for (const auto& spec : p_.masks)
+            if (spec.kind == MaskSpec::Kind::sparse && spec.sparse.block >= 64 && spec.sparse.block <= 256) {
+                if (!fast_.block_q) call.block_q = spec.sparse.block;
+                if (!fast_.block_k) call.block_k = spec.sparse.block;
+            }
         return attend(*backend_, Operation::fused_attention, call);
     }
 

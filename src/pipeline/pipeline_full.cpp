@@ -51,6 +51,7 @@ public:
     Trace run_one(std::size_t b) {
         trace_.command = "run";
         trace_.problem = summarise_problem(p_, dtype_, backend_->name());
+        if (has_sparse_pattern(p_)) pattern_ = pattern_facts(p_);
         run_sequence(b, false);
         check_overflow(trace_, p_, dtype_);
         return std::move(trace_);
@@ -155,9 +156,11 @@ private:
         }
         const Matrix mask = head_mask(p_, b, h, rows_);
         steps_.record("mask", "M (0 = may read, -inf = may not)", mask, h, b, queries, keys);
-        if (pattern_ && pattern_->reach && h == 0 && b == 0)  // the pattern's, so once
+        if (pattern_ && pattern_->reach && !reach_recorded_) {  // the pattern's, so once
+            reach_recorded_ = true;
             trace_.steps.push_back({"reach", std::nullopt, std::nullopt, std::nullopt, std::nullopt,
-                                    "least layers L through which key j reaches query i (inf: never)", *pattern_->reach, queries, keys});
+                                    "least layers L through which key j reaches query i (inf: never)", *pattern_->reach, query_labels(p_), keys});
+        }
         const Matrix masked = add_elementwise(scaled, mask, dtype_);
         steps_.record("masked", p_.softcap ? "capped + M" : "scaled + M", masked, h, b, queries, keys);
         SoftmaxSteps softmax = softmax_rows(masked, p_.empty_rows, dtype_);
@@ -195,6 +198,7 @@ private:
     double kept_ = 0, drawn_ = 0;           // dropout's keep: ones and draws
     std::optional<MlaParts> mla_;           // the current sequence's, with mla
     double absorbed_diff_ = 0;              // the absorbed scores against the explicit ones
+    bool reach_recorded_ = false;
 };
 
 }  // namespace

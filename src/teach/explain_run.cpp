@@ -14,7 +14,9 @@
 
 namespace attn_trace {
 
-bool key_indexed_step(const std::string& name) { return name == "k" || name == "v" || name == "k_rot" || name == "x_source"; }
+bool key_indexed_step(const std::string& name) {
+    return name == "k" || name == "v" || name == "k_rot" || name == "x_source" || name == "c_kv" || name == "k_rope" || name == "reach";
+}
 
 namespace {
 
@@ -30,6 +32,14 @@ public:
         check_column(step(name));
         if (!target_.column) return name == "out" ? output_row() : weight_row();
         if (name == "x" || name == "x_source") return given_cell("the input " + name);
+        if (p_.mla && (name == "c_kv" || name == "c_q" || name == "q" || name == "k" || name == "v" || name == "q_latent")) return mla_product_cell();
+        if (name == "q_rope" || name == "k_rope") return formula_cell("the decoupled RoPE part: its projection turned by RoPE at this row's position");
+        if (name == "reach")
+            return formula_cell("the least number of stacked layers through which key j's information reaches query i: 1 when i reads j (or i = j, "
+                                "through the residual stream), L when the shortest chain of reads i → … → j has L links, inf when there is none");
+        if (name == "keep") return formula_cell(fmt::format("the portable generator's draw u for this cell, kept (1) when u ≥ p = {}, dropped (0) otherwise",
+                                                            n_.number(p_.dropout->p)));
+        if (name == "dropped") return dropped_cell();
         if (name == "q" || name == "k" || name == "v") return p_.from_tokens() ? projection_cell() : given_cell(name + " (Q, K, V are given)");
         if (name == "q_rot" || name == "k_rot") return rope_cell();
         if (name == "scores" || name == "scaled" || name == "capped" || name == "masked") return score_cell();
@@ -46,8 +56,12 @@ public:
 
 private:
     static bool per_head(const std::string& name) {
-        return !(name == "x" || name == "x_source" || name == "q" || name == "k" || name == "v" || name == "concat" || name == "final");
+        for (const char* shared : {"x", "x_source", "q", "k", "v", "concat", "final", "c_kv", "c_q", "q_rope", "k_rope", "reach"})
+            if (name == shared) return false;
+        return true;
     }
+    // What A V mixes the values with: the weights, or after dropout the dropped weights.
+    std::string mixer() const { return find_step("dropped", options_.head) ? "dropped" : "weights"; }
     const Step& step(const std::string& name, std::optional<int> head = std::nullopt) const {
         const Step* s = find_step(name, per_head(name) ? std::optional<int>(head.value_or(options_.head)) : std::nullopt);
         if (!s) no_step(fmt::format("the trace has no step '{}'{}", name, why_absent(name)));
@@ -77,6 +91,15 @@ private:
 
     // Row i of the head's slice of a side-by-side step (q, k, v), or of its RoPE step.
     std::vector<double> head_row(const std::string& name, std::size_t i, int column_head, std::size_t width) const {
+        if (p_.mla && (name == "q" || name == "k")) {  // MLA's head: [content, rope] (SPEC §16)
+            const std::size_t d = p_.mla->d_content, d_r = p_.mla->d_r, h = static_cast<std::size_t>(column_head);
+            auto row = row_of(name, i, h * d, d);
+            if (d_r) {
+                const auto rope = name == "q" ? row_of("q_rope", i, h * d_r, d_r) : row_of("k_rope", i, 0, d_r);
+                row.insert(row.end(), rope.begin(), rope.end());
+            }
+            return row;
+        }
         const bool rotated = p_.rope && (name == "q" || name == "k");
         return rotated ? row_of(name + "_rot", i, 0, width) : row_of(name, i, static_cast<std::size_t>(column_head) * width, width);
     }
@@ -124,6 +147,80 @@ private:
             terms.push_back(n_.factor((*bias)[c]));
         }
         d.lines.push_back({fmt::format("multiply the pairs and add{}", bias ? fmt::format(", then the bias b_{}[{}]", big, c) : ""),
+                           n_.chain({n_.sub(name, index(i_, c)), n_.terms(products, " + ", 3), n_.terms(terms, " + ", 6), n_.number(at(name, i_, c))})});
+        return finish(d);
+    }
+
+    // A cell that is one formula of other steps: what it is and its value.
+    ExplainDocument formula_cell(const std::string& what) {
+        ExplainDocument d;
+        d.heading = heading(step(target_.step).formula);
+        d.lines.push_back({what, n_.sub(target_.step, index(i_, j())) + " = " + n_.number(at(target_.step, i_, j()))});
+        return finish(d);
+    }
+
+    // dropped_ij = a_ij · keep_ij / (1 − p)
+    ExplainDocument dropped_cell() {
+        const double a = at("weights", i_, j()), keep = at("keep", i_, j()), p = p_.dropout->p;
+        ExplainDocument d;
+        d.heading = heading("the weight after dropout");
+        d.lines.push_back({keep == 0 ? "this weight is dropped (keep = 0)" : "this weight is kept (keep = 1) and scaled up by 1 / (1 − p)",
+                           n_.chain({n_.sub("A'", index(i_, j())), n_.number(a) + n_.times() + n_.number(keep) + " / " + n_.number(1 - p),
+                                     n_.number(at("dropped", i_, j()))})});
+        return finish(d);
+    }
+
+    // MLA's products (SPEC §16): c_kv = X_src W_DKV, c_q = X W_DQ, q = c_q W_UQ (or X W_Q + b_Q),
+    // k = c_kv W_UK, v = c_kv W_UV, q_latent = q_h W_UK,hᵀ: a row of the left times a column of the right.
+    ExplainDocument mla_product_cell() {
+        const std::string& name = target_.step;
+        const Mla& mla = *p_.mla;
+        const std::size_t b = static_cast<std::size_t>(options_.batch), c = j();
+        const Matrix& source = p_.cross_attention() ? p_.X_source[b] : p_.X[b];
+        std::vector<double> left, right;
+        std::string left_name, right_name;
+        const auto column = [&](const Matrix& w, const std::string& label) {
+            for (std::size_t t = 0; t < w.rows(); ++t) right.push_back(w(t, c));
+            right_name = label + "[:," + index(c) + "]";
+        };
+        if (name == "c_kv") {
+            left.assign(source.row(i_), source.row(i_) + source.cols());
+            left_name = "row " + index(i_) + " of " + (p_.cross_attention() ? "X_source" : "X");
+            column(mla.W_DKV, "W_DKV");
+        } else if (name == "c_q" || (name == "q" && !mla.W_DQ)) {
+            left.assign(p_.X[b].row(i_), p_.X[b].row(i_) + p_.d_model);
+            left_name = "row " + index(i_) + " of X";
+            column(name == "c_q" ? *mla.W_DQ : *p_.W_Q, name == "c_q" ? "W_DQ" : "W_Q");
+        } else if (name == "q") {
+            left = row_of("c_q", i_, 0, mla.d_cq);
+            left_name = "row " + index(i_) + " of c_q";
+            column(*mla.W_UQ, "W_UQ");
+        } else if (name == "k" || name == "v") {
+            left = row_of("c_kv", i_, 0, mla.d_c);
+            left_name = "row " + index(i_) + " of c_kv";
+            column(name == "k" ? mla.W_UK : mla.W_UV, name == "k" ? "W_UK" : "W_UV");
+        } else {  // q_latent: q_h · row c of W_UK's head-h columns
+            const std::size_t first = static_cast<std::size_t>(options_.head) * mla.d_content;
+            left = row_of("q", i_, first, mla.d_content);
+            left_name = fmt::format("row {} of q, head {}'s columns", i_, options_.head);
+            for (std::size_t t = 0; t < mla.d_content; ++t) right.push_back(mla.W_UK(c, first + t));
+            right_name = fmt::format("row {} of W_UK, head {}'s columns", c, options_.head);
+        }
+        const bool biased = name == "q" && !mla.W_DQ && p_.b_Q;
+        ExplainDocument d;
+        d.heading = heading(step(name).formula);
+        d.lines.push_back({left_name, n_.vector(left)});
+        d.lines.push_back({right_name, n_.vector(right)});
+        std::vector<std::string> products, terms;
+        for (std::size_t t = 0; t < left.size(); ++t) {
+            products.push_back(n_.factor(left[t]) + n_.times() + n_.factor(right[t]));
+            terms.push_back(n_.factor(left[t] * right[t]));
+        }
+        if (biased) {
+            products.push_back(n_.factor((*p_.b_Q)[c]));
+            terms.push_back(n_.factor((*p_.b_Q)[c]));
+        }
+        d.lines.push_back({biased ? "multiply the pairs and add, then the bias b_Q[" + index(c) + "]" : "multiply the pairs and add",
                            n_.chain({n_.sub(name, index(i_, c)), n_.terms(products, " + ", 3), n_.terms(terms, " + ", 6), n_.number(at(name, i_, c))})});
         return finish(d);
     }
@@ -370,8 +467,9 @@ private:
         const int g = kv_head_of(p_, options_.head);
         ExplainDocument d;
         d.heading = heading(fmt::format("component {} of query {}'s output, a weighted sum of the values", c, i));
-        const auto products = elided(p_.m, [&](std::size_t l) { return n_.number(at("weights", i, l)) + n_.times() + n_.factor(head_row("v", l, g, p_.d_v)[c]); });
-        const auto terms = elided(p_.m, [&](std::size_t l) { return n_.factor(at("weights", i, l) * head_row("v", l, g, p_.d_v)[c]); });
+        const std::string a = mixer();
+        const auto products = elided(p_.m, [&](std::size_t l) { return n_.number(at(a, i, l)) + n_.times() + n_.factor(head_row("v", l, g, p_.d_v)[c]); });
+        const auto terms = elided(p_.m, [&](std::size_t l) { return n_.factor(at(a, i, l) * head_row("v", l, g, p_.d_v)[c]); });
         d.lines.push_back({fmt::format("each key's weight times component {} of its value row{}", c, p_.kv_heads < p_.heads ? fmt::format(" (KV head {})", g) : ""),
                            n_.chain({n_.sub("o", index(i, c)), n_.sub(n_.sum_symbol(), "j") + " " + n_.sub("A", index(i) + "j") + " " + n_.sub("v", "j" + index(c)),
                                      n_.terms(products, " + ", 3), n_.terms(terms, " + ", 6), n_.number(at("out", i, c))})});
@@ -385,8 +483,8 @@ private:
         ExplainDocument d;
         d.heading = fmt::format("out[{}], {}: the output of query {}{}, a weighted sum of the value rows", i, where(), i, quoted_label(query_labels(p_), i));
         std::vector<double> weights(p_.m);
-        for (std::size_t j = 0; j < p_.m; ++j) weights[j] = at("weights", i, j);
-        d.lines.push_back({fmt::format("the weights of row {} (from the softmax)", i),
+        for (std::size_t j = 0; j < p_.m; ++j) weights[j] = at(mixer(), i, j);
+        d.lines.push_back({fmt::format("the weights of row {} ({})", i, mixer() == "dropped" ? "after dropout" : "from the softmax"),
                            n_.sub("A", index(i)) + " = (" + n_.terms(elided(p_.m, [&](std::size_t j) { return n_.number(weights[j]); }), ", ", 8) + ")"});
         const auto shown = elided(p_.m, [](std::size_t j) { return std::to_string(j); });
         for (const auto& key : shown) {

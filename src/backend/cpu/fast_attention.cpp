@@ -165,12 +165,14 @@ private:
         T* const s = scratch.scores.data();
         const T* q_panel = scratch.queries.data() + p * in_.d_k * NR;
         const bool partial = lo < range.all.first || hi > range.all.end;
-        const bool adjusted = natural_units_ || partial || (in_.mask && (!in_.mask->key_valid.empty() || has_patterns_));
+        // A tile the patterns score whole needs no check of its pairs.
+        const bool patterned = has_patterns_ && !in_.mask->patterns_cover(first_row, first_row + panel_rows, lo, hi, in_.n, in_.m);
+        const bool adjusted = natural_units_ || partial || (in_.mask && !in_.mask->key_valid.empty()) || patterned;
         if (adjusted || !exp_in_place(p, a, b, keys, q_panel, scratch)) {
             // S = s·Q_p K_tᵀ, as (keys, NR) rows, MR keys at a time; then the softmax step over it
             for (std::size_t group = a / MR; group * MR < b; ++group)
                 panel::micro_kernel<T, false>(in_.d_k, keys + group * MR * in_.d_k, q_panel, s + group * MR * NR);
-            if (adjusted) adjust_scores(s, h, first_row, panel_rows, j0, a, b);
+            if (adjusted) adjust_scores(s, h, first_row, panel_rows, j0, a, b, patterned);
             online_softmax(p, a, b, scratch);
             accumulate_values(p, a, b, values, scratch);
             return;
@@ -344,7 +346,7 @@ private:
     // the mask (SPEC §3: after it, tanh(−∞)·c = −c would unmask), then −∞ outside
     // the row's key range or for an invalid key, else + the ALiBi and dense biases
     // (summed in double, as the reference's M); then into base-2 units.
-    void adjust_scores(T* s, int h, std::size_t first_row, std::size_t panel_rows, std::size_t j0, std::size_t a, std::size_t b) const {
+    void adjust_scores(T* s, int h, std::size_t first_row, std::size_t panel_rows, std::size_t j0, std::size_t a, std::size_t b, bool patterned) const {
         const KeyMask* mask = in_.mask;
         const double slope = mask && !mask->alibi_slopes.empty() ? mask->alibi_slopes[static_cast<std::size_t>(h)] : 0.0;
         const long offset = static_cast<long>(in_.m) - static_cast<long>(in_.n);
@@ -357,7 +359,7 @@ private:
                 const std::size_t j = j0 + jt;
                 if (in_.softcap) z = static_cast<T>(*in_.softcap) * std::tanh(z / static_cast<T>(*in_.softcap));
                 if (j < range.first || j >= range.end || (mask && !mask->key_valid.empty() && !mask->key_valid[j]) ||
-                    (has_patterns_ && !mask->patterns_allow(i, j, in_.n, in_.m))) {
+                    (patterned && !mask->patterns_allow(i, j, in_.n, in_.m))) {
                     z = minus_infinity<T>;
                     continue;
                 }
