@@ -194,7 +194,8 @@ private:
 }  // namespace
 
 const std::vector<std::string>& exercise_topics() {
-    static const std::vector<std::string> topics = {"scores", "softmax", "causal", "padding", "multihead", "gqa", "kv-cache", "tiled", "scale", "cost"};
+    static const std::vector<std::string> topics = {"scores", "softmax", "causal", "padding", "multihead", "gqa", "kv-cache", "tiled", "scale", "cost",
+                                                    "sparse", "mla", "dropout", "permutation"};
     return topics;
 }
 
