@@ -495,6 +495,66 @@ def example_gqa_8q_2kv():
             "heads": heads, "kv_heads": kv_heads, "expect": expect}
 
 
+def rounded7(t):
+    """7 decimals: readable, and well inside atol 1e-6."""
+    return torch.round(t, decimals=7)
+
+
+def example_sparse(spec, title, tokens, seed, extra_mask=None):
+    """A readable sparse example: one head, Q, K, V of small integers; expect the
+    mask, the reach (whole numbers and inf: check them by hand) and rounded weights."""
+    torch.manual_seed(seed)
+    n = len(tokens)
+    q, k, v = (torch.randint(-2, 3, (n, 4)).to(torch.float64) for _ in range(3))
+    allowed = sparse_allowed(spec, n, n)
+    if extra_mask == "causal":
+        allowed = allowed & causal_allowed(n, n)
+    head = attend(q, k, v, allowed)
+    problem = {"title": title, "tokens": tokens, "Q": as_list(q), "K": as_list(k), "V": as_list(v), "sparse": spec}
+    problem["expect"] = [step("mask", head["mask"]), step("reach", reach_layers(allowed)),
+                         step("weights", rounded7(head["weights"]), atol=1e-6), step("out", rounded7(head["out"]), atol=1e-6)]
+    return problem
+
+
+def example_mla():
+    """examples/mla_small.json: MLA with query compression and decoupled RoPE, 2 heads."""
+    problem = case_mla(compressed=True, rope_dims=2, seed=33)
+    problem["title"] = ("MLA (DeepSeek-V2): 2 heads read keys and values from one latent c_kv of d_c = 4; "
+                        "query compression d_cq = 6; decoupled RoPE d_r = 2 shared by the heads; causal")
+    problem["tokens"] = ["the", "cache", "holds", "only", "latents"]
+    keep = {"c_kv", "k_rope", "q_latent", "scores", "weights", "final"}
+    problem["expect"] = [dict(e, atol=1e-6, data=as_list(rounded7(torch.tensor(np_matrix(e["data"])))))
+                         for e in problem["expect"] if e["name"] in keep]
+    return {k: problem[k] for k in ("title", "tokens", *[k for k in problem if k not in ("title", "tokens")])}
+
+
+def example_dropout():
+    """examples/dropout_train.json: one head, dropout p = 0.5 in train mode."""
+    torch.manual_seed(41)
+    n = 4
+    q, k, v = (torch.randint(-2, 3, (n, 4)).to(torch.float64) for _ in range(3))
+    keep = dropout_keep(3, 0.5, 1, n, n)[0]
+    head = attend(q, k, v)
+    dropped = head["weights"] * keep / 0.5
+    return {"title": "Dropout p = 0.5 on the attention weights, train mode (run --eval to switch it off)",
+            "tokens": ["drop", "half", "the", "weights"], "Q": as_list(q), "K": as_list(k), "V": as_list(v),
+            "dropout": {"p": 0.5, "seed": 3, "mode": "train"},
+            "expect": [step("weights", rounded7(head["weights"]), atol=1e-6), step("keep", keep),
+                       step("dropped", rounded7(dropped), atol=1e-6), step("out", rounded7(dropped @ v), atol=1e-6)]}
+
+
+def example_cross_attention():
+    """examples/cross_attention.json: 3 queries read 4 source tokens (permute --source)."""
+    torch.manual_seed(42)
+    x, x_src = torch.randint(-1, 2, (3, 4)).to(torch.float64), torch.randint(-1, 2, (4, 4)).to(torch.float64)
+    w = {name: torch.randint(-1, 2, (4, 2)).to(torch.float64) for name in ("W_Q", "W_K", "W_V")}
+    head = attend(x @ w["W_Q"], x_src @ w["W_K"], x_src @ w["W_V"])
+    return {"title": "Cross-attention: 3 target tokens read 4 source tokens",
+            "tokens": ["le", "chat", "dort"], "source_tokens": ["the", "cat", "is", "sleeping"],
+            "X": as_list(x), "X_source": as_list(x_src), **{k: as_list(m) for k, m in w.items()},
+            "expect": [step("weights", rounded7(head["weights"]), atol=1e-6), step("out", rounded7(head["out"]), atol=1e-6)]}
+
+
 # ---------------------------------------------------------------------------
 # Independent numpy check of a written file
 # ---------------------------------------------------------------------------
@@ -1005,6 +1065,17 @@ GOLDEN_CASES = {
 def main():
     outputs = [(GOLDEN_DIR / name, build) for name, build in GOLDEN_CASES.items()]
     outputs.append((EXAMPLES_DIR / "gqa_8q_2kv.json", example_gqa_8q_2kv))
+    outputs.append((EXAMPLES_DIR / "sparse_longformer.json", lambda: example_sparse(
+        {"window": {"left": 1, "right": 1}, "global": [0]},
+        "Longformer-style sparse attention: each token reads its neighbours, [CLS] is global",
+        ["[CLS]", "the", "cat", "sat", "on", "the", "warm", "mat"], seed=50)))
+    outputs.append((EXAMPLES_DIR / "sparse_bigbird.json", lambda: example_sparse(
+        {"block": 2, "window": {"left": 1, "right": 0}, "global": [0], "random": {"per_row": 1, "seed": 4}, "causal": True},
+        "BigBird-style causal sparse attention on blocks of 2: the block before, global block 0, one random block",
+        ["a", "decoder", "reads", "its", "past", "in", "blocks", "of", "two", "tokens", "at", "once"], seed=51)))
+    outputs.append((EXAMPLES_DIR / "mla_small.json", example_mla))
+    outputs.append((EXAMPLES_DIR / "dropout_train.json", example_dropout))
+    outputs.append((EXAMPLES_DIR / "cross_attention.json", example_cross_attention))
     for path, build in outputs:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(to_json(build()) + "\n")
