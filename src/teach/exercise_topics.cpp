@@ -267,6 +267,17 @@ ExercisePlan cost(HandNumbers& numbers) {
     return plan;
 }
 
+// "(0, 1, 1), (0, 1, 0)": a small matrix's rows written inline.
+std::string inline_rows(const Matrix& m) {
+    std::vector<std::string> rows;
+    for (std::size_t i = 0; i < m.rows(); ++i) {
+        std::vector<std::string> cells;
+        for (std::size_t j = 0; j < m.cols(); ++j) cells.push_back(fmt::format("{:.4g}", m(i, j)));
+        rows.push_back(fmt::format("({})", fmt::join(cells, ", ")));
+    }
+    return fmt::format("{}", fmt::join(rows, ", "));
+}
+
 // SPEC §15: a Longformer-style pattern on six tokens.
 ExercisePlan sparse_topic(HandNumbers& numbers) {
     ExercisePlan plan;
@@ -314,18 +325,16 @@ ExercisePlan mla_topic(HandNumbers& numbers) {
     plan.answer_steps = {"c_kv", "q", "k", "v", "q_latent", "scores", "weights", "out"};
     plan.worked = {{"k[1,0]"}, {cell(2, 1)}};
     plan.computed_notes = [](const Problem& problem, const Trace& trace) {
-        CostQuestion q;
-        q.n = problem.n;
-        q.d_model = problem.d_model;
-        q.heads = 1;
-        const CacheComparison c = compare_kv_caches(q, problem.mla->d_c, problem.mla->d_r);
+        // The cache sizes as decode counts them.
+        const Trace decode = pipeline_decode(problem, RunOptions{}, DecodeOptions{});
+        const double bytes = trace_number(decode, "kv_cache_bytes_per_number");
         return std::vector<std::string>{
             fmt::format("The absorbed scores differ from the explicit ones by {:.2g}: W_UK can be folded into the query, so the keys never need to be "
                         "expanded.",
                         trace_number(trace, "max_abs_diff_absorbed")),
-            fmt::format("Per token and layer the cache holds c_kv: {} numbers, where multi-head attention with this head would hold k and v: {} "
-                        "(as attn-trace cost counts an MLA cache).",
-                        c.mla, problem.d_k + problem.d_v)};
+            fmt::format("Per token and layer the cache holds c_kv: {:g} numbers, where multi-head attention with this head would hold k and v: {:g} "
+                        "(as attn-trace decode counts them).",
+                        trace_number(decode, "kv_cache_elements_per_token"), trace_number(decode, "kv_cache_bytes_per_token_without_mla") / bytes)};
     };
     return plan;
 }
@@ -339,16 +348,9 @@ ExercisePlan dropout_topic(HandNumbers& numbers) {
     plan.problem["dropout"] = {{"p", 0.5}, {"seed", seed}, {"mode", "train"}};
     // The keep matrix is given in the question: the draws are the generator's, not the student's.
     const Problem problem = parse_problem(plan.problem.dump(), "exercise");
-    const Matrix keep = dropout_keep(problem, 0, 0, {0, problem.n});
-    std::vector<std::string> rows;
-    for (std::size_t i = 0; i < keep.rows(); ++i) {
-        std::vector<std::string> cells;
-        for (std::size_t j = 0; j < keep.cols(); ++j) cells.push_back(fmt::format("{:g}", keep(i, j)));
-        rows.push_back("(" + fmt::format("{}", fmt::join(cells, ", ")) + ")");
-    }
     plan.question = fmt::format("In training, dropout with p = 0.5 zeroes each attention weight with probability p and divides the kept ones by 1 − p. "
                                 "This step's draws kept the weights where keep is 1; keep has the rows {}.",
-                                fmt::join(rows, ", "));
+                                inline_rows(dropout_keep(problem, 0, 0, {0, problem.n})));
     plan.tasks = {"the weights A (no mask)", "dropped = A ⊙ keep / (1 − p); do its rows still add up to 1?", "the outputs O = dropped V",
                   "what the same layer computes in eval mode"};
     plan.expect_steps = {"weights", "keep", "dropped", "out"};
@@ -374,16 +376,10 @@ ExercisePlan permutation_topic(HandNumbers& numbers) {
     plan.computed_notes = [](const Problem& problem, const Trace&) {
         const Trace permuted = permutation_trace(problem, RunOptions{}, {{2, 0, 1}, false});
         const Step* moved = permuted.find("out_of_permuted", 0, std::nullopt, std::nullopt, std::nullopt);
-        std::vector<std::string> rows;
-        for (std::size_t i = 0; i < moved->values.rows(); ++i) {
-            std::vector<std::string> cells;
-            for (std::size_t j = 0; j < moved->values.cols(); ++j) cells.push_back(fmt::format("{:.4g}", moved->values(i, j)));
-            rows.push_back("(" + fmt::format("{}", fmt::join(cells, ", ")) + ")");
-        }
         return std::vector<std::string>{
             fmt::format("With the tokens reordered the outputs are {}: the rows of O in the order 2, 0, 1, unchanged in value (largest difference {:.2g}, "
                         "as attn-trace permute reports).",
-                        fmt::join(rows, ", "), trace_number(permuted, "max_abs_diff_equivariance")),
+                        inline_rows(moved->values), trace_number(permuted, "max_abs_diff_equivariance")),
             "A causal mask, a window, RoPE at fixed positions or ALiBi ties scores to positions, which stay put while the tokens move: then the "
             "outputs change value, and attn-trace permute names the cause."};
     };
