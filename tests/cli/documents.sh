@@ -58,7 +58,7 @@ for doc in "$SOURCE_DIR/README.md" "$SOURCE_DIR"/docs/*.md; do
   grep -nE 'SPEC( §|\.md)|the SPEC|seed 00[0-9]|§[0-9]' "$doc" > refs.txt
   [ ! -s refs.txt ] || { fail "$(basename "$doc") refers to a text users do not have:"; head -3 refs.txt | sed 's/^/    /'; }
 done
-for command in run decode tiled explain check exercise cost variance bench random; do
+for command in run decode tiled permute explain check exercise cost variance bench random; do
   checks=$((checks + 1))
   ! "$A" "$command" --help | grep -nE 'SPEC( §|\.md)|the SPEC|seed 00[0-9]|§[0-9]' || fail "$command --help refers to a text users do not have"
 done
