@@ -32,6 +32,10 @@ void add_run_command(CLI::App& app, int& exit_code) {
   attn-trace run examples/damaged_on_arrival.json --format json --dtype f32
   echo '{"Q": [[1, 0]], "K": [[1, 0], [0, 1]], "V": [[1, 2], [3, 4]]}' | attn-trace run -
   attn-trace random --n 65536 --dk 64 -o big.json && attn-trace run big.json --dtype f32
+  attn-trace run examples/sparse_bigbird.json --steps mask,reach
+  attn-trace run examples/damaged_on_arrival.json --mask '{"sparse": {"window": {"left": 1, "right": 1}, "global": [0]}}'
+  attn-trace run examples/mla_small.json --steps c_kv,q_latent,scores
+  attn-trace run examples/dropout_train.json --steps keep,dropped
 
 When the full trace would pass --max-memory (4G by default; eight n×m matrices per head),
 run takes the fast path by itself: the fused tiled kernel of `attn-trace bench`, which keeps only row_max,

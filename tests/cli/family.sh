@@ -41,6 +41,14 @@ for topic in sparse mla dropout permutation; do
   expect_exit 0 "Answer" -- "$T" exercise --topic "$topic" --seed 2 --format text
 done
 
+# Every example line of the new commands' --help runs as printed (from the repository).
+for command in run permute cost exercise; do
+  while IFS= read -r line; do
+    checks=$((checks + 1))
+    (eval "${line/attn-trace/\"\$T\"}") > /dev/null 2>&1 || fail "$command --help example exits non-zero: $line"
+  done < <("$T" "$command" --help | sed -n 's/^  \(attn-trace .*\)$/\1/p' | grep -v ' | \|&&\|big.json\| -o \| > ')
+done
+
 # Bad input names the key.
 cd "$(mktemp -d)"
 qkv='"Q": [[1, 0], [0, 1], [1, 1]], "K": [[1, 0], [0, 1], [1, 1]], "V": [[1], [2], [3]]'
