@@ -28,6 +28,7 @@ struct MaskSpec {
     Matrix matrix;       // additive values, or 1/0 for allowed/blocked
     SparsePattern sparse;
     std::string label;   // how the user wrote it, e.g. "causal" or "window:3"
+    std::string path;    // where: "$.mask[1]", "$.sparse" (empty: given by a program)
 
     bool needs_shape() const { return kind == Kind::additive || kind == Kind::allowed || kind == Kind::blocked; }
     bool is_causal() const { return kind == Kind::causal_upper_left || kind == Kind::causal_bottom_right; }

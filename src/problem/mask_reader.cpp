@@ -18,7 +18,9 @@ std::string mask_shape_error(std::size_t n, std::size_t m, const std::string& la
     return fmt::format("the scores are ({}, {}) (queries × keys) so the {} mask must be ({}, {}), found {}", n, m, label, n, m, shape_string(rows, cols));
 }
 
-MaskSpec read_mask_spec(const json& value, const std::string& path, const JsonReader& reader_, std::size_t n, std::size_t m) {
+namespace {
+
+MaskSpec read_spec(const json& value, const std::string& path, const JsonReader& reader_, std::size_t n, std::size_t m) {
     if (value.is_string()) return parse_mask_string(value.get<std::string>(), reader_.file() + ": " + path);
     if (!value.is_object() || value.size() != 1)
         reader_.fail(path, "expected a mask name such as \"causal\" or an object with one key (window, key_valid, additive, allowed, blocked, sparse), found " +
@@ -77,6 +79,14 @@ MaskSpec read_mask_spec(const json& value, const std::string& path, const JsonRe
         reader_.fail(at, "unknown mask kind \"" + kind + "\"" + (near.empty() ? "" : " (did you mean \"" + near + "\"?)") +
                              ": expected window, key_valid, additive, allowed, blocked or sparse");
     }
+    return spec;
+}
+
+}  // namespace
+
+MaskSpec read_mask_spec(const json& value, const std::string& path, const JsonReader& reader, std::size_t n, std::size_t m) {
+    MaskSpec spec = read_spec(value, path, reader, n, m);
+    spec.path = path;
     return spec;
 }
 
@@ -155,6 +165,7 @@ MaskSpec read_sparse_spec(const json& body, const std::string& path, const JsonR
     }
     resolve_random(p, n, m);
     spec.label = describe_sparse(p);
+    spec.path = path;
     return spec;
 }
 

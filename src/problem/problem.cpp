@@ -668,7 +668,7 @@ Problem load_problem(const std::string& path, bool allow_nonfinite) {
 void validate_masks(const Problem& problem) {
     for (std::size_t i = 0; i < problem.masks.size(); ++i) {
         const auto& spec = problem.masks[i];
-        const std::string path = problem.masks.size() == 1 ? "$.mask" : fmt::format("$.mask[{}]", i);
+        const std::string path = !spec.path.empty() ? spec.path : problem.masks.size() == 1 ? "$.mask" : fmt::format("$.mask[{}]", i);
         if (spec.needs_shape() && (spec.matrix.rows() != problem.n || spec.matrix.cols() != problem.m))
             throw JsonPathError(problem.file, path, mask_shape_error(problem.n, problem.m, spec.label, spec.matrix.rows(), spec.matrix.cols()));
         if (spec.kind == MaskSpec::Kind::key_valid && spec.key_valid.size() != problem.m)
