@@ -769,23 +769,23 @@ def reach_layers(allowed):
     return reach
 
 
-def case_sparse(spec, label, extra_mask=None, seed=20, n=12, heads=2):
+def case_sparse(spec, label, extra_mask=None, seed=20, n=12, heads=2, m=None):
     """Sparse pattern as an explicit boolean mask into F.scaled_dot_product_attention."""
     torch.manual_seed(seed)
-    d = 4
-    q, k, v = randn(n, heads * d), randn(n, heads * d), randn(n, heads * d)
-    allowed = sparse_allowed(spec, n, n)
+    d, m = 4, m or n
+    q, k, v = randn(n, heads * d), randn(m, heads * d), randn(m, heads * d)
+    allowed = sparse_allowed(spec, n, m)
     if extra_mask == "causal":
-        allowed = allowed & causal_allowed(n, n)
+        allowed = allowed & causal_allowed(n, m)
     head_steps = [attend(q_h, k_h, v_h, allowed) for q_h, k_h, v_h in
                   zip(split_heads(q, heads), split_heads(k, heads), split_heads(v, heads))]
-    reach = reach_layers(allowed)
     problem = {"title": f"golden: {label} ({TORCH}, float64)",
                "Q": as_list(q), "K": as_list(k), "V": as_list(v), "heads": heads, "sparse": spec}
     if extra_mask:
         problem["mask"] = extra_mask
     expect = per_head_entries(head_steps, ("mask", "weights", "out"))
-    expect.append(step("reach", reach))
+    if n == m:  # reach is self-attention's
+        expect.append(step("reach", reach_layers(allowed)))
     problem["expect"] = sort_steps(expect)
     return problem
 
@@ -938,6 +938,7 @@ def np_family_trace(problem):
         pair = np.array([[bool(blocks[i // b, j // b]) and (not spec.get("causal") or j <= i + m - n)
                           for j in range(m)] for i in range(n)])
         allowed &= pair
+    if "sparse" in problem and n == m:  # reach is self-attention's
         reach = np.full((n, n), np.inf)
         for i in range(n):  # breadth-first from i over "i reads j"
             reach[i, i], frontier, layers = 1, [i], 1
@@ -1056,6 +1057,10 @@ GOLDEN_CASES = {
         {"block": 2, "window": 2, "global": [0], "random": {"per_row": 1, "seed": 3}, "causal": True},
         "causal sparse pattern (window of 2 blocks, global block, random) combined with mask causal",
         extra_mask="causal", seed=22),
+    "sparse_n_ne_m.json": lambda: case_sparse(
+        {"block": 2, "window": {"left": 1}, "global": [0], "causal": True},
+        "sparse pattern with 6 queries at the end of 10 keys: blocks of 2 aligned bottom-right (query block I reads key block I + 2 and the one before), "
+        "global block 0, causal", seed=23, n=6, m=10),
     "mla_compressed_rope.json": lambda: case_mla(compressed=True, rope_dims=2),
     "mla_plain.json": lambda: case_mla(compressed=False, rope_dims=0, seed=31),
     "dropout_train.json": case_dropout,

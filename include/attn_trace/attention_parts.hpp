@@ -12,6 +12,7 @@
 #include "attn_trace/backend.hpp"
 #include "attn_trace/pipeline.hpp"
 #include "attn_trace/problem.hpp"
+#include "attn_trace/random.hpp"
 #include "attn_trace/trace.hpp"
 
 namespace attn_trace {
@@ -73,11 +74,22 @@ struct SoftmaxSteps {
 };
 SoftmaxSteps softmax_rows(const Matrix& masked, EmptyRows policy, Dtype dtype);
 
-// Dropout's keep (SPEC §17) for one batch element and head: (rows.count, m) of 0
-// and 1, each 1 when the portable generator's draw u ≥ p. One stream seeded by
-// the problem's seed runs over every (batch, head) in order, row-major within
-// each, so the keep of head h does not depend on which rows are asked for.
-Matrix dropout_keep(const Problem& problem, std::size_t batch, int head, QueryRows rows);
+// Dropout's keep (SPEC §17): 0 and 1, each 1 when the portable generator's draw
+// u ≥ p. One stream seeded by the problem's seed runs over every (batch, head) in
+// order, row-major within each, so the keep of a head does not depend on which
+// rows are asked for. Asked in stream order (as the full pipeline asks) it only
+// draws; asked out of order it starts the stream again and skips ahead.
+class DropoutDraws {
+public:
+    explicit DropoutDraws(const Problem& problem);
+    // (rows.count, m) for one batch element and head.
+    Matrix keep(std::size_t batch, int head, QueryRows rows);
+
+private:
+    const Problem& p_;
+    PortableRandom generator_;
+    std::size_t position_ = 0;  // draws taken so far
+};
 // Dropout in train mode is traced by the full pipeline only: the others refuse it
 // (InputError naming `what`) rather than silently computing eval mode.
 void refuse_train_dropout(const Problem& problem, const std::string& what);

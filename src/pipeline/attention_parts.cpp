@@ -220,13 +220,18 @@ Matrix soft_cap(const Matrix& a, double cap, Dtype dtype) {
     return map_elements<double>(a, [cap](double x) { return cap * std::tanh(x / cap); });
 }
 
-Matrix dropout_keep(const Problem& p, std::size_t batch, int head, QueryRows rows) {
-    const Dropout& dropout = *p.dropout;
-    PortableRandom generator(dropout.seed);
-    const std::size_t before = (batch * static_cast<std::size_t>(p.heads) + static_cast<std::size_t>(head)) * p.n * p.m + rows.first * p.m;
-    for (std::size_t skipped = 0; skipped < before; ++skipped) (void)generator.uniform();
-    Matrix keep(rows.count, p.m);
-    for (double& x : keep.data()) x = generator.uniform() >= dropout.p ? 1.0 : 0.0;
+DropoutDraws::DropoutDraws(const Problem& p) : p_(p), generator_(p.dropout->seed) {}
+
+Matrix DropoutDraws::keep(std::size_t batch, int head, QueryRows rows) {
+    const std::size_t start = (batch * static_cast<std::size_t>(p_.heads) + static_cast<std::size_t>(head)) * p_.n * p_.m + rows.first * p_.m;
+    if (start < position_) {
+        generator_ = PortableRandom(p_.dropout->seed);
+        position_ = 0;
+    }
+    for (; position_ < start; ++position_) (void)generator_.uniform();
+    Matrix keep(rows.count, p_.m);
+    for (double& x : keep.data()) x = generator_.uniform() >= p_.dropout->p ? 1.0 : 0.0;
+    position_ += keep.data().size();
     return keep;
 }
 
@@ -276,7 +281,7 @@ std::vector<Note> problem_notes(const Problem& p) {
     if (p.mla)
         notes.push_back({"mla",
                          {{"d_c", static_cast<double>(p.mla->d_c)}, {"d_r", static_cast<double>(p.mla->d_r)}, {"d_content", static_cast<double>(p.mla->d_content)},
-                          {"d_k", static_cast<double>(p.d_k)}},
+                          {"d_k", static_cast<double>(p.d_k)}, {"auto_scale", p.scale.kind == Scale::Kind::automatic ? 1.0 : 0.0}},
                          {}});
     if (p.dropout)
         notes.push_back({p.dropout->train ? "dropout_train" : "dropout_eval", {{"p", p.dropout->p}, {"seed", static_cast<double>(p.dropout->seed)}}, {}});

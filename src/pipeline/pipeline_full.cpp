@@ -172,7 +172,8 @@ private:
         steps_.record("weights", "A = exp / row_sum", softmax.weights, h, b, queries, keys);
         const bool dropping = p_.dropout && p_.dropout->train;
         if (dropping) {
-            Matrix keep = dropout_keep(p_, b, h, rows_);
+            if (!dropout_draws_) dropout_draws_.emplace(p_);
+            Matrix keep = dropout_draws_->keep(b, h, rows_);
             for (double x : keep.data()) kept_ += x;
             drawn_ += static_cast<double>(keep.data().size());
             softmax.weights = apply_dropout(softmax.weights, keep, p_.dropout->p, dtype_);
@@ -199,6 +200,7 @@ private:
     std::optional<MlaParts> mla_;           // the current sequence's, with mla
     double absorbed_diff_ = 0;              // the absorbed scores against the explicit ones
     bool reach_recorded_ = false;
+    std::optional<DropoutDraws> dropout_draws_;  // one stream, in the order the heads run
 };
 
 }  // namespace

@@ -110,6 +110,13 @@ MaskSpec read_sparse_spec(const json& body, const std::string& path, const JsonR
         p.block = static_cast<std::size_t>(block);
     }
     const std::size_t query_blocks = block_count(n, p.block), key_blocks = block_count(m, p.block);
+    // Bottom-right alignment on blocks puts query block I against key block I + (m − n) / b,
+    // which is a block only when b divides m − n.
+    const std::size_t gap = m > n ? m - n : n - m;
+    if (body.contains("window") && gap % p.block != 0)
+        reader.fail(path + ".block", fmt::format("with {} queries and {} keys the query blocks line up with the key blocks (bottom-right) only "
+                                                 "when the block divides m − n = {}, found block {}",
+                                                 n, m, static_cast<long>(m) - static_cast<long>(n), p.block));
     if (body.contains("window")) {
         const json& w = body["window"];
         p.has_window = true;

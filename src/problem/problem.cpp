@@ -126,9 +126,14 @@ private:
     // "allow_nonfinite" asks to trace how it spreads instead (the note says so).
     void check_finite_inputs() {
         if (has("allow_nonfinite")) problem_.allow_nonfinite |= reader_.boolean(at("allow_nonfinite"), "$.allow_nonfinite");
-        for (const auto& key : input_keys) {
-            if (!has(key.c_str())) continue;
-            const auto found = first_nonfinite_cell(at(key.c_str()), path_of(key));
+        // The inputs, and the MLA matrices inside "mla".
+        std::vector<std::pair<const json*, std::string>> inputs;
+        for (const auto& key : input_keys)
+            if (has(key.c_str())) inputs.push_back({&at(key.c_str()), path_of(key)});
+        if (has("mla") && at("mla").is_object())
+            for (const auto& [key, value] : at("mla").items()) inputs.push_back({&value, "$.mla." + key});
+        for (const auto& [value, path] : inputs) {
+            const auto found = first_nonfinite_cell(*value, path);
             if (!found) continue;
             if (problem_.allow_nonfinite) {
                 problem_.first_nonfinite = *found;
@@ -415,7 +420,8 @@ private:
         p.d_src = d.x_source.cols;
         if (d.w_q)
             need(d.w_q->rows == p.d_model, weight_path("W_Q"),
-                 fmt::format("X is {} so W_Q needs {} rows, found {}", shape_string(d.x.rows, d.x.cols), p.d_model, d.w_q->rows));
+                 fmt::format("X is {} so W_Q needs {} {}, found {}", shape_string(d.x.rows, d.x.cols), p.d_model, torch_layout_ ? "columns" : "rows",
+                             d.w_q->rows));
         p.mla = read_mla(at("mla"), "$.mla", reader_, p.d_model, p.d_src, p.heads, d.w_q ? d.w_q->cols : 0);
         need(!(d.w_q && p.mla->W_DQ), "$.W_Q", "give the queries either as W_Q or as mla.W_DQ with mla.W_UQ, not both");
         if (d.w_q) check_bias(d.b_q, "b_Q", d.w_q->cols, "W_Q");

@@ -165,10 +165,11 @@ std::string note_text(const Note& note) {
                            note.number("bytes"), note.number("bytes_per_token"), note.number("without_mla"),
                            note.number("without_mla") / note.number("bytes_per_token"));
     if (k == "mla")
-        return fmt::format("MLA: each head's keys and values come from the latent c_kv (d_c = {}); its scores are q_h k_hᵀ{} over d_k = {}{}, so "
-                           "the scale 1/√{} counts both parts; q_latent shows the absorbed form (W_UK folded into the query), equal to rounding",
+        return fmt::format("MLA: each head's keys and values come from the latent c_kv (d_c = {}); its scores are q_h k_hᵀ{} over d_k = {}{}{}; "
+                           "q_latent shows the absorbed form (W_UK folded into the query), which max_abs_diff_absorbed compares with the scores",
                            whole(note, "d_c"), whole(note, "d_r") ? " + q_rope,h k_ropeᵀ" : "", whole(note, "d_k"),
-                           whole(note, "d_r") ? fmt::format(" = {} + d_r {}", whole(note, "d_content"), whole(note, "d_r")) : "", whole(note, "d_k"));
+                           whole(note, "d_r") ? fmt::format(" = {} + d_r {}", whole(note, "d_content"), whole(note, "d_r")) : "",
+                           note.number("auto_scale") != 0 ? fmt::format(", so the scale 1/√{} counts both parts", whole(note, "d_k")) : "");
     return "note of an unknown kind: " + k;  // a pipeline recorded a kind this phrasebook lacks (tests/test_notes.cpp phrases every kind)
 }
 

@@ -350,7 +350,7 @@ ExercisePlan dropout_topic(HandNumbers& numbers) {
     const Problem problem = parse_problem(plan.problem.dump(), "exercise");
     plan.question = fmt::format("In training, dropout with p = 0.5 zeroes each attention weight with probability p and divides the kept ones by 1 − p. "
                                 "This step's draws kept the weights where keep is 1; keep has the rows {}.",
-                                inline_rows(dropout_keep(problem, 0, 0, {0, problem.n})));
+                                inline_rows(DropoutDraws(problem).keep(0, 0, {0, problem.n})));
     plan.tasks = {"the weights A (no mask)", "dropped = A ⊙ keep / (1 − p); do its rows still add up to 1?", "the outputs O = dropped V",
                   "what the same layer computes in eval mode"};
     plan.expect_steps = {"weights", "keep", "dropped", "out"};

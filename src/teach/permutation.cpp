@@ -48,6 +48,8 @@ double max_abs_diff(const Matrix& a, const Matrix& b) {
 
 std::vector<std::size_t> parse_permutation(const std::string& text, std::size_t count) {
     std::vector<std::size_t> perm;
+    if (!text.empty() && text.back() == ',')
+        throw InputError(fmt::format("⟦perm⟧ {}: expected indices 0 … {} separated by commas, found a comma at the end", text, count - 1));
     std::stringstream in(text);
     std::string item;
     while (std::getline(in, item, ',')) {
@@ -139,8 +141,9 @@ std::vector<std::string> symmetry_breakers(const Problem& p, bool source) {
     // RoPE turns each row by its position: positions that travel with the rows
     // keep every score, fixed default ones do not.
     const bool own_positions = source ? !p.source_positions.empty() : !p.positions.empty();
-    if (p.rope && !own_positions) add("RoPE at the default positions (they stay in place while the rows move)");
-    if (p.rope && !source && !has_source(p) && p.positions.empty() != p.source_positions.empty())
+    const bool rope = p.rope || (p.mla && p.mla->d_r > 0);  // MLA turns its decoupled part
+    if (rope && !own_positions) add("RoPE at the default positions (they stay in place while the rows move)");
+    if (rope && !source && !has_source(p) && p.positions.empty() != p.source_positions.empty())
         add("RoPE with positions given for one side only");
     if (p.dropout && p.dropout->train) add("dropout in train mode (its keep belongs to positions)");
     return found;

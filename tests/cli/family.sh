@@ -58,6 +58,8 @@ expect_bad_input "{$qkv, \"sparse\": {\"global\": [3]}}" '\$\.sparse\.global\[0\
 expect_bad_input "{$qkv, \"sparse\": {\"random\": {\"per_row\": -1}}}" '\$\.sparse\.random\.per_row: expected 0 or more'
 expect_bad_input "{$qkv, \"mask\": {\"sparse\": {\"blok\": 2}}}" '\$\.mask\.sparse\.blok: unknown key "blok" \(did you mean "block"\?\)'
 expect_bad_input "{$qkv, \"sparse\": {\"window\": 1}, \"mask\": [{\"allowed\": [[true]]}]}" '\$\.mask\[0\]: the scores are \(3, 3\)'
+expect_bad_input '{"Q": [[1, 0], [0, 1]], "K": [[1, 0], [0, 1], [1, 1]], "V": [[1], [2], [3]], "sparse": {"block": 2, "window": 1}}' '\$\.sparse\.block: .*only when the block divides m − n = 1, found block 2'
+expect_exit 2 "--perm 1,0,2,: .*a comma at the end" -- "$T" permute "$SOURCE_DIR/examples/damaged_on_arrival.json" --perm 1,0,2,
 expect_bad_input "{$qkv, \"dropout\": {\"p\": 1}}" '\$\.dropout\.p: expected 0 ≤ p < 1'
 expect_bad_input "{$qkv, \"dropout\": {\"p\": 0.1, \"mode\": \"training\"}}" '\$\.dropout\.mode: expected "train" or "eval"'
 x='"X": [[1, 0], [0, 1]], "W_Q": [[1, 0], [0, 1]]'
