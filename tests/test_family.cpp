@@ -36,12 +36,6 @@ std::string random_qkv(std::size_t n, int heads, const std::string& extra) {
 
 const std::string bigbird = R"({"block": 16, "window": {"left": 1, "right": 1}, "global": [0], "random": {"per_row": 2, "seed": 7}})";
 
-double max_diff(const Matrix& a, const Matrix& b) {
-    double most = 0;
-    for (std::size_t i = 0; i < a.data().size(); ++i) most = std::max(most, std::fabs(a.data()[i] - b.data()[i]));
-    return most;
-}
-
 }  // namespace
 
 TEST_CASE("a sparse pattern is the union of its parts, intersected with causal", "[sparse]") {

@@ -44,13 +44,13 @@ PROBLEM_KEYS = {
     "b_Q", "b_K", "b_V", "W_O", "b_O", "weights_layout", "in_proj_weight",
     "in_proj_bias", "out_proj.weight", "out_proj.bias", "Q", "K", "V", "heads",
     "kv_heads", "scale", "mask", "empty_rows", "lengths", "rope", "positions",
-    "source_positions", "softcap", "alibi", "expect", "sparse", "dropout", "mla",
+    "source_positions", "softcap", "alibi", "expect", "sparse", "dropout", "mla", "d_out",
 }
 
 # Order of the steps in a trace (SPEC §4); `expect` lists follow it.
 STEP_ORDER = ["c_kv", "c_q", "q", "k", "v", "q_rope", "k_rope", "q_rot", "k_rot", "q_latent",
               "scores", "scaled", "capped", "mask", "reach", "masked", "weights", "keep", "dropped",
-              "out", "concat", "final"]
+              "out", "concat", "final"]  # (gradients are listed as torch gives them)
 
 
 # ---------------------------------------------------------------------------
@@ -899,6 +899,171 @@ def case_dropout():
             "expect": sort_steps(per_head_entries(head_steps, ("weights", "keep", "dropped", "out")))}
 
 
+# ---------------------------------------------------------------------------
+# The backward pass (SPEC §18): torch.autograd in float64
+# ---------------------------------------------------------------------------
+
+def autograd_attention(q, k, v, heads, kv_heads, allowed, scale, d_out, softcap=None, bias=None,
+                       rope=None, keep=None, p=0.0, w_o=None, b_o=None, zero_empty=False):
+    """One sequence forward in torch with every intermediate kept for its gradient.
+    q (n, H·d_k), k (m, H_kv·d_k), v (m, H_kv·d_v) are leaves or results; returns the
+    per-head intermediates (each with retain_grad) and the output; calls backward."""
+    n, m = q.shape[0], k.shape[0]
+    d_k, d_v = q.shape[1] // heads, v.shape[1] // kv_heads
+    group = heads // kv_heads
+    kept = {}
+    outs = []
+    for h in range(heads):
+        g = h // group
+        q_h, k_h, v_h = q[:, h * d_k:(h + 1) * d_k], k[:, g * d_k:(g + 1) * d_k], v[:, g * d_v:(g + 1) * d_v]
+        if rope is not None:
+            q_h = rope_torch(q_h, torch.arange(n, dtype=torch.float64) + (m - n if m > n else 0), rope)
+            k_h = rope_torch(k_h, torch.arange(m, dtype=torch.float64), rope)
+            q_h.retain_grad(); k_h.retain_grad()
+            kept[("q_rot", h)], kept[("k_rot", h)] = q_h, k_h
+        scores = q_h @ k_h.T
+        scaled = scores * scale
+        logits = softcap * torch.tanh(scaled / softcap) if softcap else scaled
+        mask = torch.zeros(n, m) + (bias[h] if bias is not None else 0)
+        mask = mask.masked_fill(~allowed, -math.inf)
+        z = logits + mask
+        empty = ~allowed.any(dim=1, keepdim=True)
+        weights = torch.softmax(torch.where(empty, torch.zeros_like(z), z), dim=-1)
+        if zero_empty:
+            weights = torch.where(empty, torch.zeros_like(weights), weights)
+        mixed = weights * keep[h] / (1 - p) if keep is not None else weights
+        out = mixed @ v_h
+        for name, t in (("scores", scores), ("scaled", scaled), ("capped", logits), ("masked", z), ("weights", weights),
+                        ("dropped", mixed), ("out", out)):
+            t.retain_grad()
+            kept[(name, h)] = t
+        outs.append(out)
+    concat = torch.cat(outs, dim=1)
+    concat.retain_grad()
+    output = concat @ w_o + (b_o if b_o is not None else 0) if w_o is not None else concat
+    (output * d_out).sum().backward()
+    return kept, concat
+
+
+def rope_torch(x, positions, rope):
+    """RoPE in torch (interleaved pairs, base or angles), differentiable."""
+    half = x.shape[1] // 2
+    if "angles_deg" in rope:
+        theta = torch.tensor(rope["angles_deg"]) * math.pi / 180
+    else:
+        theta = rope.get("base", 10000.0) ** (-2.0 * torch.arange(half, dtype=torch.float64) / x.shape[1])
+    angle = positions.unsqueeze(1) * theta.unsqueeze(0)
+    cos, sin = torch.cos(angle), torch.sin(angle)
+    a, b = x[:, 0::2], x[:, 1::2]
+    return torch.stack([a * cos - b * sin, a * sin + b * cos], dim=2).reshape(x.shape)
+
+
+def grad_entries(kept, heads, names, batch=None):
+    out = []
+    for h in range(heads):
+        for name, source in names:
+            out.append(step(name, kept[(source, h)].grad, head=h, batch=batch))
+    return out
+
+
+def case_grad_direct(title, seed, n=4, m=4, heads=1, kv_heads=None, mask=None, softcap=None, alibi=False,
+                     dropout=None, empty_rows=None, key_valid=None):
+    """Q, K, V given: their gradients, and the per-head intermediates, from autograd."""
+    torch.manual_seed(seed)
+    kv_heads = kv_heads or heads
+    d = 4
+    q = randn(n, heads * d).requires_grad_()
+    k = randn(m, kv_heads * d).requires_grad_()
+    v = randn(m, kv_heads * d).requires_grad_()
+    d_out = randn(n, heads * d)
+    allowed = torch.ones(n, m, dtype=torch.bool)
+    if mask == "causal":
+        allowed &= causal_allowed(n, m)
+    if key_valid is not None:
+        allowed &= torch.tensor(key_valid, dtype=torch.bool).unsqueeze(0)
+    bias = alibi_bias(heads, n, m) if alibi else None
+    keep = dropout_keep(dropout["seed"], dropout["p"], heads, n, m) if dropout else None
+    kept, _ = autograd_attention(q, k, v, heads, kv_heads, allowed, 1 / math.sqrt(d), d_out, softcap=softcap, bias=bias,
+                                 keep=keep, p=dropout["p"] if dropout else 0.0, zero_empty=empty_rows == "zero")
+    problem = {"title": f"golden (grad): {title} ({TORCH} autograd, float64)",
+               "Q": as_list(q), "K": as_list(k), "V": as_list(v), "heads": heads}
+    if kv_heads != heads:
+        problem["kv_heads"] = kv_heads
+    masks = ([mask] if mask else []) + ([{"key_valid": [bool(x) for x in key_valid]}] if key_valid is not None else [])
+    if masks:
+        problem["mask"] = masks if len(masks) > 1 else masks[0]
+    if softcap:
+        problem["softcap"] = softcap
+    if alibi:
+        problem["alibi"] = True
+    if dropout:
+        problem["dropout"] = dict(dropout, mode="train")
+    if empty_rows:
+        problem["empty_rows"] = empty_rows
+    problem["d_out"] = as_list(d_out)
+    names = [("grad_weights", "weights"), ("grad_masked", "masked"), ("grad_scaled", "scaled"), ("grad_scores", "scores")]
+    if softcap:
+        names.append(("grad_capped", "capped"))
+    if dropout:
+        names.append(("grad_dropped", "dropped"))
+    expect = grad_entries(kept, heads, names)
+    d_k = d
+    for h in range(heads):
+        expect.append(step("grad_q", q.grad[:, h * d_k:(h + 1) * d_k], head=h))
+    for g in range(kv_heads):
+        expect.append(step("grad_k", k.grad[:, g * d:(g + 1) * d], head=g))
+        expect.append(step("grad_v", v.grad[:, g * d:(g + 1) * d], head=g))
+    problem["expect"] = expect
+    return problem
+
+
+def case_grad_projected(title, seed, heads=2, causal=False, cross=False, rope=None, batch_lengths=None):
+    """X with W_Q, W_K, W_V (biases), W_O and b_O: every weight, bias and input gradient."""
+    torch.manual_seed(seed)
+    n, d = 5, 8
+    batch = len(batch_lengths) if batch_lengths else 1
+    xs = randn(batch, n, d).requires_grad_()
+    srcs = randn(batch, 6, d).requires_grad_() if cross else None
+    w = {name: randn(d, d, scale=1 / math.sqrt(d)).requires_grad_() for name in ("W_Q", "W_K", "W_V", "W_O")}
+    b = {name: randn(d, scale=0.5).requires_grad_() for name in ("b_Q", "b_K", "b_V", "b_O")}
+    d_outs = randn(batch, n, d)
+    for i in range(batch):
+        x = xs[i]
+        src = srcs[i] if cross else x
+        m = src.shape[0]
+        q = x @ w["W_Q"] + b["b_Q"]
+        k = src @ w["W_K"] + b["b_K"]
+        v = src @ w["W_V"] + b["b_V"]
+        allowed = torch.ones(n, m, dtype=torch.bool)
+        if causal:
+            allowed &= causal_allowed(n, m)
+        if batch_lengths:
+            allowed &= (torch.arange(m) < batch_lengths[i]).unsqueeze(0)
+        autograd_attention(q, k, v, heads, heads, allowed, 1 / math.sqrt(d // heads), d_outs[i], rope=rope,
+                           w_o=w["W_O"], b_o=b["b_O"])
+    problem = {"title": f"golden (grad): {title} ({TORCH} autograd, float64)",
+               "X": as_list(xs if batch_lengths else xs[0])}
+    if cross:
+        problem["X_source"] = as_list(srcs[0])
+    problem.update({name: as_list(t) for name, t in {**w, **b}.items()})
+    problem["heads"] = heads
+    if causal:
+        problem["mask"] = "causal"
+    if rope:
+        problem["rope"] = rope
+    if batch_lengths:
+        problem["lengths"] = batch_lengths
+    problem["d_out"] = as_list(d_outs if batch_lengths else d_outs[0])
+    expect = [step(f"grad_{name}", t.grad) for name, t in w.items()] + [step(f"grad_{name}", t.grad.unsqueeze(0)) for name, t in b.items()]
+    for i in range(batch):
+        bi = i if batch_lengths else None
+        expect.append(step("grad_x", xs.grad[i], batch=bi))
+        if cross:
+            expect.append(step("grad_x_source", srcs.grad[i], batch=bi))
+    problem["expect"] = expect
+    return problem
+
+
 def np_family_trace(problem):
     """A second, numpy formulation of the family's files (sparse, MLA, dropout):
     pair-by-pair visibility, breadth-first reach, MLA from the file's matrices."""
@@ -979,12 +1144,27 @@ def np_family_trace(problem):
     return trace
 
 
+def np_check_gradients(problem):
+    """Invariants of a gradient file (the values themselves are torch.autograd's; the
+    C++ tests check them again by finite differences): every value finite, and each
+    row of grad_masked sums to 0 (Σ_j a_j (g_j − Σ_k g_k a_k) = 0), with exact zeros
+    where the forward weights are 0."""
+    for entry in problem["expect"]:
+        data = np_matrix(entry["data"])
+        assert np.all(np.isfinite(data)), f"{entry['name']}: non-finite gradient"
+        if entry["name"] == "grad_masked":
+            assert np.allclose(data.sum(axis=1), 0.0, atol=1e-12), "grad_masked rows must sum to 0"
+    return len(problem["expect"])
+
+
 def verify_file(path):
     """Re-load a written file and check it against the numpy trace."""
     assert path.stat().st_size < MAX_FILE_BYTES, f"{path} is too large"
     problem = json.loads(path.read_text())
     unknown = set(problem) - PROBLEM_KEYS
     assert not unknown, f"{path}: unknown keys {unknown}"
+    if "d_out" in problem:  # gradients: checked by finite differences instead (np_check_gradients)
+        return np_check_gradients(problem)
     family = any(key in problem for key in ("sparse", "dropout", "mla"))
     trace = np_family_trace(problem) if family else np_trace(problem)
     heads = problem.get("heads", 1)
@@ -1061,6 +1241,19 @@ GOLDEN_CASES = {
         {"block": 2, "window": {"left": 1}, "global": [0], "causal": True},
         "sparse pattern with 6 queries at the end of 10 keys: blocks of 2 aligned bottom-right (query block I reads key block I + 2 and the one before), "
         "global block 0, causal", seed=23, n=6, m=10),
+    "grad_one_head.json": lambda: case_grad_direct("one head, no mask", 60),
+    "grad_causal_softcap.json": lambda: case_grad_direct("causal mask and softcap 2 (blocked cells pass 0)", 61, mask="causal", softcap=2.0),
+    "grad_gqa.json": lambda: case_grad_direct("GQA: 4 query heads, 2 KV heads (grad_k, grad_v sum their query heads)", 62, heads=4, kv_heads=2),
+    "grad_alibi.json": lambda: case_grad_direct("ALiBi, 2 heads, causal", 63, heads=2, mask="causal", alibi=True, n=5, m=5),
+    "grad_empty_rows.json": lambda: case_grad_direct("an empty row under empty_rows zero passes no gradient", 64, mask="causal",
+                                                     key_valid=[0, 1, 1, 1], empty_rows="zero"),
+    "grad_dropout.json": lambda: case_grad_direct("dropout p = 0.25 in train mode, keep as torch's mask", 65, heads=2, mask="causal",
+                                                  dropout={"p": 0.25, "seed": 9}),
+    "grad_mha.json": lambda: case_grad_projected("X, W_Q, W_K, W_V with biases, W_O and b_O, 2 heads, causal", 66, causal=True),
+    "grad_cross.json": lambda: case_grad_projected("cross-attention: X (5, 8) reads X_source (6, 8)", 67, cross=True),
+    "grad_rope.json": lambda: case_grad_projected("RoPE base 10000, 2 heads", 68, rope={"base": 10000}),
+    "grad_batch_lengths.json": lambda: case_grad_projected("a batch of 2 with lengths [5, 3]: weight gradients sum over it", 69,
+                                                           batch_lengths=[5, 3]),
     "mla_compressed_rope.json": lambda: case_mla(compressed=True, rope_dims=2),
     "mla_plain.json": lambda: case_mla(compressed=False, rope_dims=0, seed=31),
     "dropout_train.json": case_dropout,

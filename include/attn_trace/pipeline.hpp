@@ -66,6 +66,21 @@ struct FastPathOptions {
 // summation order.
 Trace pipeline_fast(const Problem& problem, const RunOptions& options, const FastPathOptions& fast);
 
+// The backward pass (SPEC §18): the gradient of L = Σ d_out ⊙ output (output is
+// `final` with W_O, else concat), step by step from the forward trace's own values.
+struct GradOptions {
+    std::string d_out;               // "ones" or "random:SEED"; empty = the problem's d_out, else ones
+    std::optional<std::size_t> row;  // also the softmax Jacobian diag(a_i) − a_i a_iᵀ of this row, per head
+};
+// Steps (per batch; per head where per head): grad_final (with W_O), grad_concat,
+// grad_W_O, grad_b_O; grad_out, grad_dropped (dropout in train mode), grad_weights,
+// grad_masked, grad_capped (softcap), grad_scaled, grad_scores, grad_q_rot and
+// grad_k_rot (RoPE), grad_q per query head, grad_k and grad_v per KV head (summed
+// over the query heads that read it); from X: grad_W_Q … grad_b_V (summed over the
+// batch), grad_x, grad_x_source. Throws InputError for a d_out of the wrong shape,
+// a malformed option, a row out of range, and MLA problems (not traced backward yet).
+Trace pipeline_grad(const Problem& problem, const RunOptions& options, const GradOptions& grad);
+
 // Runs the named pipeline (run, decode, tiled) on the problem: what a file's
 // `expect` entries or a golden trace's command ask for.
 Trace compute_trace(const std::string& command, const Problem& problem, const RunOptions& options, const DecodeOptions& decode = {},

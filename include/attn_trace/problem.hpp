@@ -89,6 +89,7 @@ struct Problem {
     std::optional<std::vector<double>> alibi_slopes;  // set when alibi is on
     std::optional<Dropout> dropout;
     std::optional<Mla> mla;  // with it, `rope` lives in mla->rope and turns the decoupled part only
+    std::vector<Matrix> d_out;  // grad's upstream gradient per batch element (n, output width); empty = not given
     std::vector<Expectation> expect;
     // SPEC §3 v2: non-finite numbers in input matrices are an error unless allowed.
     bool allow_nonfinite = false;

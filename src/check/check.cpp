@@ -39,7 +39,9 @@ std::string pipeline_for(const std::vector<Expectation>& expect) {
     const bool decode = std::any_of(expect.begin(), expect.end(), [](const Expectation& e) { return e.t.has_value(); });
     const bool tiled = std::any_of(expect.begin(), expect.end(), [](const Expectation& e) { return e.tile.has_value(); });
     if (decode && tiled) throw InputError("expect mixes decode steps (with \"t\") and tiled steps (with \"tile\"): put them in two files");
-    return decode ? "decode" : tiled ? "tiled" : "run";
+    const bool grad = std::any_of(expect.begin(), expect.end(), [](const Expectation& e) { return e.name.rfind("grad_", 0) == 0; });
+    if (grad && (decode || tiled)) throw InputError("expect mixes gradients (grad_…) with decode or tiled steps: put them in two files");
+    return grad ? "grad" : decode ? "decode" : tiled ? "tiled" : "run";
 }
 
 CheckResult check_expectations(const Problem& problem, const CheckOptions& options) {

@@ -10,7 +10,11 @@ const std::vector<std::string>& step_names() {
         "x",       "x_source", "c_kv",   "c_q",     "q",       "k",       "v",        "q_rope",          "k_rope",        "q_rot",
         "k_rot",   "q_latent", "scores", "scaled",  "capped",  "mask",    "reach",    "masked",          "row_max",       "exp",
         "row_sum", "weights",  "keep",   "dropped", "out",     "concat",  "final",    "out_of_permuted", "permuted_out",  "k_cache",
-        "v_cache", "c_cache",  "kr_cache", "m",     "l",       "u",       "rescale"};
+        "v_cache", "c_cache",  "kr_cache", "m",     "l",       "u",       "rescale",
+        // the backward pass (grad), in the order it runs
+        "grad_final", "grad_concat", "grad_W_O", "grad_b_O", "grad_out", "grad_v", "grad_dropped", "grad_weights", "grad_masked", "grad_capped",
+        "grad_scaled", "grad_scores", "grad_q_rot", "grad_k_rot", "grad_q", "grad_k", "grad_W_Q", "grad_W_K", "grad_W_V", "grad_b_Q", "grad_b_K",
+        "grad_b_V", "grad_x", "grad_x_source", "jacobian", "lse", "delta", "p", "grad_p", "grad_s"};
     return names;
 }
 

@@ -10,6 +10,7 @@ Trace compute_trace(const std::string& command, const Problem& problem, const Ru
     if (command == "run") return pipeline_full(problem, options);
     if (command == "decode") return pipeline_decode(problem, options, decode);
     if (command == "tiled") return pipeline_tiled(problem, options, tiled);
+    if (command == "grad") return pipeline_grad(problem, options, {});
     throw InputError(fmt::format("{}: the {} pipeline is not part of this build yet", problem.file, command));
 }
 

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "attn_trace/errors.hpp"
@@ -28,7 +29,7 @@ const std::vector<std::string> known_keys = {
     "title", "tokens", "source_tokens", "X", "X_source", "W_Q", "W_K", "W_V", "b_Q", "b_K", "b_V", "W_O", "b_O",
     "weights_layout", "in_proj_weight", "in_proj_bias", "out_proj.weight", "out_proj.bias", "Q", "K", "V",
     "heads", "kv_heads", "scale", "mask", "empty_rows", "lengths", "rope", "positions", "source_positions",
-    "softcap", "alibi", "expect", "allow_nonfinite", "sparse", "dropout", "mla"};
+    "softcap", "alibi", "expect", "allow_nonfinite", "sparse", "dropout", "mla", "d_out"};
 
 // The keys whose numbers are inputs (SPEC §3 v2): a non-finite number in them is an
 // error unless allowed. Masks are not among them: −∞ is their job.
@@ -104,6 +105,7 @@ public:
         read_options();
         read_masks();
         read_position_features();
+        read_d_out();
         read_expectations();
         validate_masks(problem_);
         return std::move(problem_);
@@ -591,6 +593,23 @@ private:
         };
         read_positions("positions", p.positions, p.n, "queries");
         read_positions("source_positions", p.source_positions, p.m, "keys");
+    }
+
+    // grad's d_out: (n, width) or, for a batch, (B, n, width); width = W_O's columns, else H·d_v.
+    void read_d_out() {
+        if (!has("d_out")) return;
+        auto& p = problem_;
+        const std::size_t width = p.W_O ? p.W_O->cols() : static_cast<std::size_t>(p.heads) * p.d_v;
+        const auto shape = reader_.declared_shape(at("d_out"), "$.d_out");
+        const std::vector<std::size_t> want = p.batched ? std::vector<std::size_t>{p.batch, p.n, width} : std::vector<std::size_t>{p.n, width};
+        if (shape != want) {
+            std::vector<std::string> parts;
+            for (auto x : shape) parts.push_back(std::to_string(x));
+            reader_.fail("$.d_out", fmt::format("dL/d(output) has the output's shape: {} (queries × {}), found ({})",
+                                                p.batched ? fmt::format("({}, {}, {})", p.batch, p.n, width) : shape_string(p.n, width),
+                                                p.W_O ? "W_O's columns" : "heads · d_v", fmt::join(parts, ", ")));
+        }
+        p.d_out = batch_of_matrices(reader_.array(at("d_out"), "$.d_out"));
     }
 
     void read_expectations() {

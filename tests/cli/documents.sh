@@ -33,6 +33,9 @@ document tiled "$A" tiled "$E/damaged_on_arrival_tiled.json"
 document tiled_causal "$A" tiled "$E/damaged_on_arrival_tiled.json" --mask causal
 document tiled_gqa "$A" tiled "$E/gqa_8q_2kv.json" --block-q 3 --block-k 4
 document tiled_rope "$A" tiled "$SOURCE_DIR/tests/golden/rope_half.json"
+document grad "$A" grad "$E/damaged_on_arrival.json" --mask causal --row 1
+document grad_rope "$A" grad "$SOURCE_DIR/tests/golden/grad_rope.json"
+document grad_dropout "$A" grad "$SOURCE_DIR/tests/golden/grad_dropout.json"
 # real-valued numbers, not hand-friendly ones: wide cells and long rows must still fit the page
 "$A" random --n 40 --d-model 64 --heads 4 --kv-heads 2 --mask causal -o wide.json > /dev/null
 document wide_scores "$A" run wide.json --full --steps scores --head 3
@@ -58,7 +61,7 @@ for doc in "$SOURCE_DIR/README.md" "$SOURCE_DIR"/docs/*.md; do
   grep -nE 'SPEC( §|\.md)|the SPEC|seed 00[0-9]|§[0-9]' "$doc" > refs.txt
   [ ! -s refs.txt ] || { fail "$(basename "$doc") refers to a text users do not have:"; head -3 refs.txt | sed 's/^/    /'; }
 done
-for command in run decode tiled permute explain check exercise cost variance bench random; do
+for command in run decode tiled permute grad explain check exercise cost variance bench random; do
   checks=$((checks + 1))
   ! "$A" "$command" --help | grep -nE 'SPEC( §|\.md)|the SPEC|seed 00[0-9]|§[0-9]' || fail "$command --help refers to a text users do not have"
 done

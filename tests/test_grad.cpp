@@ -1,0 +1,134 @@
+// The backward pass (SPEC §18) against finite differences of the forward pass,
+// independent of PyTorch (tests/golden/grad_*.json hold torch.autograd's values).
+#include <cmath>
+
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include "attn_trace/errors.hpp"
+#include "test_helpers.hpp"
+
+using namespace attn_trace;
+using namespace attn_trace::testing;
+
+namespace {
+
+// L = Σ d_out ⊙ output, output = final (with W_O) or concat (or head 0's out).
+double loss(const Problem& p) {
+    const Trace t = pipeline_full(p, {});
+    double total = 0;
+    for (std::size_t b = 0; b < p.batch; ++b) {
+        const std::optional<int> batch = p.batched ? std::optional<int>(static_cast<int>(b)) : std::nullopt;
+        const Step* out = t.find(p.W_O ? "final" : p.heads > 1 ? "concat" : "out", p.W_O || p.heads > 1 ? std::nullopt : std::optional<int>(0), batch,
+                                 std::nullopt, std::nullopt);
+        const Matrix& d = p.d_out[b];
+        for (std::size_t k = 0; k < d.data().size(); ++k) total += d.data()[k] * out->values.data()[k];
+    }
+    return total;
+}
+
+// (L(x + h) − L(x − h)) / 2h for the cell `cell` of a matrix of the problem.
+template <typename Cell>
+double central_difference(Problem p, Cell cell) {
+    const double h = 1e-6, x = cell(p);
+    cell(p) = x + h;
+    const double up = loss(p);
+    cell(p) = x - h;
+    const double down = loss(p);
+    return (up - down) / (2 * h);
+}
+
+double value_of(const Trace& t, const std::string& name, std::optional<int> head, std::size_t i, std::size_t j, std::optional<int> batch = std::nullopt) {
+    const Step* s = t.find(name, head, batch, std::nullopt, std::nullopt);
+    if (!s) throw std::runtime_error("no step " + name);
+    return s->values(i, j);
+}
+
+const std::string direct = R"({"heads": 2, "kv_heads": 1, "mask": "causal", "softcap": 3, "alibi": true,
+    "dropout": {"p": 0.2, "seed": 4, "mode": "train"},
+    "Q": {"random": {"shape": [5, 8], "seed": 1}}, "K": {"random": {"shape": [5, 4], "seed": 2}}, "V": {"random": {"shape": [5, 4], "seed": 3}},
+    "d_out": {"random": {"shape": [5, 8], "seed": 4}}})";
+
+const std::string projected = R"({"heads": 2, "rope": {"base": 100}, "mask": "causal",
+    "X": {"random": {"shape": [4, 6], "seed": 1}}, "X_source": {"random": {"shape": [5, 6], "seed": 2}},
+    "W_Q": {"random": {"shape": [6, 4], "seed": 3}}, "W_K": {"random": {"shape": [6, 4], "seed": 4}}, "W_V": {"random": {"shape": [6, 4], "seed": 5}},
+    "b_Q": [0.1, -0.2, 0.3, 0.0], "W_O": {"random": {"shape": [4, 3], "seed": 6}}, "b_O": [1, 2, 3],
+    "d_out": {"random": {"shape": [4, 3], "seed": 7}}})";
+
+}  // namespace
+
+TEST_CASE("grad_q, grad_k and grad_v equal finite differences through GQA, causal, softcap, ALiBi and dropout", "[grad]") {
+    const Problem p = parse_problem(direct, "t.json");
+    const Trace grad = pipeline_grad(p, {}, {});
+    for (std::size_t i : {1u, 4u})
+        for (std::size_t j : {0u, 5u}) {
+            INFO("Q[" << i << "][" << j << "]");
+            const int head = static_cast<int>(j / 4);
+            CHECK(value_of(grad, "grad_q", head, i, j % 4) == Approx(central_difference(p, [&](Problem& q) -> double& { return (*q.Q)(i, j); })).margin(1e-7));
+        }
+    for (std::size_t j : {0u, 3u}) {
+        INFO("K[2][" << j << "], V[3][" << j << "]");
+        CHECK(value_of(grad, "grad_k", 0, 2, j) == Approx(central_difference(p, [&](Problem& q) -> double& { return (*q.K)(2, j); })).margin(1e-7));
+        CHECK(value_of(grad, "grad_v", 0, 3, j) == Approx(central_difference(p, [&](Problem& q) -> double& { return (*q.V)(3, j); })).margin(1e-7));
+    }
+}
+
+TEST_CASE("weight, bias and input gradients equal finite differences through RoPE, cross-attention and W_O", "[grad]") {
+    const Problem p = parse_problem(projected, "t.json");
+    const Trace grad = pipeline_grad(p, {}, {});
+    const auto check = [&](const std::string& name, std::size_t i, std::size_t j, auto cell) {
+        INFO(name << "[" << i << "][" << j << "]");
+        CHECK(value_of(grad, name, std::nullopt, i, j) == Approx(central_difference(p, cell)).margin(1e-7));
+    };
+    check("grad_W_Q", 2, 1, [](Problem& q) -> double& { return (*q.W_Q)(2, 1); });
+    check("grad_W_K", 5, 3, [](Problem& q) -> double& { return (*q.W_K)(5, 3); });
+    check("grad_W_V", 0, 2, [](Problem& q) -> double& { return (*q.W_V)(0, 2); });
+    check("grad_W_O", 3, 0, [](Problem& q) -> double& { return (*q.W_O)(3, 0); });
+    check("grad_b_Q", 0, 2, [](Problem& q) -> double& { return (*q.b_Q)[2]; });
+    check("grad_x", 1, 4, [](Problem& q) -> double& { return q.X[0](1, 4); });
+    check("grad_x_source", 3, 0, [](Problem& q) -> double& { return q.X_source[0](3, 0); });
+}
+
+TEST_CASE("the softmax backward is exactly 0 on blocked cells and its rows sum to 0; the Jacobian of a row", "[grad]") {
+    const Problem p = parse_problem(direct, "t.json");
+    const Trace grad = pipeline_grad(p, {}, GradOptions{"", 3});
+    const Trace forward = pipeline_full(p, {});
+    for (int h = 0; h < 2; ++h) {
+        const Matrix& g = step_values(grad, "grad_masked", h);
+        const Matrix& mask = step_values(forward, "mask", h);
+        for (std::size_t i = 0; i < g.rows(); ++i) {
+            double sum = 0;
+            for (std::size_t j = 0; j < g.cols(); ++j) {
+                if (std::isinf(mask(i, j))) CHECK(g(i, j) == 0.0);
+                sum += g(i, j);
+            }
+            CHECK(sum == Approx(0).margin(1e-15));
+        }
+        const Matrix& jacobian = step_values(grad, "jacobian", h);
+        const Matrix& a = step_values(forward, "weights", h);
+        double squares = 0;
+        for (std::size_t r = 0; r < jacobian.rows(); ++r)
+            for (std::size_t c = 0; c < jacobian.cols(); ++c) {
+                CHECK(jacobian(r, c) == jacobian(c, r));
+                CHECK(jacobian(r, c) == (r == c ? a(3, r) : 0.0) - a(3, r) * a(3, c));
+                squares += jacobian(r, c) * jacobian(r, c);
+            }
+        const auto& numbers = grad.numbers;
+        const auto norm = std::find_if(numbers.begin(), numbers.end(), [&](const auto& n) { return n.first == fmt::format("jacobian_norm_head_{}", h); });
+        REQUIRE(norm != numbers.end());
+        CHECK(norm->second == Approx(std::sqrt(squares)));
+    }
+}
+
+TEST_CASE("grad's bad input names what is wrong", "[grad][errors]") {
+    CHECK_THROWS_WITH(parse_problem(R"({"Q": [[1, 0]], "K": [[1, 0]], "V": [[1]], "d_out": [[1, 2]]})", "t.json"),
+                      Catch::Contains("$.d_out") && Catch::Contains("(1, 1)"));
+    const Problem p = parse_problem(R"({"Q": [[1, 0]], "K": [[1, 0]], "V": [[1]]})", "t.json");
+    CHECK_THROWS_WITH(pipeline_grad(p, {}, GradOptions{"", 1}), Catch::Contains("row 1: the problem has 1 query"));
+    CHECK_THROWS_WITH(pipeline_grad(p, {}, GradOptions{"random:x", std::nullopt}), Catch::Contains("expected ones or random:SEED"));
+    CHECK_THROWS_WITH(pipeline_grad(p, {}, GradOptions{"twos", std::nullopt}), Catch::Contains("expected ones or random:SEED"));
+    // ones by default, and random:SEED is the portable generator's
+    CHECK(step_values(pipeline_grad(p, {}, {}), "grad_concat", 0)(0, 0) == 1.0);
+    CHECK(step_values(pipeline_grad(p, {}, GradOptions{"random:3", std::nullopt}), "grad_concat", 0).data() ==
+          step_values(pipeline_grad(p, {}, GradOptions{"random:3", std::nullopt}), "grad_concat", 0).data());
+}
