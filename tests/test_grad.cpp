@@ -1,5 +1,7 @@
 // The backward pass (SPEC §18) against finite differences of the forward pass,
 // independent of PyTorch (tests/golden/grad_*.json hold torch.autograd's values).
+#include <algorithm>
+#include <array>
 #include <cmath>
 
 #include <catch2/catch.hpp>
@@ -131,4 +133,29 @@ TEST_CASE("grad's bad input names what is wrong", "[grad][errors]") {
     CHECK(step_values(pipeline_grad(p, {}, {}), "grad_concat", 0)(0, 0) == 1.0);
     CHECK(step_values(pipeline_grad(p, {}, GradOptions{"random:3", std::nullopt}), "grad_concat", 0).data() ==
           step_values(pipeline_grad(p, {}, GradOptions{"random:3", std::nullopt}), "grad_concat", 0).data());
+}
+
+TEST_CASE("the tiled backward (FlashAttention-2) equals the untiled one and recomputes each tile's weights", "[grad][tiled]") {
+    std::string no_dropout = direct;
+    no_dropout.replace(no_dropout.find(R"("dropout": {"p": 0.2, "seed": 4, "mode": "train"},)"), 50, "");
+    for (const std::string& json : {no_dropout, projected}) {
+        const Problem p = parse_problem(json, "t.json");
+        for (const TiledOptions tiles : {TiledOptions{2, 2}, TiledOptions{3, 2}, TiledOptions{1, 5}}) {
+            const Trace tiled = pipeline_grad(p, {}, GradOptions{"", std::nullopt, tiles});
+            const auto diff = std::find_if(tiled.numbers.begin(), tiled.numbers.end(), [](const auto& n) { return n.first == "max_abs_diff_vs_full"; });
+            REQUIRE(diff != tiled.numbers.end());
+            CHECK(diff->second < 1e-13);
+            // p of a tile is the forward weights' block: exp(z − lse) with lse = m + ln ℓ
+            const Trace forward = pipeline_full(p, {});
+            const Step* tile = tiled.find("p", 1, std::nullopt, std::nullopt, std::array<int, 2>{1, 0});
+            REQUIRE(tile != nullptr);
+            const Matrix& weights = step_values(forward, "weights", 1);
+            for (std::size_t r = 0; r < tile->values.rows(); ++r)
+                for (std::size_t c = 0; c < tile->values.cols(); ++c)
+                    CHECK(tile->values(r, c) == Approx(weights(tiles.block_q + r, c)).margin(1e-15));
+        }
+    }
+    const Problem with_dropout = parse_problem(direct, "t.json");
+    CHECK_THROWS_WITH(pipeline_grad(with_dropout, {}, GradOptions{"", std::nullopt, TiledOptions{}}), Catch::Contains("dropout in train mode"));
+    CHECK_THROWS_WITH(pipeline_grad(parse_problem(projected, "t.json"), {}, GradOptions{"", 1, TiledOptions{}}), Catch::Contains("row"));
 }

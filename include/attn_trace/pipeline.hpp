@@ -71,14 +71,21 @@ Trace pipeline_fast(const Problem& problem, const RunOptions& options, const Fas
 struct GradOptions {
     std::string d_out;               // "ones" or "random:SEED"; empty = the problem's d_out, else ones
     std::optional<std::size_t> row;  // also the softmax Jacobian diag(a_i) − a_i a_iᵀ of this row, per head
+    // FlashAttention-2's backward: the forward keeps only lse per row (the fast path's
+    // m + ln ℓ), and each Br × Bc tile recomputes p, grad_p and grad_s.
+    std::optional<TiledOptions> tiled;
 };
 // Steps (per batch; per head where per head): grad_final (with W_O), grad_concat,
 // grad_W_O, grad_b_O; grad_out, grad_dropped (dropout in train mode), grad_weights,
 // grad_masked, grad_capped (softcap), grad_scaled, grad_scores, grad_q_rot and
 // grad_k_rot (RoPE), grad_q per query head, grad_k and grad_v per KV head (summed
 // over the query heads that read it); from X: grad_W_Q … grad_b_V (summed over the
-// batch), grad_x, grad_x_source. Throws InputError for a d_out of the wrong shape,
-// a malformed option, a row out of range, and MLA problems (not traced backward yet).
+// batch), grad_x, grad_x_source. With `tiled`: lse and delta per head, p, grad_p
+// and grad_s per computed tile (kept while n · m ≤ 65 536 per head), then grad_q,
+// grad_k, grad_v and the input gradients, and max_abs_diff_vs_full against the
+// untiled gradients (computed while n · m ≤ 4 194 304 per head). Throws InputError
+// for a d_out of the wrong shape, a malformed option, a row out of range, MLA
+// problems (not traced backward yet), and --tiled with --row or train-mode dropout.
 Trace pipeline_grad(const Problem& problem, const RunOptions& options, const GradOptions& grad);
 
 // Runs the named pipeline (run, decode, tiled) on the problem: what a file's

@@ -15,6 +15,8 @@ void add_grad_command(CLI::App& app, int& exit_code) {
     static TraceOptions options;
     static std::string d_out;
     static std::optional<long long> row;
+    static bool tiled = false;
+    static long long block_q = TiledOptions{}.block_q, block_k = TiledOptions{}.block_k;
     auto* grad = app.add_subcommand("grad", "the backward pass: every gradient of L = Σ d_out ⊙ output, step by step");
     grad->footer(R"(The gradient of L = Σ d_out ⊙ output, where output is final (with W_O) or the heads'
 concatenated out, back through every step of the forward trace: grad_concat, grad_out, grad_v,
@@ -24,22 +26,31 @@ grad_k and grad_v per KV head (summed over the query heads that read it, with GQ
 the weight, bias and input gradients (weights summed over a batch). d_out comes from --d-out,
 else the problem's "d_out", else ones. A row that reads no key passes no gradient (zero policy:
 its weights are 0) or NaN (nan policy). Weight gradients are in math orientation (d_in, d_out).
+--tiled runs FlashAttention-2's backward in Br × Bc tiles (--block-q, --block-k, 2 by default): the
+forward keeps only lse = m + ln ℓ per row (the fast path's), delta = rowsum(grad_out ⊙ out), and each
+tile recomputes p = exp(z − lse), grad_p = grad_out V_tᵀ and grad_s = p ⊙ (grad_p − delta) (tile steps
+are kept while n · m ≤ 65 536 per head); max_abs_diff_vs_full compares with the untiled gradients.
 
 Examples:
   attn-trace grad examples/damaged_on_arrival.json
   attn-trace grad examples/damaged_on_arrival.json --mask causal --steps grad_weights,grad_masked,grad_q
   attn-trace grad examples/gqa_8q_2kv.json --d-out random:1 --steps grad_k --format json
-  attn-trace grad examples/damaged_on_arrival.json --row 1 --steps jacobian)");
+  attn-trace grad examples/damaged_on_arrival.json --row 1 --steps jacobian
+  attn-trace grad examples/damaged_on_arrival.json --mask causal --tiled --block-q 1 --block-k 2 --steps lse,delta,grad_s,grad_q)");
     add_trace_options(*grad, options);
     grad->add_option("--d-out", d_out, "the upstream gradient dL/d output: ones or random:SEED (default: the problem's d_out, else ones)");
     grad->add_option("--row", row, "also the softmax Jacobian diag(a_i) − a_i a_iᵀ of query row i, per head, and its Frobenius norm");
+    grad->add_flag("--tiled", tiled, "FlashAttention-2's backward: recompute each tile from lse, never the (n, m) matrices");
+    grad->add_option("--block-q", block_q, "Br: query rows per block (with --tiled)")->capture_default_str();
+    grad->add_option("--block-k", block_k, "Bc: keys per tile (with --tiled)")->capture_default_str();
     grad->callback([&exit_code] {
         const Problem problem = load_with_overrides(options);
         GradOptions grad_options;
         grad_options.d_out = d_out;
         if (row) grad_options.row = whole_number_option("--row", *row, 0);
-        // The forward trace and about as many (n, m) steps again.
-        refuse_over_budget(problem, "grad", 2 * full_trace_bytes(problem), options.budget);
+        if (tiled) grad_options.tiled = TiledOptions{whole_number_option("--block-q", block_q, 1), whole_number_option("--block-k", block_k, 1)};
+        // Untiled: the forward trace and about as many (n, m) steps again.
+        if (!tiled) refuse_over_budget(problem, "grad", 2 * full_trace_bytes(problem), options.budget);
         print_trace(pipeline_grad(problem, run_options(options), grad_options), options, problem);
         exit_code = 0;
     });

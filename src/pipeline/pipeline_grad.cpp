@@ -1,5 +1,7 @@
 // The backward pass (SPEC §18): every gradient of L = Σ d_out ⊙ output, from the
 // forward trace's own values, in the order reverse-mode differentiation meets them.
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdlib>
 
@@ -68,8 +70,9 @@ std::vector<Matrix> upstream(const Problem& p, const std::string& option, std::s
 class GradPipeline {
 public:
     GradPipeline(const Problem& problem, const RunOptions& options, const GradOptions& grad)
-        : p_(problem), dtype_(options.dtype), backend_(make_backend(options.backend)), grad_(grad), forward_(pipeline_full(problem, options)),
-          steps_(problem, trace_) {}
+        : p_(problem), options_(options), dtype_(options.dtype), backend_(make_backend(options.backend)), grad_(grad),
+          // The tiled backward keeps what FlashAttention-2's forward keeps: row_max, row_sum and out (the fast path).
+          forward_(grad.tiled ? pipeline_fast(problem, options, {}) : pipeline_full(problem, options)), steps_(problem, trace_) {}
 
     Trace run() {
         trace_.command = "grad";
@@ -79,6 +82,7 @@ public:
         const auto d_out = upstream(p_, grad_.d_out, width);
         for (std::size_t b = 0; b < p_.batch; ++b) run_sequence(b, d_out[b]);
         record_weight_gradients();
+        if (grad_.tiled) compare_with_untiled();
         return std::move(trace_);
     }
 
@@ -105,8 +109,11 @@ private:
         Matrix grad_q(p_.n, static_cast<std::size_t>(p_.heads) * p_.d_k, 0.0);
         Matrix grad_k(p_.m, static_cast<std::size_t>(p_.kv_heads) * p_.d_k, 0.0), grad_v(p_.m, static_cast<std::size_t>(p_.kv_heads) * p_.d_v, 0.0);
         std::vector<Matrix> head_k(static_cast<std::size_t>(p_.kv_heads)), head_v(static_cast<std::size_t>(p_.kv_heads));
+        std::optional<Projections> projections;  // the tiled backward recomputes from q, k, v
+        if (grad_.tiled) projections = project(p_, b, *backend_, dtype_);
         for (int h = 0; h < p_.heads; ++h) {
-            HeadGradients g = run_head(h, b, grad_concat.columns(static_cast<std::size_t>(h) * p_.d_v, p_.d_v));
+            const Matrix grad_out = grad_concat.columns(static_cast<std::size_t>(h) * p_.d_v, p_.d_v);
+            HeadGradients g = grad_.tiled ? run_head_tiled(h, b, grad_out, *projections) : run_head(h, b, grad_out);
             put_columns(grad_q, g.q, static_cast<std::size_t>(h) * p_.d_k);
             const std::size_t kv = static_cast<std::size_t>(kv_head_of(p_, h));
             add_into(head_k[kv], g.k);  // GQA: a KV head's gradient sums its query heads'
@@ -188,6 +195,103 @@ private:
         return out;
     }
 
+    // FlashAttention-2's backward for one head: lse = m + ln ℓ and delta =
+    // rowsum(grad_out ⊙ out) from the forward, then per Br × Bc tile
+    // p = exp(z − lse), grad_p = grad_out V_tᵀ, grad_s = p ⊙ (grad_p − delta),
+    // accumulated into grad_q, grad_k and grad_v: no (n, m) matrix is ever held.
+    HeadGradients run_head_tiled(int h, std::size_t b, const Matrix& grad_out, const Projections& projections) {
+        const auto& queries = query_labels(p_);
+        const TiledOptions& tiles = *grad_.tiled;
+        const HeadInputs in = head_inputs(p_, projections, h, dtype_);  // q and k after RoPE
+        steps_.record("grad_out", fmt::format("grad_concat columns {}…{}", static_cast<std::size_t>(h) * p_.d_v, (static_cast<std::size_t>(h) + 1) * p_.d_v - 1),
+                      grad_out, h, b, queries);
+        const Matrix &row_max = forward("row_max", h, b), &row_sum = forward("row_sum", h, b), &out = forward("out", h, b);
+        Matrix lse(p_.n, 1), delta(p_.n, 1, 0.0);
+        for (std::size_t i = 0; i < p_.n; ++i) {
+            lse(i, 0) = std::isinf(row_max(i, 0)) ? row_max(i, 0) : round_to(dtype_, row_max(i, 0) + std::log(row_sum(i, 0)));
+            for (std::size_t c = 0; c < p_.d_v; ++c) delta(i, 0) += grad_out(i, c) * out(i, c);
+            delta(i, 0) = round_to(dtype_, delta(i, 0));
+        }
+        steps_.record("lse", "m + ln ℓ, kept from the forward pass", lse, h, b, queries);
+        steps_.record("delta", "rowsum(grad_out ⊙ out)", delta, h, b, queries);
+        const bool keep_tiles = p_.n * p_.m <= 65536;
+        const double s = p_.scale_factor();
+        HeadGradients g{Matrix(p_.n, p_.d_k, 0.0), Matrix(p_.m, p_.d_k, 0.0), Matrix(p_.m, p_.d_v, 0.0)};
+        for (std::size_t i0 = 0, qb = 0; i0 < p_.n; i0 += tiles.block_q, ++qb) {
+            const std::size_t rows = std::min(tiles.block_q, p_.n - i0);
+            const Matrix mask = head_mask(p_, b, h, {i0, rows});  // this block's rows only
+            const Matrix q_b = block_of(in.q, i0, rows, 0, p_.d_k), grad_out_b = block_of(grad_out, i0, rows, 0, p_.d_v);
+            for (std::size_t j0 = 0, kt = 0; j0 < p_.m; j0 += tiles.block_k, ++kt) {
+                const std::size_t cols = std::min(tiles.block_k, p_.m - j0);
+                const Matrix m_tile = block_of(mask, 0, rows, j0, cols);
+                if (std::all_of(m_tile.data().begin(), m_tile.data().end(), [](double x) { return std::isinf(x) && x < 0; })) {
+                    ++tiles_skipped_;
+                    continue;
+                }
+                ++tiles_computed_;
+                const Matrix k_t = block_of(in.k, j0, cols, 0, p_.d_k), v_t = block_of(in.v, j0, cols, 0, p_.d_v);
+                const Matrix scaled = scale(times_transposed(q_b, k_t), s, dtype_);
+                Matrix p(rows, cols), grad_s(rows, cols);
+                const Matrix grad_p = times_transposed(grad_out_b, v_t);
+                Matrix grad_scaled(rows, cols);
+                for (std::size_t r = 0; r < rows; ++r)
+                    for (std::size_t c = 0; c < cols; ++c) {
+                        const double x = scaled(r, c), capped = p_.softcap ? *p_.softcap * std::tanh(x / *p_.softcap) : x;
+                        const double z = capped + m_tile(r, c), l = lse(i0 + r, 0);
+                        p(r, c) = std::isinf(z) || std::isinf(l) ? 0.0 : round_to(dtype_, std::exp(z - l));
+                        grad_s(r, c) = round_to(dtype_, p(r, c) * (grad_p(r, c) - delta(i0 + r, 0)));
+                        const double t = p_.softcap ? std::tanh(x / *p_.softcap) : 0.0;
+                        grad_scaled(r, c) = round_to(dtype_, s * grad_s(r, c) * (p_.softcap ? 1 - t * t : 1.0));
+                    }
+                add_block(g.q, times(grad_scaled, k_t), i0);
+                add_block(g.k, times(grad_scaled.transposed(), q_b), j0);
+                add_block(g.v, times(p.transposed(), grad_out_b), j0);
+                if (!keep_tiles) continue;
+                const std::array<int, 2> tile{static_cast<int>(qb), static_cast<int>(kt)};
+                const auto row_names = slice_labels(queries, i0, rows), key_names = slice_labels(key_labels(p_), j0, cols);
+                steps_.record("p", "exp(z − lse): the tile's weights, recomputed", std::move(p), h, b, row_names, key_names).tile = tile;
+                steps_.record("grad_p", "grad_out V_tᵀ", grad_p, h, b, row_names, key_names).tile = tile;
+                steps_.record("grad_s", "p ⊙ (grad_p − delta)", std::move(grad_s), h, b, row_names, key_names).tile = tile;
+            }
+        }
+        if (p_.rope) {
+            g.q = apply_rope(g.q, *p_.rope, negated(query_positions(p_)), dtype_);
+            g.k = apply_rope(g.k, *p_.rope, negated(key_positions(p_)), dtype_);
+        }
+        steps_.record("grad_q", "Σ over key tiles of s · grad_s K_t" + std::string(p_.rope ? ", turned back by RoPE" : ""), g.q, h, b, queries);
+        return g;
+    }
+
+    // rows first … of `into` += a
+    static void add_block(Matrix& into, const Matrix& a, std::size_t first) {
+        for (std::size_t i = 0; i < a.rows(); ++i)
+            for (std::size_t j = 0; j < a.cols(); ++j) into(first + i, j) += a(i, j);
+    }
+
+    // The tiled gradients against the untiled ones, where those fit.
+    void compare_with_untiled() {
+        trace_.numbers.push_back({"tiles_computed", static_cast<double>(tiles_computed_)});
+        trace_.numbers.push_back({"tiles_skipped", static_cast<double>(tiles_skipped_)});
+        trace_.numbers.push_back({"scores_held", static_cast<double>(grad_.tiled->block_q * grad_.tiled->block_k)});
+        trace_.numbers.push_back({"scores_full", static_cast<double>(p_.n * p_.m)});
+        if (p_.n * p_.m > 4194304) {
+            trace_.notes.push_back({"grad_tiled_unchecked", {{"n", static_cast<double>(p_.n)}, {"m", static_cast<double>(p_.m)}}, {}});
+            return;
+        }
+        GradOptions untiled = grad_;
+        untiled.tiled.reset();
+        const Trace full = pipeline_grad(p_, options_, untiled);
+        double most = 0;
+        for (const Step& step : trace_.steps) {
+            if (step.tile || step.name == "lse" || step.name == "delta" || step.name == "grad_out") continue;
+            const Step* want = full.find(step.name, step.head, step.batch, std::nullopt, std::nullopt);
+            if (!want) continue;
+            for (std::size_t k = 0; k < step.values.data().size(); ++k)
+                most = std::max(most, std::fabs(step.values.data()[k] - want->values.data()[k]));
+        }
+        trace_.numbers.push_back({"max_abs_diff_vs_full", most});
+    }
+
     static std::vector<double> negated(std::vector<double> positions) {
         for (double& x : positions) x = -x;
         return positions;
@@ -254,10 +358,12 @@ private:
     }
 
     const Problem& p_;
+    RunOptions options_;
     Dtype dtype_;
     std::unique_ptr<Backend> backend_;
     GradOptions grad_;
     Trace forward_;
+    std::size_t tiles_computed_ = 0, tiles_skipped_ = 0;
     Trace trace_;
     StepRecorder steps_;
     Matrix grad_W_O_, grad_b_O_, grad_W_[3], grad_b_[3];
@@ -267,6 +373,11 @@ private:
 
 Trace pipeline_grad(const Problem& problem, const RunOptions& options, const GradOptions& grad) {
     if (problem.mla) throw InputError(fmt::format("{}: grad does not trace MLA problems yet (their forward pass is run's)", problem.file));
+    if (grad.tiled) {
+        validate_tiles(*grad.tiled);
+        if (grad.row) throw InputError("⟦row⟧ needs the whole weights of a row, which the tiled backward never holds: leave out ⟦tiled⟧ or ⟦row⟧");
+        refuse_train_dropout(problem, "the tiled backward");
+    }
     if (grad.row && *grad.row >= problem.n)
         throw InputError(fmt::format("⟦row⟧ {}: the problem has {} quer{} (0 to {})", *grad.row, problem.n, problem.n == 1 ? "y" : "ies", problem.n - 1));
     return GradPipeline(problem, options, grad).run();

@@ -158,6 +158,10 @@ std::string note_text(const Note& note) {
                            "dropout_p whatever the module's mode, so a module passes dropout_p = p if self.training else 0.0",
                            note.number("p"));
     if (k == "permutation") return permutation(note);
+    if (k == "grad_tiled_unchecked")
+        return fmt::format("the tiled gradients are not compared with the untiled ones here: those would hold n · m = {} × {} scores per head "
+                           "(tests/test_grad.cpp compares them on smaller problems)",
+                           whole(note, "n"), whole(note, "m"));
     if (k == "mla_cache_size")
         return fmt::format("MLA cache: c_cache (d_c = {}) and kr_cache (d_r = {}) for all {} heads, (d_c + d_r) · {} layer{} · {:g} bytes = {:g} bytes "
                            "per token, where multi-head attention would cache every head's k and v: {:g} bytes ({:.3g}× more)",

@@ -24,6 +24,13 @@ expect_exit 0 "1 passed, 0 failed" -- "$T" check "$SOURCE_DIR/tests/golden/grad_
 # the command line's --d-out wins over the file's d_out
 expect_exit 0 "grad_concat  dL/d concat \(the given d_out\)" -- "$T" grad "$SOURCE_DIR/tests/golden/grad_one_head.json" --d-out random:2 --steps grad_concat
 
+# The tiled backward: lse, delta, tile steps, and equal to the untiled gradients.
+expect_exit 0 "grad_s  p ⊙ \(grad_p − delta\)  \(1, 2\)  head 0  tile \[1, 0\]" -- "$T" grad "$E/damaged_on_arrival.json" --mask causal --tiled --block-q 1 --block-k 2
+expect_exit 0 "max_abs_diff_vs_full = [0-9.e-]+" -- "$T" grad "$SOURCE_DIR/tests/golden/grad_rope.json" --tiled --steps grad_q
+expect_exit 0 "tiles_skipped = 1" -- "$T" grad "$SOURCE_DIR/tests/golden/grad_causal_softcap.json" --tiled --steps grad_q
+expect_exit 2 "--row needs the whole weights of a row" -- "$T" grad "$E/damaged_on_arrival.json" --tiled --row 1
+expect_exit 2 "--block-q 0" -- "$T" grad "$E/damaged_on_arrival.json" --tiled --block-q 0
+
 # Too big for the full backward trace: refused with its size, as run refuses.
 "$T" random --n 20000 --dk 4 --seed 1 -o big.json
 expect_exit 2 "grad.*(GiB|GB)" -- "$T" grad big.json
