@@ -61,7 +61,7 @@ std::string latex_text(const std::string& text) {
         {"√", "$\\surd$"}, {"−", "$-$"}, {"…", "\\dots{}"}, {"Σ", "$\\Sigma$"}, {"∞", "$\\infty$"}, {"×", "$\\times$"},
         {"≤", "$\\le$"}, {"≥", "$\\ge$"}, {"⌊", "$\\lfloor$"}, {"⌋", "$\\rfloor$"}, {"→", "$\\to$"},
         {"ℓ", "$\\ell$"}, {"²", "$^2$"}, {"³", "$^3$"}, {"⁴", "$^4$"}, {"⁶", "$^6$"}, {"⁰", "$^0$"}, {"₂", "$_2$"},
-        {"§", "\\S{}"}, {"‖", "$\\|$"}, {"–", "--"}, {"—", "---"}, {"≠", "$\\ne$"}, {"≈", "$\\approx$"},
+        {"§", "\\S{}"}, {"‖", "$\\|$"}, {"–", "--"}, {"—", "---"}, {"≠", "$\\ne$"}, {"≈", "$\\approx$"}, {"⊙", "$\\odot$"},
         {"∝", "$\\propto$"}, {"⇔", "$\\Leftrightarrow$"}, {"←", "$\\leftarrow$"}, {"θ", "$\\theta$"}, {"½", "$\\frac12$"},
         {"°", "$^\\circ$"}, {"⊗", "$\\otimes$"}, {"<", "\\textless{}"}, {">", "\\textgreater{}"}, {"|", "\\textbar{}"}};
     std::string out;
@@ -94,7 +94,7 @@ std::string math_symbol(const std::string& symbol) {
     static const std::vector<std::pair<std::string, std::string>> symbols = {
         {"ᵀ", "^{\\top}"}, {"·", "\\cdot "}, {"−", "-"}, {"…", "\\dots "}, {"×", "\\times "}, {"Σ", "\\Sigma"}, {"∞", "\\infty "},
         {"≤", "\\le "}, {"≥", "\\ge "}, {"ℓ", "\\ell "}, {"⌊", "\\lfloor "}, {"⌋", "\\rfloor "}, {"→", "\\to "}, {"θ", "\\theta "},
-        {"²", "^{2}"}, {"≠", "\\ne "}, {"≈", "\\approx "}, {"‖", "\\|"}, {"̃", ""}};
+        {"²", "^{2}"}, {"≠", "\\ne "}, {"≈", "\\approx "}, {"⊙", "\\odot "}, {"‖", "\\|"}, {"̃", ""}};
     for (const auto& [from, to] : symbols)
         if (from == symbol) return to;
     return "?";

@@ -195,7 +195,7 @@ private:
 
 const std::vector<std::string>& exercise_topics() {
     static const std::vector<std::string> topics = {"scores", "softmax", "causal", "padding", "multihead", "gqa", "kv-cache", "tiled", "scale", "cost",
-                                                    "sparse", "mla", "dropout", "permutation"};
+                                                    "sparse", "mla", "dropout", "permutation", "grad"};
     return topics;
 }
 

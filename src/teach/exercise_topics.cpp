@@ -386,6 +386,30 @@ ExercisePlan permutation_topic(HandNumbers& numbers) {
     return plan;
 }
 
+// SPEC §18: one head backward, with a hand-sized d_out.
+ExercisePlan grad_topic(HandNumbers& numbers) {
+    ExercisePlan plan;
+    plan.title = "The backward pass: from dL/dO to dL/dQ, dL/dK, dL/dV";
+    add_qkv(plan, numbers, 2, 2);
+    plan.problem["mask"] = "causal";
+    plan.problem["d_out"] = numbers.matrix(2, d_v, {-1, 0, 1});
+    plan.pipeline = "grad";
+    plan.question = fmt::format("Two tokens of a decoder (causal mask, d_k = {}). The loss L adds up every cell of the output O times the matching cell "
+                                "of the matrix d_out given below. Compute the gradient of L with respect to Q, K and V, step by step.",
+                                d_k);
+    plan.tasks = {"the forward weights A and the outputs O = A V", "grad_v = Aᵀ d_out and grad_weights = d_out Vᵀ",
+                  "the softmax backward grad_masked: in each row, subtract from grad_weights the row's sum of grad_weights times A, "
+                  "then multiply by A, cell by cell; why is the first row 0?",
+                  "grad_scores = s · grad_masked, then grad_q = grad_scores K and grad_k = grad_scoresᵀ Q"};
+    plan.expect_steps = {"grad_v", "grad_weights", "grad_masked", "grad_q", "grad_k"};
+    plan.answer_steps = {"grad_out", "grad_v", "grad_weights", "grad_masked", "grad_scores", "grad_q", "grad_k"};
+    plan.worked = {{row("weights", 1)}};
+    plan.notes = {"Row 0 reads only key 0, so its weight is 1 whatever its score: a softmax of one visible key passes no gradient to the scores, "
+                  "and the blocked cell passes exactly 0.",
+                  "Each row of grad_masked sums to 0: the softmax only redistributes weight among the keys a row reads."};
+    return plan;
+}
+
 }  // namespace
 
 nlohmann::ordered_json HandNumbers::matrix(std::size_t rows, std::size_t cols, const std::vector<double>& values) {
@@ -418,7 +442,7 @@ ExercisePlan plan_exercise(const std::string& topic, HandNumbers& numbers) {
     static const std::map<std::string, std::function<ExercisePlan(HandNumbers&)>> planners = {
         {"scores", scores}, {"softmax", softmax}, {"causal", causal}, {"padding", padding}, {"multihead", multihead},
         {"gqa", gqa},       {"kv-cache", kv_cache}, {"tiled", tiled}, {"scale", scale_topic},     {"cost", cost},
-        {"sparse", sparse_topic}, {"mla", mla_topic}, {"dropout", dropout_topic}, {"permutation", permutation_topic}};
+        {"sparse", sparse_topic}, {"mla", mla_topic}, {"dropout", dropout_topic}, {"permutation", permutation_topic}, {"grad", grad_topic}};
     const auto planner = planners.find(topic);
     if (planner == planners.end()) throw InputError(fmt::format("⟦topic⟧ '{}': expected one of {}", topic, fmt::join(exercise_topics(), ", ")));
     return planner->second(numbers);
