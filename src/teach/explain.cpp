@@ -11,6 +11,7 @@
 #include "attn_trace/pipeline.hpp"
 #include "attn_trace/errors.hpp"
 #include "explain_run.hpp"
+#include "explain_grad.hpp"
 #include "explain_stepwise.hpp"
 
 namespace attn_trace {
@@ -83,6 +84,10 @@ std::string explain_problem(const Problem& problem, const RunOptions& run, const
     const std::size_t batch = checked_batch(problem, options);
     if (source.t) return render_explanation(explain_decode_step(problem, run, target, options, source, batch), options.format);
     if (source.tile) return render_explanation(explain_tiled_step(problem, run, target, options, source, batch), options.format);
+    if (target.step.rfind("grad_", 0) == 0) {  // the backward pass: its trace and the forward one it reads
+        const Trace grad = pipeline_grad(problem, run, {});
+        return render_explanation(explain_grad_step(grad, pipeline_full(problem, run), problem, target, options), options.format);
+    }
     const QueryRows rows = rows_for(problem, target);
     const Trace trace = pipeline_full_rows(problem, run, batch, rows);
     return render_explanation(explain_run_step(trace, problem, target, options, rows.first), options.format);

@@ -31,6 +31,12 @@ expect_exit 0 "tiles_skipped = 1" -- "$T" grad "$SOURCE_DIR/tests/golden/grad_ca
 expect_exit 2 "--row needs the whole weights of a row" -- "$T" grad "$E/damaged_on_arrival.json" --tiled --row 1
 expect_exit 2 "--block-q 0" -- "$T" grad "$E/damaged_on_arrival.json" --tiled --block-q 0
 
+# explain writes a grad cell term by term, with the same numbers as the trace.
+expect_exit 0 "grad_z_21 = 0\.2483 × \(0 - 1\.2552\) = -0\.3116" -- "$T" explain "$E/damaged_on_arrival.json" --mask causal --cell "grad_masked[2,1]"
+expect_exit 0 "grad_A_10 = 1 × 2 \+ 1 × 0 = 2" -- "$T" explain "$E/damaged_on_arrival.json" --mask causal --cell "grad_weights[1,0]"
+expect_exit 0 "0\.1242 × 1 \+ 0\.3333 × 1 \+ 0\.5035 × 1 = 0\.961" -- "$T" explain "$E/damaged_on_arrival.json" --cell "grad_v[0,1]"
+expect_exit 0 "the blocked|no gradient passes" -- "$T" explain "$E/damaged_on_arrival.json" --mask causal --cell "grad_masked[0,2]"
+
 # Too big for the full backward trace: refused with its size, as run refuses.
 "$T" random --n 20000 --dk 4 --seed 1 -o big.json
 expect_exit 2 "grad.*(GiB|GB)" -- "$T" grad big.json
