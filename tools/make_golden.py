@@ -967,7 +967,7 @@ def grad_entries(kept, heads, names, batch=None):
 
 
 def case_grad_direct(title, seed, n=4, m=4, heads=1, kv_heads=None, mask=None, softcap=None, alibi=False,
-                     dropout=None, empty_rows=None, key_valid=None):
+                     dropout=None, empty_rows=None, key_valid=None, window=None, additive=False, blocked=None):
     """Q, K, V given: their gradients, and the per-head intermediates, from autograd."""
     torch.manual_seed(seed)
     kv_heads = kv_heads or heads
@@ -981,7 +981,15 @@ def case_grad_direct(title, seed, n=4, m=4, heads=1, kv_heads=None, mask=None, s
         allowed &= causal_allowed(n, m)
     if key_valid is not None:
         allowed &= torch.tensor(key_valid, dtype=torch.bool).unsqueeze(0)
+    if window is not None:  # {"left": a, "right": c}, bottom-right aligned
+        i, j = torch.arange(n).unsqueeze(1) + (m - n), torch.arange(m).unsqueeze(0)
+        allowed &= (i - window["left"] <= j) & (j <= i + window["right"])
+    if blocked is not None:
+        allowed &= ~torch.tensor(blocked, dtype=torch.bool)
     bias = alibi_bias(heads, n, m) if alibi else None
+    extra = torch.round(randn(n, m), decimals=2) if additive else None
+    if extra is not None:
+        bias = extra.unsqueeze(0).expand(heads, n, m) if bias is None else bias + extra
     keep = dropout_keep(dropout["seed"], dropout["p"], heads, n, m) if dropout else None
     kept, _ = autograd_attention(q, k, v, heads, kv_heads, allowed, 1 / math.sqrt(d), d_out, softcap=softcap, bias=bias,
                                  keep=keep, p=dropout["p"] if dropout else 0.0, zero_empty=empty_rows == "zero")
@@ -990,6 +998,12 @@ def case_grad_direct(title, seed, n=4, m=4, heads=1, kv_heads=None, mask=None, s
     if kv_heads != heads:
         problem["kv_heads"] = kv_heads
     masks = ([mask] if mask else []) + ([{"key_valid": [bool(x) for x in key_valid]}] if key_valid is not None else [])
+    if window is not None:
+        masks.append({"window": window})
+    if extra is not None:
+        masks.append({"additive": as_list(extra)})
+    if blocked is not None:
+        masks.append({"blocked": blocked})
     if masks:
         problem["mask"] = masks if len(masks) > 1 else masks[0]
     if softcap:
@@ -1249,6 +1263,11 @@ GOLDEN_CASES = {
                                                      key_valid=[0, 1, 1, 1], empty_rows="zero"),
     "grad_dropout.json": lambda: case_grad_direct("dropout p = 0.25 in train mode, keep as torch's mask", 65, heads=2, mask="causal",
                                                   dropout={"p": 0.25, "seed": 9}),
+    "grad_mask_forms.json": lambda: case_grad_direct(
+        "a window (left 1, right 1), an additive bias and a blocked matrix together, 2 heads", 70, heads=2, n=5, m=5,
+        window={"left": 1, "right": 1}, additive=True,
+        blocked=[[False, False, True, False, False], [False, False, False, False, False], [True, False, False, False, False],
+                 [False, False, False, False, True], [False, False, False, False, False]]),
     "grad_mha.json": lambda: case_grad_projected("X, W_Q, W_K, W_V with biases, W_O and b_O, 2 heads, causal", 66, causal=True),
     "grad_cross.json": lambda: case_grad_projected("cross-attention: X (5, 8) reads X_source (6, 8)", 67, cross=True),
     "grad_rope.json": lambda: case_grad_projected("RoPE base 10000, 2 heads", 68, rope={"base": 10000}),
