@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "attn_trace/compare.hpp"
 #include "attn_trace/pipeline.hpp"
 #include "overflow.hpp"
 #include "sparse_facts.hpp"
@@ -123,7 +124,7 @@ private:
         if (mla.d_r) absorbed = add_elementwise(absorbed, backend_->multiply_transposed(parts.q_rope.columns(static_cast<std::size_t>(h) * mla.d_r, mla.d_r),
                                                                                         parts.k_rope, dtype_), dtype_);
         for (std::size_t i = 0; i < absorbed.data().size(); ++i)
-            absorbed_diff_ = std::max(absorbed_diff_, std::fabs(absorbed.data()[i] - scores.data()[i]));
+            absorbed_diff_ = std::max(absorbed_diff_, value_difference(absorbed.data()[i], scores.data()[i]));
         steps_.record("q_latent", "q_h W_UK,hᵀ: the query in latent space (absorbed form)", q_latent, h, b, queries_);
     }
 

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "attn_trace/attention_parts.hpp"
+#include "attn_trace/compare.hpp"
 #include "attn_trace/errors.hpp"
 #include "attn_trace/pipeline.hpp"
 #include "attn_trace/random.hpp"
@@ -287,7 +288,7 @@ private:
             const Step* want = full.find(step.name, step.head, step.batch, std::nullopt, std::nullopt);
             if (!want) continue;
             for (std::size_t k = 0; k < step.values.data().size(); ++k)
-                most = std::max(most, std::fabs(step.values.data()[k] - want->values.data()[k]));
+                most = std::max(most, value_difference(step.values.data()[k], want->values.data()[k]));
         }
         trace_.numbers.push_back({"max_abs_diff_vs_full", most});
     }

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "attn_trace/compare.hpp"
 #include "attn_trace/errors.hpp"
 #include "attn_trace/random.hpp"
 
@@ -36,11 +37,7 @@ bool is_layer_output(const Problem& p, const Step& step) { return step.name == (
 
 double max_abs_diff(const Matrix& a, const Matrix& b) {
     double most = 0;
-    for (std::size_t i = 0; i < a.data().size(); ++i) {
-        const double x = a.data()[i], y = b.data()[i];
-        if (x == y || (std::isnan(x) && std::isnan(y))) continue;
-        most = std::max(most, std::fabs(x - y));
-    }
+    for (std::size_t i = 0; i < a.data().size(); ++i) most = std::max(most, value_difference(a.data()[i], b.data()[i]));
     return most;
 }
 
