@@ -3,11 +3,15 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <sstream>
+#include <string>
+#include <vector>
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
 #include "attn_trace/errors.hpp"
+#include "attn_trace/explain.hpp"
 #include "test_helpers.hpp"
 
 using namespace attn_trace;
@@ -158,4 +162,61 @@ TEST_CASE("the tiled backward (FlashAttention-2) equals the untiled one and reco
     const Problem with_dropout = parse_problem(direct, "t.json");
     CHECK_THROWS_WITH(pipeline_grad(with_dropout, {}, GradOptions{"", std::nullopt, TiledOptions{}}), Catch::Contains("dropout in train mode"));
     CHECK_THROWS_WITH(pipeline_grad(parse_problem(projected, "t.json"), {}, GradOptions{"", 1, TiledOptions{}}), Catch::Contains("row"));
+}
+
+namespace {
+
+// Every "terms = value" line of a text explanation: Σ of the written terms (a × b
+// or a lone number) against the value, both as printed (12 decimals).
+void check_sums(const std::string& text, const std::string& cell) {
+    std::istringstream lines(text);
+    std::string line;
+    int sums = 0;
+    while (std::getline(lines, line)) {
+        if (line.find(" = ") == std::string::npos || line.rfind("    ", 0) != 0) continue;
+        std::vector<std::string> pieces;
+        for (std::size_t at = 0, next; at != std::string::npos; at = next == std::string::npos ? next : next + 3) {
+            next = line.find(" = ", at);
+            pieces.push_back(line.substr(at, next == std::string::npos ? std::string::npos : next - at));
+        }
+        const std::string terms = pieces[pieces.size() - 2];
+        if (terms.find("×") == std::string::npos && terms.find(" + ") == std::string::npos) continue;
+        double total = 0;
+        for (std::size_t at = 0, next; at != std::string::npos; at = next == std::string::npos ? next : next + 3) {
+            next = terms.find(" + ", at);
+            std::string term = terms.substr(at, next == std::string::npos ? std::string::npos : next - at);
+            term.erase(std::remove_if(term.begin(), term.end(), [](char c) { return c == '(' || c == ')'; }), term.end());
+            const std::size_t times = term.find("×"), over = term.find(" / ");
+            double value = times == std::string::npos ? std::stod(term) : std::stod(term.substr(0, times)) * std::stod(term.substr(times + 2));
+            if (over != std::string::npos) value /= std::stod(term.substr(over + 3));
+            total += value;
+        }
+        INFO(cell << ": " << line);
+        CHECK(total == Approx(std::stod(pieces.back())).margin(1e-9));
+        ++sums;
+    }
+    INFO(cell << "\n" << text);
+    CHECK(sums > 0);
+}
+
+}  // namespace
+
+TEST_CASE("explain writes every gradient cell as terms that add up to the traced value", "[grad][explain]") {
+    const Problem cross = parse_problem(projected, "t.json");
+    for (const char* cell : {"grad_concat[1,2]", "grad_W_O[3,1]", "grad_b_O[0,2]", "grad_weights[2,3]", "grad_masked[3,1]", "grad_v[4,1]",
+                             "grad_scores[3,2]", "grad_q_rot[2,1]", "grad_k_rot[4,0]", "grad_x[1,5]", "grad_x_source[4,2]", "grad_W_Q[5,3]",
+                             "grad_W_K[2,1]", "grad_W_V[0,0]", "grad_b_Q[0,1]"}) {
+        for (int head : {0, 1})
+            check_sums(explain_problem(cross, {}, parse_cell_spec(cell), ExplainOptions{head, 0, 12, "text"}), cell);
+    }
+    // GQA without RoPE: grad_q, and grad_k summed over the two query heads of KV head 0.
+    const Problem gqa = parse_problem(direct, "t.json");
+    for (const char* cell : {"grad_q[3,2]", "grad_k[2,3]", "grad_v[1,1]", "grad_dropped[4,1]", "grad_weights[4,1]", "grad_weights[3,0]"})
+        check_sums(explain_problem(gqa, {}, parse_cell_spec(cell), ExplainOptions{0, 0, 12, "text"}), cell);
+    // A batch: a weight's gradient sums over both sequences.
+    const Problem batch = parse_problem(R"({"heads": 1, "X": {"random": {"shape": [2, 3, 2], "seed": 1}}, "lengths": [3, 2],
+        "W_Q": {"random": {"shape": [2, 2], "seed": 2}}, "W_K": {"random": {"shape": [2, 2], "seed": 3}}, "W_V": {"random": {"shape": [2, 2], "seed": 4}},
+        "b_V": [1, -1], "d_out": {"random": {"shape": [2, 3, 2], "seed": 5}}})", "t.json");
+    for (const char* cell : {"grad_W_Q[1,0]", "grad_b_V[0,1]", "grad_x[2,1]"})
+        check_sums(explain_problem(batch, {}, parse_cell_spec(cell), ExplainOptions{0, 1, 12, "text"}), cell);
 }

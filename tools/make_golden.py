@@ -57,8 +57,8 @@ STEP_ORDER = ["c_kv", "c_q", "q", "k", "v", "q_rope", "k_rope", "q_rot", "k_rot"
 # Small helpers
 # ---------------------------------------------------------------------------
 
-def as_list(values):
-    """Tensor / array -> nested lists of Python floats; ±inf become strings."""
+def as_list(values, allow_nan=False):
+    """Tensor / array -> nested lists of Python floats; ±inf (and, where allowed, NaN) become strings."""
     array = values.detach().numpy() if torch.is_tensor(values) else np.asarray(values)
 
     def convert(x):
@@ -66,21 +66,27 @@ def as_list(values):
             return [convert(v) for v in x]
         if math.isinf(x):
             return "inf" if x > 0 else "-inf"
-        assert not math.isnan(x), "NaN in a golden value"
+        if math.isnan(x):
+            assert allow_nan, "NaN in a golden value"
+            return "nan"
         return float(x) + 0.0  # + 0.0 turns -0.0 into 0.0
 
     return convert(array.astype(np.float64).tolist())
 
 
-def step(name, data, head=None, batch=None, atol=ATOL):
+def step(name, data, head=None, batch=None, atol=ATOL, tile=None, row=None, allow_nan=False):
     """One `expect` entry (SPEC §9)."""
     entry = {"name": name}
     if head is not None:
         entry["head"] = head
     if batch is not None:
         entry["batch"] = batch
+    if tile is not None:
+        entry["tile"] = list(tile)
+    if row is not None:
+        entry["row"] = row
     entry["atol"] = atol
-    entry["data"] = as_list(data)
+    entry["data"] = as_list(data, allow_nan)
     return entry
 
 
@@ -904,7 +910,7 @@ def case_dropout():
 # ---------------------------------------------------------------------------
 
 def autograd_attention(q, k, v, heads, kv_heads, allowed, scale, d_out, softcap=None, bias=None,
-                       rope=None, keep=None, p=0.0, w_o=None, b_o=None, zero_empty=False):
+                       rope=None, keep=None, p=0.0, w_o=None, b_o=None, zero_empty=False, nan_empty=False):
     """One sequence forward in torch with every intermediate kept for its gradient.
     q (n, H·d_k), k (m, H_kv·d_k), v (m, H_kv·d_v) are leaves or results; returns the
     per-head intermediates (each with retain_grad) and the output; calls backward."""
@@ -928,7 +934,8 @@ def autograd_attention(q, k, v, heads, kv_heads, allowed, scale, d_out, softcap=
         mask = mask.masked_fill(~allowed, -math.inf)
         z = logits + mask
         empty = ~allowed.any(dim=1, keepdim=True)
-        weights = torch.softmax(torch.where(empty, torch.zeros_like(z), z), dim=-1)
+        # nan policy: softmax of a row of −∞ is what torch gives, NaN (and NaN flows back)
+        weights = torch.softmax(z if nan_empty else torch.where(empty, torch.zeros_like(z), z), dim=-1)
         if zero_empty:
             weights = torch.where(empty, torch.zeros_like(weights), weights)
         mixed = weights * keep[h] / (1 - p) if keep is not None else weights
@@ -992,7 +999,8 @@ def case_grad_direct(title, seed, n=4, m=4, heads=1, kv_heads=None, mask=None, s
         bias = extra.unsqueeze(0).expand(heads, n, m) if bias is None else bias + extra
     keep = dropout_keep(dropout["seed"], dropout["p"], heads, n, m) if dropout else None
     kept, _ = autograd_attention(q, k, v, heads, kv_heads, allowed, 1 / math.sqrt(d), d_out, softcap=softcap, bias=bias,
-                                 keep=keep, p=dropout["p"] if dropout else 0.0, zero_empty=empty_rows == "zero")
+                                 keep=keep, p=dropout["p"] if dropout else 0.0, zero_empty=empty_rows == "zero",
+                                 nan_empty=empty_rows == "nan")
     problem = {"title": f"golden (grad): {title} ({TORCH} autograd, float64)",
                "Q": as_list(q), "K": as_list(k), "V": as_list(v), "heads": heads}
     if kv_heads != heads:
@@ -1020,13 +1028,55 @@ def case_grad_direct(title, seed, n=4, m=4, heads=1, kv_heads=None, mask=None, s
         names.append(("grad_capped", "capped"))
     if dropout:
         names.append(("grad_dropped", "dropped"))
-    expect = grad_entries(kept, heads, names)
+    nan = empty_rows == "nan"
+    expect = [step(name, kept[(source, h)].grad, head=h, allow_nan=nan) for h in range(heads) for name, source in names]
     d_k = d
     for h in range(heads):
-        expect.append(step("grad_q", q.grad[:, h * d_k:(h + 1) * d_k], head=h))
+        expect.append(step("grad_q", q.grad[:, h * d_k:(h + 1) * d_k], head=h, allow_nan=nan))
     for g in range(kv_heads):
-        expect.append(step("grad_k", k.grad[:, g * d:(g + 1) * d], head=g))
-        expect.append(step("grad_v", v.grad[:, g * d:(g + 1) * d], head=g))
+        expect.append(step("grad_k", k.grad[:, g * d:(g + 1) * d], head=g, allow_nan=nan))
+        expect.append(step("grad_v", v.grad[:, g * d:(g + 1) * d], head=g, allow_nan=nan))
+    problem["expect"] = expect
+    return problem
+
+
+def case_grad_jacobian(row=1, seed=70):
+    """grad --row: the softmax Jacobian of one row, d weights_i / d masked_i, from
+    torch.autograd.functional.jacobian of the softmax at that row (causal, 2 heads)."""
+    problem = case_grad_direct("the softmax Jacobian of row 1, causal, 2 heads", seed, heads=2, mask="causal")
+    q, k = np_matrix(problem["Q"]), np_matrix(problem["K"])
+    n, m, d = q.shape[0], k.shape[0], q.shape[1] // 2
+    allowed = causal_allowed(n, m)
+    for h in range(2):
+        s = torch.tensor(q[:, h * d:(h + 1) * d] @ k[:, h * d:(h + 1) * d].T) / math.sqrt(d)
+        z = s.masked_fill(~allowed, -math.inf)[row]
+        jacobian = torch.autograd.functional.jacobian(lambda x: torch.softmax(x, dim=-1), z)
+        problem["expect"].append(step("jacobian", jacobian, head=h, row=row))
+    return problem
+
+
+def case_grad_tiled(seed=71, n=4, m=4, block=2):
+    """grad --tiled at check's 2 × 2 tiles (causal, one head): lse = logsumexp of each
+    masked row, delta = rowsum(grad_out ⊙ out), and per tile that is not wholly blocked
+    p (the weights' block), grad_p (grad_out Vᵀ's block) and grad_s (grad_masked's block)."""
+    problem = case_grad_direct("FlashAttention-2's backward in 2 × 2 tiles, causal", seed, n=n, m=m, mask="causal")
+    q, k, v, d_out = (torch.tensor(np_matrix(problem[key])) for key in ("Q", "K", "V", "d_out"))
+    allowed = causal_allowed(n, m)
+    z = (q @ k.T / math.sqrt(q.shape[1])).masked_fill(~allowed, -math.inf).requires_grad_()
+    weights = torch.softmax(z, dim=-1)
+    out = weights @ v
+    (out * d_out).sum().backward()
+    grad_p = d_out @ v.T
+    expect = [e for e in problem["expect"] if e["name"] in ("grad_q", "grad_k", "grad_v")]
+    expect += [step("lse", torch.logsumexp(z, dim=-1, keepdim=True), head=0),
+               step("delta", (d_out * out).sum(dim=-1, keepdim=True), head=0)]
+    for qb in range(0, n, block):
+        for kt in range(0, m, block):
+            if not allowed[qb:qb + block, kt:kt + block].any():
+                continue  # a wholly blocked tile is skipped, not recorded
+            tile = (qb // block, kt // block)
+            for name, value in (("p", weights), ("grad_p", grad_p), ("grad_s", z.grad)):
+                expect.append(step(name, value[qb:qb + block, kt:kt + block], head=0, tile=tile))
     problem["expect"] = expect
     return problem
 
@@ -1165,6 +1215,9 @@ def np_check_gradients(problem):
     where the forward weights are 0."""
     for entry in problem["expect"]:
         data = np_matrix(entry["data"])
+        if problem.get("empty_rows") == "nan":  # NaN where the empty row reaches, finite elsewhere
+            assert np.any(np.isnan(data)) or entry["name"] in ("grad_weights",), f"{entry['name']}: the empty row's NaN is missing"
+            continue
         assert np.all(np.isfinite(data)), f"{entry['name']}: non-finite gradient"
         if entry["name"] == "grad_masked":
             assert np.allclose(data.sum(axis=1), 0.0, atol=1e-12), "grad_masked rows must sum to 0"
@@ -1268,6 +1321,10 @@ GOLDEN_CASES = {
         window={"left": 1, "right": 1}, additive=True,
         blocked=[[False, False, True, False, False], [False, False, False, False, False], [True, False, False, False, False],
                  [False, False, False, False, True], [False, False, False, False, False]]),
+    "grad_empty_rows_nan.json": lambda: case_grad_direct("an empty row under empty_rows nan: NaN flows back as in torch", 72,
+                                                         mask="causal", key_valid=[0, 1, 1, 1], empty_rows="nan"),
+    "grad_jacobian.json": case_grad_jacobian,
+    "grad_tiled.json": case_grad_tiled,
     "grad_mha.json": lambda: case_grad_projected("X, W_Q, W_K, W_V with biases, W_O and b_O, 2 heads, causal", 66, causal=True),
     "grad_cross.json": lambda: case_grad_projected("cross-attention: X (5, 8) reads X_source (6, 8)", 67, cross=True),
     "grad_rope.json": lambda: case_grad_projected("RoPE base 10000, 2 heads", 68, rope={"base": 10000}),

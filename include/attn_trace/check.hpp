@@ -31,13 +31,18 @@ struct StepCheck {
 };
 
 struct CheckResult {
-    std::string command;  // the pipeline the expectations belong to: run, decode, tiled
+    std::string command;  // the pipeline the expectations belong to: run, decode, tiled, grad
     std::vector<StepCheck> steps;
     bool passed() const;
 };
 
-// The pipeline an expectation list asks for: `t` → decode, `tile` → tiled, else run.
+// The pipeline an expectation list asks for: backward steps (grad_…, jacobian, lse,
+// delta, p) → grad, `t` → decode, `tile` → tiled, else run.
 std::string pipeline_for(const std::vector<Expectation>& expect);
+
+// grad's options for the entries: --row from jacobian entries' "row" (one row per
+// file), --tiled at `tiles` when lse, delta or tiles of the backward are asked for.
+GradOptions grad_options_for(const std::vector<Expectation>& expect, const TiledOptions& tiles);
 
 CheckResult check_expectations(const Problem& problem, const CheckOptions& options);
 

@@ -88,10 +88,10 @@ struct GradOptions {
 // problems (not traced backward yet), and --tiled with --row or train-mode dropout.
 Trace pipeline_grad(const Problem& problem, const RunOptions& options, const GradOptions& grad);
 
-// Runs the named pipeline (run, decode, tiled) on the problem: what a file's
+// Runs the named pipeline (run, decode, tiled, grad) on the problem: what a file's
 // `expect` entries or a golden trace's command ask for.
 Trace compute_trace(const std::string& command, const Problem& problem, const RunOptions& options, const DecodeOptions& decode = {},
-                    const TiledOptions& tiled = {});
+                    const TiledOptions& tiled = {}, const GradOptions& grad = {});
 
 // The query rows a pipeline computes: all n of them, or (for explain) a few, each
 // keeping its true index for causal masks, RoPE positions and ALiBi distances, so

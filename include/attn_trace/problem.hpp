@@ -58,6 +58,7 @@ struct Expectation {
     std::string name;
     std::optional<int> head, batch, t;
     std::optional<std::array<int, 2>> tile;
+    std::optional<std::size_t> row;  // a jacobian entry's query row (grad --row)
     Matrix data;
     double atol = tolerances::check_default.atol;
     double rtol = tolerances::check_default.rtol;

@@ -35,13 +35,38 @@ bool CheckResult::passed() const {
     return !steps.empty() && std::all_of(steps.begin(), steps.end(), [](const StepCheck& s) { return s.passed(); });
 }
 
+namespace {
+
+// Steps only the backward pass writes: grad_… and these.
+bool backward_step(const std::string& name) {
+    return name.rfind("grad_", 0) == 0 || name == "jacobian" || name == "lse" || name == "delta" || name == "p";
+}
+
+// What grad keeps only with --tiled: lse, delta and the tiles.
+bool tiled_backward_step(const Expectation& e) { return e.name == "lse" || e.name == "delta" || (backward_step(e.name) && e.tile); }
+
+}  // namespace
+
 std::string pipeline_for(const std::vector<Expectation>& expect) {
+    const bool grad = std::any_of(expect.begin(), expect.end(), [](const Expectation& e) { return backward_step(e.name); });
     const bool decode = std::any_of(expect.begin(), expect.end(), [](const Expectation& e) { return e.t.has_value(); });
-    const bool tiled = std::any_of(expect.begin(), expect.end(), [](const Expectation& e) { return e.tile.has_value(); });
+    const bool tiled = std::any_of(expect.begin(), expect.end(), [](const Expectation& e) { return e.tile.has_value() && !backward_step(e.name); });
     if (decode && tiled) throw InputError("expect mixes decode steps (with \"t\") and tiled steps (with \"tile\"): put them in two files");
-    const bool grad = std::any_of(expect.begin(), expect.end(), [](const Expectation& e) { return e.name.rfind("grad_", 0) == 0; });
-    if (grad && (decode || tiled)) throw InputError("expect mixes gradients (grad_…) with decode or tiled steps: put them in two files");
+    if (grad && (decode || tiled)) throw InputError("expect mixes gradients (grad_…) with decode or tiled forward steps: put them in two files");
     return grad ? "grad" : decode ? "decode" : tiled ? "tiled" : "run";
+}
+
+GradOptions grad_options_for(const std::vector<Expectation>& expect, const TiledOptions& tiles) {
+    GradOptions grad;
+    for (const auto& e : expect) {
+        if (!e.row) continue;
+        if (grad.row && *grad.row != *e.row)
+            throw InputError(fmt::format("{}: jacobian entries of rows {} and {}: grad traces one row's Jacobian, put them in two files", e.json_path,
+                                         *grad.row, *e.row));
+        grad.row = e.row;
+    }
+    if (std::any_of(expect.begin(), expect.end(), tiled_backward_step)) grad.tiled = tiles;
+    return grad;
 }
 
 CheckResult check_expectations(const Problem& problem, const CheckOptions& options) {
@@ -49,7 +74,7 @@ CheckResult check_expectations(const Problem& problem, const CheckOptions& optio
         throw JsonPathError(problem.file, "$.expect", "nothing to check: the file has no expect entries (or use ⟦golden⟧ TRACE)");
     CheckResult result;
     result.command = pipeline_for(problem.expect);
-    const Trace trace = compute_trace(result.command, problem, options.run, options.decode, options.tiled);
+    const Trace trace = compute_trace(result.command, problem, options.run, options.decode, options.tiled, grad_options_for(problem.expect, options.tiled));
     for (const auto& e : problem.expect) {
         const Tolerance tolerance{options.atol.value_or(e.atol), options.rtol.value_or(e.rtol)};
         result.steps.push_back(compare_step(trace, e.name, e.head, e.batch, e.t, e.tile, e.data, tolerance));
@@ -62,7 +87,12 @@ CheckResult check_golden(const Problem& problem, const Trace& golden, const Chec
     result.command = golden.command;
     RunOptions run = options.run;
     run.dtype = parse_dtype(golden.problem.dtype, "the golden trace's $.problem.dtype");  // recompute as the golden was computed
-    const Trace trace = compute_trace(golden.command, problem, run, options.decode, options.tiled);
+    std::vector<Expectation> asked;  // the golden's steps, to pick grad's options as a file's expect entries do
+    for (const auto& step : golden.steps) asked.push_back({step.name, step.head, step.batch, step.t, step.tile, std::nullopt, {}, 0, 0, ""});
+    GradOptions grad = grad_options_for(asked, options.tiled);
+    for (const auto& [key, value] : golden.numbers)
+        if (key == "jacobian_row") grad.row = static_cast<std::size_t>(value);
+    const Trace trace = compute_trace(golden.command, problem, run, options.decode, options.tiled, grad);
     const Tolerance tolerance{options.atol.value_or(tolerances::golden_f64.atol), options.rtol.value_or(tolerances::golden_f64.rtol)};
     for (const auto& step : golden.steps)
         result.steps.push_back(compare_step(trace, step.name, step.head, step.batch, step.t, step.tile, step.values, tolerance));

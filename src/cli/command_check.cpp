@@ -24,9 +24,10 @@ struct CheckCommandOptions {
 };
 
 // The largest trace checking `problem` computes: run's, and decode's or tiled's
-// where an entry (or the golden trace) carries t or tile.
+// where an entry (or the golden trace) carries t or tile; grad's is about twice run's.
 double check_trace_bytes(const Problem& p, const CheckOptions& options, const std::string& golden_command) {
     bool decode = golden_command == "decode", tiled = golden_command == "tiled";
+    if (golden_command == "grad" || (!p.expect.empty() && pipeline_for(p.expect) == "grad")) return 2 * full_trace_bytes(p);
     for (const auto& e : p.expect) {
         decode |= e.t.has_value();
         tiled |= e.tile.has_value();
@@ -64,7 +65,9 @@ void add_check_command(CLI::App& app, int& exit_code) {
     check->footer(R"(Each file is one test. An expect entry {"name": "weights", "head": 0, "data": [[...]], "atol": 1e-4}
 passes when |got - want| <= atol + rtol*|want| for every value ("-inf" and "nan" match only
 themselves). Entries with "t" run decode (--prefill P), with "tile" run tiled (--block-q, --block-k; 2 and 2
-by default), otherwise run.
+by default), otherwise run. Gradient names (grad_…, jacobian, lse, delta, p) run grad with the problem's
+d_out: a jacobian entry carries "row" (grad --row), and lse, delta or tiles of the backward run
+grad --tiled at --block-q, --block-k. A golden trace of grad must have been made with the problem's d_out.
 The last line is "N passed, N failed". Exit 0 all passed, 1 a check failed, 2 a file is bad input.
 
 Examples:

@@ -82,6 +82,7 @@ public:
         const std::size_t width = p_.W_O ? p_.W_O->cols() : static_cast<std::size_t>(p_.heads) * p_.d_v;
         const auto d_out = upstream(p_, grad_.d_out, width);
         for (std::size_t b = 0; b < p_.batch; ++b) run_sequence(b, d_out[b]);
+        if (grad_.row) trace_.numbers.push_back({"jacobian_row", static_cast<double>(*grad_.row)});
         record_weight_gradients();
         if (grad_.tiled) compare_with_untiled();
         return std::move(trace_);

@@ -623,7 +623,7 @@ private:
             Expectation x;
             x.json_path = path;
             for (const auto& [key, value] : item.items()) {
-                static const std::vector<std::string> keys = {"name", "head", "batch", "t", "tile", "data", "atol", "rtol"};
+                static const std::vector<std::string> keys = {"name", "head", "batch", "t", "tile", "row", "data", "atol", "rtol"};
                 if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
                     const auto near = nearest_word(key, keys);
                     reader_.fail(path + "." + key, "unknown key \"" + key + "\"" + (near.empty() ? "" : " (did you mean \"" + near + "\"?)"));
@@ -644,6 +644,11 @@ private:
                 x.tile = std::array<int, 2>{static_cast<int>(reader_.whole_number(tile[0], path + ".tile[0]", 0, 1L << 30)),
                                             static_cast<int>(reader_.whole_number(tile[1], path + ".tile[1]", 0, 1L << 30))};
             }
+            if (item.contains("row")) {
+                need(x.name == "jacobian", path + ".row", "only a jacobian entry has a row (the query row of grad's ⟦row⟧)");
+                x.row = static_cast<std::size_t>(reader_.whole_number(item["row"], path + ".row", 0, static_cast<long>(problem_.n) - 1));
+            }
+            need(x.name != "jacobian" || x.row, path, "a jacobian entry needs \"row\": the query row whose softmax Jacobian it is");
             need(item.contains("data"), path, "needs \"data\": the expected values");
             const auto array = reader_.array(item["data"], path + ".data");
             need(array.shape.size() <= 2, path + ".data", "expected a matrix (or a vector for a single row)");

@@ -30,6 +30,9 @@ Trace parse_golden_trace(const std::string& text, const std::string& file) {
     Trace trace;
     if (root.contains("command")) trace.command = reader.string(root["command"], "$.command");
     if (root.contains("problem") && root["problem"].is_object()) trace.problem.dtype = root["problem"].value("dtype", "f64");
+    // grad --row writes which row its jacobian is of: check recomputes that row.
+    if (root.contains("jacobian_row"))
+        trace.numbers.push_back({"jacobian_row", static_cast<double>(reader.whole_number(root["jacobian_row"], "$.jacobian_row", 0, 1L << 40))});
     const auto& steps = root["steps"];
     if (!steps.is_array()) reader.fail("$.steps", "expected a list of steps, found " + describe_json(steps));
     for (std::size_t i = 0; i < steps.size(); ++i) {

@@ -128,7 +128,10 @@ public:
         for (const auto& worked : plan.worked) {
             const bool is_row = worked.spec.find(',') == std::string::npos;
             const ExplainTarget target = is_row ? parse_row_spec(worked.spec) : parse_cell_spec(worked.spec);
-            out += "\n" + explain(full, problem, target, ExplainOptions{worked.head, 0, 4, format_}) + "\n";
+            const ExplainOptions options{worked.head, 0, 4, format_};
+            // A gradient cell is explained from the backward trace, which explain_problem computes.
+            const bool backward = target.step.rfind("grad_", 0) == 0;
+            out += "\n" + (backward ? explain_problem(problem, RunOptions{}, target, options) : explain(full, problem, target, options)) + "\n";
         }
         for (const auto& note : plan.notes) out += paragraph(note);
         if (plan.computed_notes)

@@ -403,7 +403,7 @@ ExercisePlan grad_topic(HandNumbers& numbers) {
                   "grad_scores = s · grad_masked, then grad_q = grad_scores K and grad_k = grad_scoresᵀ Q"};
     plan.expect_steps = {"grad_v", "grad_weights", "grad_masked", "grad_q", "grad_k"};
     plan.answer_steps = {"grad_out", "grad_v", "grad_weights", "grad_masked", "grad_scores", "grad_q", "grad_k"};
-    plan.worked = {{row("weights", 1)}};
+    plan.worked = {{row("weights", 1)}, {"grad_masked[1,0]"}, {"grad_q[1,0]"}, {"grad_k[0,0]"}};
     plan.notes = {"Row 0 reads only key 0, so its weight is 1 whatever its score: a softmax of one visible key passes no gradient to the scores, "
                   "and the blocked cell passes exactly 0.",
                   "Each row of grad_masked sums to 0: the softmax only redistributes weight among the keys a row reads."};

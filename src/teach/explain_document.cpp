@@ -21,7 +21,12 @@ std::string Notation::factor(double x) const {
 }
 
 std::string Notation::sub(const std::string& base, const std::string& index) const {
-    return latex_ ? base + "_{" + index + "}" : base + "_" + index;
+    if (!latex_) return base + "_" + index;
+    if (base.find('_') == std::string::npos) return base + "_{" + index + "}";
+    // A name such as grad_z is one symbol: upright, its underscore escaped (else a double subscript).
+    std::string upright;
+    for (char c : base) upright += c == '_' ? std::string("\\_") : std::string(1, c);
+    return "\\mathrm{" + upright + "}_{" + index + "}";
 }
 
 std::string Notation::exp(const std::string& argument) const { return latex_ ? "e^{" + argument + "}" : "e^(" + argument + ")"; }

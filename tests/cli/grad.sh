@@ -21,6 +21,21 @@ expect_exit 0 "grad_k  RoPE\^\(-1\)\(grad_k_rot\)" -- "$T" grad "$SOURCE_DIR/tes
 expect_exit 0 "grad_k .*summed over the 2 query heads that read it" -- "$T" grad "$SOURCE_DIR/tests/golden/grad_gqa.json" --steps grad_k
 expect_exit 0 "grad_dropped  grad_out Vᵀ" -- "$T" grad "$SOURCE_DIR/tests/golden/grad_dropout.json" --steps grad_dropped --head 0
 expect_exit 0 "1 passed, 0 failed" -- "$T" check "$SOURCE_DIR/tests/golden/grad_mha.json"
+# check runs grad for jacobian (with its row), lse, delta and the backward's tiles (grad --tiled)
+expect_exit 0 "PASS .*grad_jacobian.json \(grad " -- "$T" check "$SOURCE_DIR/tests/golden/grad_jacobian.json"
+expect_exit 0 "PASS .*grad_tiled.json \(grad " -- "$T" check "$SOURCE_DIR/tests/golden/grad_tiled.json"
+expect_exit 1 "p \(head 0, tile \[0, 0\]\): expected shape \(2, 2\), got \(1, 2\)" -- "$T" check "$SOURCE_DIR/tests/golden/grad_tiled.json" --block-q 1
+"$T" grad "$E/damaged_on_arrival_causal.json" --row 2 --format json > jacobian_trace.json
+expect_exit 0 "PASS .*\(grad [0-9]+ steps" -- "$T" check "$E/damaged_on_arrival_causal.json" --golden jacobian_trace.json
+sed -E 's/"jacobian_row": ?2(\.0)?/"jacobian_row": 1/' jacobian_trace.json > wrong_row.json
+expect_exit 1 "jacobian \(head 0\)" -- "$T" check "$E/damaged_on_arrival_causal.json" --golden wrong_row.json
+printf '%s' '{"Q": [[1, 0], [0, 1]], "K": [[1, 0], [0, 1]], "V": [[1], [2]], "expect": [{"name": "jacobian", "data": [[0, 0], [0, 0]]}]}' > norow.json
+expect_exit 2 'norow.json: \$\.expect\[0\]: a jacobian entry needs "row"' -- "$T" check norow.json
+printf '%s' '{"Q": [[1, 0], [0, 1]], "K": [[1, 0], [0, 1]], "V": [[1], [2]], "expect": [{"name": "grad_q", "row": 1, "data": [[0, 0], [0, 0]]}]}' > badrow.json
+expect_exit 2 '\$\.expect\[0\]\.row: only a jacobian entry has a row' -- "$T" check badrow.json
+printf '%s' '{"Q": [[1, 0], [0, 1]], "K": [[1, 0], [0, 1]], "V": [[1], [2]], "expect": [{"name": "jacobian", "row": 0, "data": [[0, 0], [0, 0]]},
+  {"name": "jacobian", "row": 1, "data": [[0, 0], [0, 0]]}]}' > tworows.json
+expect_exit 2 'jacobian entries of rows 0 and 1' -- "$T" check tworows.json
 # the command line's --d-out wins over the file's d_out
 expect_exit 0 "grad_concat  dL/d concat \(the given d_out\)" -- "$T" grad "$SOURCE_DIR/tests/golden/grad_one_head.json" --d-out random:2 --steps grad_concat
 
@@ -36,6 +51,9 @@ expect_exit 0 "grad_z_21 = 0\.2483 × \(0 - 1\.2552\) = -0\.3116" -- "$T" explai
 expect_exit 0 "grad_A_10 = 1 × 2 \+ 1 × 0 = 2" -- "$T" explain "$E/damaged_on_arrival.json" --mask causal --cell "grad_weights[1,0]"
 expect_exit 0 "0\.1242 × 1 \+ 0\.3333 × 1 \+ 0\.5035 × 1 = 0\.961" -- "$T" explain "$E/damaged_on_arrival.json" --cell "grad_v[0,1]"
 expect_exit 0 "the blocked|no gradient passes" -- "$T" explain "$E/damaged_on_arrival.json" --mask causal --cell "grad_masked[0,2]"
+expect_exit 0 "0\.3536 × 1 \+ \(-0\.3536\) × 0 \+ 0 × 0 = 0\.3536" -- "$T" explain "$E/damaged_on_arrival.json" --mask causal --cell "grad_q[1,0]"
+expect_exit 0 "through W_V: row 1 of grad_v times row 0 of W_V" -- "$T" explain "$E/damaged_on_arrival.json" --mask causal --cell "grad_x[1,0]"
+expect_exit 2 "--head 3: grad_v is per KV head and the problem has 2 \(0 to 1\)" -- "$T" explain "$E/gqa_8q_2kv.json" --cell "grad_v[0,0]" --head 3
 
 # Too big for the full backward trace: refused with its size, as run refuses.
 "$T" random --n 20000 --dk 4 --seed 1 -o big.json
