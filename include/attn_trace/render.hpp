@@ -69,6 +69,9 @@ std::string render_weights_svg(const Trace& trace, const RenderOptions& options)
 // One number as the text renderer writes it: "0" for an exact zero, "-inf",
 // "nan", otherwise fixed with `precision` decimals.
 std::string format_number(double x, int precision);
+// A trace number (a count, a size, a difference): whole numbers in full
+// ("16777216", not "1.67772e+07"), others to 6 significant digits.
+std::string format_trace_number(double x);
 // A number rounded to `precision` decimals without trailing zeros ("0.5", "2",
 // "0.1243"): how explanations and exercises write the arithmetic, so every number
 // of one explanation is rounded the same way.

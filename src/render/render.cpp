@@ -35,6 +35,11 @@ std::string render(const Trace& trace, const std::string& format, const RenderOp
     return render_text(trace, options);
 }
 
+std::string format_trace_number(double x) {
+    if (std::isfinite(x) && x == std::floor(x) && std::fabs(x) < 9007199254740992.0) return fmt::format("{}", static_cast<long long>(x));
+    return fmt::format("{:.6g}", x);
+}
+
 std::string format_number(double x, int precision) {
     if (std::isnan(x)) return "nan";
     if (std::isinf(x)) return x < 0 ? "-inf" : "inf";

@@ -95,7 +95,7 @@ std::string render_latex(const Trace& trace, const RenderOptions& options) {
         for (const auto& note : trace.notes) out += "\n\\noindent\\emph{note: " + latex_prose(note_text(note)) + "}\n";
     }
     for (const Step* step : steps) out += "\n" + latex_heading(*step) + latex_matrix(*step, options);
-    for (const auto& [key, value] : trace.numbers) out += fmt::format("\n\\noindent {} $= {:.6g}$\n", latex_text(key), value);
+    for (const auto& [key, value] : trace.numbers) out += fmt::format("\n\\noindent {} $= {}$\n", latex_text(key), format_trace_number(value));
     return out;
 }
 

@@ -45,7 +45,7 @@ std::string render_markdown(const Trace& trace, const RenderOptions& options) {
         for (const auto& note : trace.notes) out += "\n> note: " + markdown_text(note_text(note)) + "\n";
     }
     for (const Step* step : selected_steps(trace, options)) out += "\n" + markdown_heading(*step) + "\n" + markdown_table(*step, options);
-    for (const auto& [key, value] : trace.numbers) out += fmt::format("\n- {} = {:.6g}", key, value);
+    for (const auto& [key, value] : trace.numbers) out += fmt::format("\n- {} = {}", key, format_trace_number(value));
     if (!trace.numbers.empty()) out += "\n";
     return out;
 }

@@ -109,7 +109,7 @@ std::string render_text(const Trace& trace, const RenderOptions& options) {
         }
         out += "\n" + render_step_text(*step, options);
     }
-    for (const auto& [key, value] : trace.numbers) out += fmt::format("\n{} = {:.6g}", key, value);
+    for (const auto& [key, value] : trace.numbers) out += fmt::format("\n{} = {}", key, format_trace_number(value));
     if (!trace.numbers.empty()) out += "\n";
     return out;
 }
