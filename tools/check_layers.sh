@@ -13,16 +13,17 @@ cd "$(dirname "$0")/.."
 # Lowest first. A folder of src/, or a public header by its name.
 layer_of() {
   case "$1" in
-    src/core/* | include/attn_trace/@(matrix|trace|compare|tolerances|errors|random|cost|parallel|version|sparse_pattern).hpp) echo "1 core" ;;
+    src/core/* | include/attn_trace/@(matrix|numeric_array|trace|compare|tolerances|errors|random|cost|parallel|version|sparse_pattern).hpp) echo "1 core" ;;
     src/json/*) echo "2 json" ;;
-    src/problem/* | include/attn_trace/@(problem|mask|problem_file).hpp) echo "3 problem" ;;
-    src/backend/* | include/attn_trace/backend.hpp) echo "4 backend" ;;
-    src/pipeline/* | include/attn_trace/@(pipeline|attention_parts).hpp) echo "5 pipeline" ;;
-    src/render/* | include/attn_trace/@(render|render_table).hpp) echo "6 render" ;;
-    src/check/* | include/attn_trace/check.hpp) echo "7 check" ;;
-    src/bench/* | include/attn_trace/bench.hpp) echo "7 bench" ;;
-    src/teach/* | include/attn_trace/@(explain|exercise|pitfalls|variance|permutation).hpp) echo "8 teach" ;;
-    src/cli/*) echo "9 cli" ;;
+    src/arrays/* | include/attn_trace/array_files.hpp) echo "3 arrays" ;;
+    src/problem/* | include/attn_trace/@(problem|mask|problem_file).hpp) echo "4 problem" ;;
+    src/backend/* | include/attn_trace/backend.hpp) echo "5 backend" ;;
+    src/pipeline/* | include/attn_trace/@(pipeline|attention_parts).hpp) echo "6 pipeline" ;;
+    src/render/* | include/attn_trace/@(render|render_table).hpp) echo "7 render" ;;
+    src/check/* | include/attn_trace/check.hpp) echo "8 check" ;;
+    src/bench/* | include/attn_trace/bench.hpp) echo "8 bench" ;;
+    src/teach/* | include/attn_trace/@(explain|exercise|pitfalls|variance|permutation).hpp) echo "9 teach" ;;
+    src/cli/*) echo "10 cli" ;;
     *) echo "0 unknown" ;;
   esac
 }

@@ -15,10 +15,6 @@ using nlohmann::json;
 
 namespace {
 
-// Matrices larger than this are refused before allocation: 2^28 values are
-// 2 GiB of doubles, more than any trace can show and more than a file should ask.
-constexpr std::size_t max_matrix_values = std::size_t{1} << 28;
-
 std::string join_shape(const std::vector<std::size_t>& shape) {
     std::string text = "(";
     for (std::size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
@@ -38,30 +34,40 @@ std::string describe_json(const json& value) {
     }
 }
 
-std::string nearest_word(const std::string& word, const std::vector<std::string>& known) {
-    std::string best;
-    std::size_t best_distance = std::numeric_limits<std::size_t>::max();
-    for (const auto& candidate : known) {
-        // Levenshtein distance, one row at a time.
-        std::vector<std::size_t> row(candidate.size() + 1);
-        for (std::size_t j = 0; j <= candidate.size(); ++j) row[j] = j;
-        for (std::size_t i = 1; i <= word.size(); ++i) {
-            std::size_t diagonal = row[0];
-            row[0] = i;
-            for (std::size_t j = 1; j <= candidate.size(); ++j) {
-                const std::size_t above = row[j];
-                const bool same = std::tolower(word[i - 1]) == std::tolower(candidate[j - 1]);
-                row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (same ? 0 : 1)});
-                diagonal = above;
-            }
-        }
-        if (row.back() < best_distance) {
-            best_distance = row.back();
-            best = candidate;
+namespace {
+
+// Levenshtein distance, case-insensitive, one row at a time.
+std::size_t edit_distance(const std::string& word, const std::string& candidate) {
+    std::vector<std::size_t> row(candidate.size() + 1);
+    for (std::size_t j = 0; j <= candidate.size(); ++j) row[j] = j;
+    for (std::size_t i = 1; i <= word.size(); ++i) {
+        std::size_t diagonal = row[0];
+        row[0] = i;
+        for (std::size_t j = 1; j <= candidate.size(); ++j) {
+            const std::size_t above = row[j];
+            const bool same = std::tolower(word[i - 1]) == std::tolower(candidate[j - 1]);
+            row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (same ? 0 : 1)});
+            diagonal = above;
         }
     }
+    return row.back();
+}
+
+}  // namespace
+
+std::vector<std::string> nearest_words(const std::string& word, const std::vector<std::string>& known, std::size_t count) {
+    std::vector<std::pair<std::size_t, std::string>> ranked;
+    for (const auto& candidate : known) ranked.emplace_back(edit_distance(word, candidate), candidate);
+    std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::vector<std::string> out;
+    for (std::size_t i = 0; i < ranked.size() && i < count; ++i) out.push_back(ranked[i].second);
+    return out;
+}
+
+std::string nearest_word(const std::string& word, const std::vector<std::string>& known) {
+    const auto best = nearest_words(word, known, 1);
     // Suggest only what is plausibly a misspelling.
-    return best_distance <= std::max<std::size_t>(2, word.size() / 3) ? best : "";
+    return !best.empty() && edit_distance(word, best[0]) <= std::max<std::size_t>(2, word.size() / 3) ? best[0] : "";
 }
 
 void JsonReader::fail(const std::string& path, const std::string& what) const {
@@ -113,13 +119,18 @@ std::vector<std::string> JsonReader::strings(const json& value, const std::strin
 
 NumericArray JsonReader::array(const json& value, const std::string& path) const {
     if (value.is_array()) return nested(value, path);
+    if (in_a_file(value)) {
+        if (!files_.read) fail(path, "a matrix in a file (npy, safetensors) is read only inside a problem file");
+        return files_.read(value, path);
+    }
     if (value.is_object() && value.contains("random")) return random(value, path);
     if (value.is_object() && value.contains("shape")) return shaped(value, path);
-    fail(path, "expected a matrix (nested arrays, {\"shape\": [...], \"data\": [...]} or {\"random\": {...}}), found " +
+    fail(path, "expected a matrix (nested arrays, {\"shape\": [...], \"data\": [...]}, {\"random\": {...}}, {\"npy\": FILE} or {\"safetensors\": FILE, \"tensor\": NAME}), found " +
                    describe_json(value));
 }
 
 std::vector<std::size_t> JsonReader::declared_shape(const json& value, const std::string& path) const {
+    if (in_a_file(value) && files_.shape) return files_.shape(value, path);
     if (value.is_array()) {
         // Read along the first item at every depth; nested() checks every other item against it.
         std::vector<std::size_t> extents;
@@ -181,9 +192,9 @@ std::vector<std::size_t> JsonReader::shape(const json& value, const std::string&
         total *= static_cast<double>(extents.back());
     }
     // Refused before anything is allocated.
-    if (total > static_cast<double>(max_matrix_values))
+    if (total > static_cast<double>(max_array_values))
         fail(path, fmt::format("{} values would need more than {} GiB; the limit is {} values", join_shape(extents),
-                               (max_matrix_values * 8) >> 30, max_matrix_values));
+                               (max_array_values * 8) >> 30, max_array_values));
     return extents;
 }
 

@@ -2,20 +2,16 @@
 // Reading typed values out of a parsed JSON document, with errors that name the
 // file, the JSON path, what was expected and what was found.
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "attn_trace/matrix.hpp"
+#include "attn_trace/numeric_array.hpp"
 
 namespace attn_trace {
-
-// A numeric array of 1 to 3 dimensions, row-major.
-struct NumericArray {
-    std::vector<std::size_t> shape;
-    std::vector<double> data;
-};
 
 class JsonReader {
 public:
@@ -23,6 +19,16 @@ public:
     const std::string& file() const { return file_; }
 
     [[noreturn]] void fail(const std::string& path, const std::string& what) const;
+
+    // Matrices kept in files ({"npy": …}, {"safetensors": …}, SPEC §19) are read by
+    // the problem layer, which knows where the problem file lies; a reader without
+    // these refuses them.
+    struct ArrayFiles {
+        std::function<NumericArray(const nlohmann::json&, const std::string&)> read;
+        std::function<std::vector<std::size_t>(const nlohmann::json&, const std::string&)> shape;
+    };
+    void set_array_files(ArrayFiles files) { files_ = std::move(files); }
+    static bool in_a_file(const nlohmann::json& value) { return value.is_object() && (value.contains("npy") || value.contains("safetensors")); }
 
     // A number, or one of the strings "inf", "-inf", "nan".
     double number(const nlohmann::json& value, const std::string& path) const;
@@ -50,6 +56,7 @@ private:
     NumericArray shaped(const nlohmann::json& value, const std::string& path) const;
     NumericArray random(const nlohmann::json& value, const std::string& path) const;
     std::string file_;
+    ArrayFiles files_;
 };
 
 std::size_t element_count(const std::vector<std::size_t>& shape);
@@ -59,5 +66,7 @@ std::string describe_json(const nlohmann::json& value);
 
 // The nearest of `known` to `word` by edit distance, or "" when nothing is close.
 std::string nearest_word(const std::string& word, const std::vector<std::string>& known);
+// The `count` entries of `known` nearest to `word` by edit distance, nearest first, however far.
+std::vector<std::string> nearest_words(const std::string& word, const std::vector<std::string>& known, std::size_t count);
 
 }  // namespace attn_trace

@@ -16,6 +16,8 @@
 #include "attn_trace/trace.hpp"
 #include "json/json_reader.hpp"
 #include "json/json_text.hpp"
+#include "array_source.hpp"
+#include "checkpoint_reader.hpp"
 #include "mask_reader.hpp"
 #include "mla_reader.hpp"
 
@@ -29,7 +31,7 @@ const std::vector<std::string> known_keys = {
     "title", "tokens", "source_tokens", "X", "X_source", "W_Q", "W_K", "W_V", "b_Q", "b_K", "b_V", "W_O", "b_O",
     "weights_layout", "in_proj_weight", "in_proj_bias", "out_proj.weight", "out_proj.bias", "Q", "K", "V",
     "heads", "kv_heads", "scale", "mask", "empty_rows", "lengths", "rope", "positions", "source_positions",
-    "softcap", "alibi", "expect", "allow_nonfinite", "sparse", "dropout", "mla", "d_out"};
+    "softcap", "alibi", "expect", "allow_nonfinite", "sparse", "dropout", "mla", "d_out", "checkpoint"};
 
 // The keys whose numbers are inputs (SPEC §3 v2): a non-finite number in them is an
 // error unless allowed. Masks are not among them: −∞ is their job.
@@ -82,7 +84,8 @@ std::vector<Matrix> batch_of_matrices(NumericArray array) {
 
 class ProblemLoader {
 public:
-    ProblemLoader(const json& root, const std::string& file, bool allow_nonfinite) : root_(root), reader_(file) {
+    ProblemLoader(const json& root, const std::string& file, bool allow_nonfinite, ArraySource& arrays) : root_(root), reader_(file) {
+        reader_.set_array_files(arrays.hooks(reader_));
         problem_.file = file;
         problem_.allow_nonfinite = allow_nonfinite;
     }
@@ -679,8 +682,10 @@ double Problem::scale_factor() const {
 }
 
 Problem parse_problem(const std::string& text, const std::string& file_label, bool allow_nonfinite) {
-    const json root = parse_json_text(text, file_label);
-    return ProblemLoader(root, file_label, allow_nonfinite).load();
+    json root = parse_json_text(text, file_label);
+    ArraySource arrays(file_label);  // .npy and safetensors files, relative to the problem file
+    expand_checkpoint(root, arrays, JsonReader(file_label));
+    return ProblemLoader(root, file_label, allow_nonfinite, arrays).load();
 }
 
 Problem load_problem(const std::string& path, bool allow_nonfinite) {

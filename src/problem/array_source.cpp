@@ -1,0 +1,90 @@
+#include "array_source.hpp"
+
+#include <algorithm>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "attn_trace/errors.hpp"
+
+namespace attn_trace {
+
+ArraySource::ArraySource(const std::string& problem_file) {
+    // "<stdin>" and a bare file name read files from the working directory.
+    if (problem_file != "<stdin>") folder_ = std::filesystem::path(problem_file).parent_path().string();
+}
+
+std::string ArraySource::resolve(const std::string& name) const {
+    const std::filesystem::path path(name);
+    return path.is_absolute() || folder_.empty() ? name : (std::filesystem::path(folder_) / path).string();
+}
+
+const SafetensorsFile& ArraySource::safetensors(const std::string& name) {
+    const std::string path = resolve(name);
+    auto& slot = open_[path];
+    if (!slot) slot = std::make_unique<SafetensorsFile>(SafetensorsFile::open(path));
+    return *slot;
+}
+
+JsonReader::ArrayFiles ArraySource::hooks(const JsonReader& reader) {
+    return {[this, &reader](const nlohmann::json& value, const std::string& path) { return read(value, path, reader); },
+            [this, &reader](const nlohmann::json& value, const std::string& path) { return shape(value, path, reader); }};
+}
+
+void ArraySource::check_keys(const nlohmann::json& value, const std::string& path, const JsonReader& reader) const {
+    const bool npy = value.contains("npy");
+    if (npy && value.contains("safetensors")) reader.fail(path, "give \"npy\" or \"safetensors\", not both");
+    static const std::vector<std::string> npy_keys = {"npy"}, safetensors_keys = {"safetensors", "tensor", "rows", "cols", "transpose"};
+    const auto& keys = npy ? npy_keys : safetensors_keys;
+    for (const auto& [key, item] : value.items())
+        if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
+            const auto near = nearest_word(key, keys);
+            reader.fail(path + "." + key, fmt::format("unknown key \"{}\" beside \"{}\"{}", key, npy ? "npy" : "safetensors",
+                                                      near.empty() ? "" : " (did you mean \"" + near + "\"?)"));
+        }
+    if (!npy && !value.contains("tensor")) reader.fail(path, "needs \"tensor\": the name of the tensor in the safetensors file");
+}
+
+TensorSlice ArraySource::slice_of(const nlohmann::json& value, const std::string& path, const JsonReader& reader) const {
+    TensorSlice slice;
+    const auto range = [&](const char* key) -> std::optional<std::array<std::size_t, 2>> {
+        if (!value.contains(key)) return std::nullopt;
+        const auto& r = value[key];
+        const std::string at = path + "." + key;
+        if (!r.is_array() || r.size() != 2) reader.fail(at, "expected [first, last): a half-open range of whole numbers, found " + describe_json(r));
+        return std::array<std::size_t, 2>{static_cast<std::size_t>(reader.whole_number(r[0], at + "[0]", 0, 1L << 40)),
+                                          static_cast<std::size_t>(reader.whole_number(r[1], at + "[1]", 0, 1L << 40))};
+    };
+    slice.rows = range("rows");
+    slice.cols = range("cols");
+    if (value.contains("transpose")) slice.transpose = reader.boolean(value["transpose"], path + ".transpose");
+    return slice;
+}
+
+std::vector<std::size_t> ArraySource::shape(const nlohmann::json& value, const std::string& path, const JsonReader& reader) {
+    check_keys(value, path, reader);
+    try {
+        if (value.contains("npy")) return npy_shape(resolve(reader.string(value["npy"], path + ".npy")));
+        const auto& file = safetensors(reader.string(value["safetensors"], path + ".safetensors"));
+        return file.shape(reader.string(value["tensor"], path + ".tensor"), slice_of(value, path, reader));
+    } catch (const JsonPathError&) {
+        throw;
+    } catch (const InputError& e) {  // the file's own message, at the place that names it
+        reader.fail(path, e.marked());
+    }
+}
+
+NumericArray ArraySource::read(const nlohmann::json& value, const std::string& path, const JsonReader& reader) {
+    check_keys(value, path, reader);
+    try {
+        if (value.contains("npy")) return read_npy(resolve(reader.string(value["npy"], path + ".npy")));
+        const auto& file = safetensors(reader.string(value["safetensors"], path + ".safetensors"));
+        return file.read(reader.string(value["tensor"], path + ".tensor"), slice_of(value, path, reader));
+    } catch (const JsonPathError&) {
+        throw;
+    } catch (const InputError& e) {
+        reader.fail(path, e.marked());
+    }
+}
+
+}  // namespace attn_trace

@@ -1,0 +1,38 @@
+#pragma once
+// The matrix forms that live in files (SPEC §19): {"npy": FILE} and {"safetensors":
+// FILE, "tensor": NAME, "rows": [a, b], "cols": [a, b], "transpose": false}, their
+// paths relative to the problem file. A safetensors file is opened (mapped) once
+// however many tensors a problem reads from it.
+#include <map>
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "attn_trace/array_files.hpp"
+#include "json/json_reader.hpp"
+
+namespace attn_trace {
+
+class ArraySource {
+public:
+    explicit ArraySource(const std::string& problem_file);
+
+    // The hooks a JsonReader calls for these forms; errors are JsonPathErrors at `path`.
+    JsonReader::ArrayFiles hooks(const JsonReader& reader);
+    // A file named in the problem, relative to the problem file's folder.
+    std::string resolve(const std::string& name) const;
+    // The safetensors file (opened on first use); InputError if it cannot be.
+    const SafetensorsFile& safetensors(const std::string& name);
+
+private:
+    NumericArray read(const nlohmann::json& value, const std::string& path, const JsonReader& reader);
+    std::vector<std::size_t> shape(const nlohmann::json& value, const std::string& path, const JsonReader& reader);
+    TensorSlice slice_of(const nlohmann::json& value, const std::string& path, const JsonReader& reader) const;
+    void check_keys(const nlohmann::json& value, const std::string& path, const JsonReader& reader) const;
+
+    std::string folder_;
+    std::map<std::string, std::unique_ptr<SafetensorsFile>> open_;
+};
+
+}  // namespace attn_trace
