@@ -2,7 +2,7 @@
 # Fuzzing with libFuzzer under ASan + UBSan (clang). docs/RELIABILITY.md says what
 # each target covers and what has been found.
 #
-#   bash tools/fuzz.sh TARGET SECONDS   fuzz one target (load_problem, run_pipeline, golden_trace, explain)
+#   bash tools/fuzz.sh TARGET SECONDS   fuzz one target (load_problem, run_pipeline, golden_trace, explain, npy, safetensors)
 #                                       or `all` of them, SECONDS each
 #   bash tools/fuzz.sh ci SECONDS       what CI runs: build, replay every saved finding
 #                                       through the libFuzzer build, then fuzz each target
@@ -14,7 +14,7 @@
 # replays it (ctest's fuzz_replay_TARGET).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-targets=(load_problem run_pipeline golden_trace explain)
+targets=(load_problem run_pipeline golden_trace explain npy safetensors)
 
 usage() { sed -n '4,8p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 [ $# -eq 2 ] || usage
@@ -35,7 +35,7 @@ run_target() {
   local target=$1 corpus=build-fuzz/corpus/$1 findings=build-fuzz/findings/$1
   mkdir -p "$corpus" "$findings" "tests/fuzz-regressions/$target"
   echo "== fuzzing $target for ${seconds} s"
-  local seeds=(examples tests/golden "tests/fuzz-regressions/$target")
+  local seeds=(examples tests/golden tests/arrays "tests/fuzz-regressions/$target")
   [ -d "fuzz/seeds/$target" ] && seeds+=("fuzz/seeds/$target")
   if ! "build-fuzz/fuzz/${target}_fuzzer" "${fuzz_options[@]}" -max_total_time="$seconds" -artifact_prefix="$findings/" \
        "$corpus" "${seeds[@]}" 2> "build-fuzz/$target.log"; then

@@ -29,6 +29,8 @@ import numpy as np
 import torch
 import transformers
 
+from model_layers import capture, layer_modules, llama_in_float64, write_problem
+
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "tests" / "models"
 WORDS = ("the cat sat on a warm mat while rain fell over quiet old town and every dog slept near fire "
@@ -47,59 +49,7 @@ def randomise(model, seed, scale=0.2):
     return model.eval()
 
 
-def capture(module_in, module_out, run):
-    """The hidden states entering module_in and the output of module_out, during run()."""
-    seen = {}
-
-    def pre(_, args, kwargs):
-        seen["x"] = (args[0] if args else kwargs["hidden_states"]).detach().clone()
-
-    def post(_, __, output):
-        seen["y"] = (output[0] if isinstance(output, tuple) else output).detach().clone()
-        if isinstance(output, tuple) and len(output) > 1 and output[1] is not None:
-            seen["weights"] = output[1].detach().clone()
-
-    hooks = [module_in.register_forward_pre_hook(pre, with_kwargs=True), module_out.register_forward_hook(post)]
-    with torch.no_grad():
-        run()
-    for h in hooks:
-        h.remove()
-    return seen
-
-
-def float64_rope(rotary, head_dim, base):
-    """Llama's rotary embedding with its angles in float64 (transformers uses float32)."""
-    inv_freq = 1.0 / base ** (torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim)
-
-    def forward(x, position_ids):
-        freqs = position_ids[..., None].to(torch.float64) * inv_freq
-        emb = torch.cat((freqs, freqs), dim=-1)
-        return emb.cos().to(x.dtype), emb.sin().to(x.dtype)
-
-    rotary.forward = forward
-
-
-def float64_softmax_attention():
-    """Llama's eager attention, as transformers writes it, with its softmax left in the model's dtype."""
-    llama_module = transformers.models.llama.modeling_llama
-    repeat_kv = llama_module.repeat_kv
-
-    def eager(module, query, key, value, attention_mask, scaling, dropout=0.0, **kwargs):
-        key_states, value_states = repeat_kv(key, module.num_key_value_groups), repeat_kv(value, module.num_key_value_groups)
-        weights = torch.matmul(query, key_states.transpose(2, 3)) * scaling
-        if attention_mask is not None:
-            weights = weights + attention_mask
-        weights = torch.softmax(weights, dim=-1)
-        return torch.matmul(weights, value_states).transpose(1, 2).contiguous(), weights
-
-    llama_module.eager_attention_forward = eager
-
-
-def matrix(t):
-    return [[float(x) for x in row] for row in t.to(torch.float64).tolist()]
-
-
-def write(family, model, seen, ids, title, heads, kv_heads, mask, atol, rope=None):
+def write(family, model, seen, ids, title, heads, kv_heads, atol, rope_base=None):
     folder = OUT / family
     folder.mkdir(parents=True, exist_ok=True)
     for stale in folder.glob("*"):
@@ -107,45 +57,29 @@ def write(family, model, seen, ids, title, heads, kv_heads, mask, atol, rope=Non
     model.save_pretrained(folder, safe_serialization=True)
     for extra in folder.glob("*.json"):  # keep only the weights
         extra.unlink()
-    x = seen["x"][0]
-    np.save(folder / "hidden.npy", x.numpy())
-    problem = {"title": title, "tokens": [WORDS[i] for i in ids[0].tolist()], "X": {"npy": "hidden.npy"}, "heads": heads}
-    if kv_heads != heads:
-        problem["kv_heads"] = kv_heads
-    if mask:
-        problem["mask"] = mask
-    if rope:
-        problem["rope"] = rope
-    problem["checkpoint"] = {"safetensors": "model.safetensors", "family": family, "layer": LAYER}
-    expect = [{"name": "final", "atol": atol, "data": matrix(seen["y"][0])}]
-    if "weights" in seen:
-        expect.append({"name": "weights", "head": 0, "atol": atol, "data": matrix(seen["weights"][0, 0])})
-    problem["expect"] = expect
-    text = json.dumps(problem, indent=1)
-    (folder / "problem.json").write_text(text + "\n")
+    write_problem(folder, seen, [WORDS[i] for i in ids[0].tolist()], title, family, LAYER, "model.safetensors", heads, kv_heads, atol, rope_base)
     sizes = {p.name: p.stat().st_size for p in sorted(folder.iterdir())}
     print(f"wrote {folder.relative_to(ROOT)}: {sizes}")
 
 
 def gpt2():
     config = transformers.GPT2Config(vocab_size=VOCAB, n_positions=16, n_embd=16, n_layer=2, n_head=2, attn_implementation="eager")
-    model = randomise(transformers.GPT2LMHeadModel(config).to(torch.float64), 1)
+    model = randomise(transformers.GPT2LMHeadModel(config).to(torch.float64), 1, scale=0.6)  # peaked enough to see
     ids = torch.tensor([[0, 1, 2, 3, 4, 5, 6]])
-    seen = capture(model.transformer.h[LAYER].attn, model.transformer.h[LAYER].attn, lambda: model(ids))
+    seen = capture(*layer_modules(model, "gpt2", LAYER), lambda: model(ids))
     write("gpt2", model, seen, ids, f"GPT-2 (tiny, random weights), layer {LAYER}'s attention, transformers {transformers.__version__}, float64",
-          2, 2, "causal", 1e-10)
+          2, 2, 1e-10)
 
 
 def llama():
     config = transformers.LlamaConfig(vocab_size=VOCAB, hidden_size=16, intermediate_size=32, num_hidden_layers=2, num_attention_heads=4,
                                       num_key_value_heads=2, max_position_embeddings=32, attn_implementation="eager")
     model = randomise(transformers.LlamaForCausalLM(config).to(torch.float64), 2)
-    float64_rope(model.model.rotary_emb, 4, 10000.0)
-    float64_softmax_attention()
+    llama_in_float64(model, 4, 10000.0)
     ids = torch.tensor([[7, 1, 8, 9, 10, 11]])
-    seen = capture(model.model.layers[LAYER].self_attn, model.model.layers[LAYER].self_attn, lambda: model(ids))
+    seen = capture(*layer_modules(model, "llama", LAYER), lambda: model(ids))
     write("llama", model, seen, ids, f"Llama (tiny, 4 query heads, 2 KV heads, RoPE), layer {LAYER}, transformers {transformers.__version__}, float64",
-          4, 2, "causal", 1e-10, rope={"base": 10000})
+          4, 2, 1e-10, rope_base=10000)
 
 
 def bert():
@@ -153,14 +87,49 @@ def bert():
                                      max_position_embeddings=32, attn_implementation="eager")
     model = randomise(transformers.BertModel(config), 3)  # float32, as BERT checkpoints are
     ids = torch.tensor([[12, 13, 14, 15, 0, 16]])
-    layer = model.encoder.layer[LAYER].attention
-    seen = capture(layer.self, layer.output.dense, lambda: model(ids))
-    seen.pop("weights", None)
+    seen = capture(*layer_modules(model, "bert", LAYER), lambda: model(ids))
     write("bert", model, seen, ids, f"BERT (tiny, random weights, float32), layer {LAYER}'s self-attention and output dense, "
-          f"transformers {transformers.__version__}", 2, 2, None, 1e-5)
+          f"transformers {transformers.__version__}", 2, 2, 1e-5)
+
+
+def array_fixtures():
+    """tests/arrays/: .npy files of every dtype, order and header version attn-trace reads,
+    and a safetensors file of F64, F32, F16 and BF16 tensors, written by numpy and the
+    safetensors library; values.json holds their values as numpy reads them (widened to
+    float64), for the C++ tests and as fuzzing seeds."""
+    from safetensors.torch import save_file
+    folder = ROOT / "tests" / "arrays"
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(7)
+    base = rng.standard_normal((3, 4))
+    arrays = {
+        "f8_c.npy": base,
+        "f4_fortran.npy": np.asfortranarray(base.astype(np.float32)),
+        "f2.npy": base.astype(np.float16),
+        "i4_vector.npy": np.arange(-3, 5, dtype=np.int32),
+        "i8_big_endian.npy": np.arange(6, dtype=">i8").reshape(2, 3),
+        "f8_batch.npy": rng.standard_normal((2, 3, 2)),
+        "f8_fortran_batch.npy": np.asfortranarray(rng.standard_normal((2, 3, 2))),
+    }
+    values = {}
+    for name, a in arrays.items():
+        np.save(folder / name, a)
+        values[name] = {"shape": list(a.shape), "data": [float(x) for x in np.load(folder / name).astype(np.float64).ravel(order="C")]}
+    # A version 2.0 header (4-byte length), as numpy writes for headers past 65535 bytes.
+    with open(folder / "f8_v2.npy", "wb") as f:
+        np.lib.format.write_array(f, base, version=(2, 0))
+    values["f8_v2.npy"] = values["f8_c.npy"]
+    t = torch.tensor(base)
+    tensors = {"w64": t, "w32": t.float(), "w16": t.half(), "wbf16": t.bfloat16(), "bias": torch.arange(5, dtype=torch.float32) / 4}
+    save_file(tensors, str(folder / "small.safetensors"))
+    for name, x in tensors.items():
+        values[f"small.safetensors:{name}"] = {"shape": list(x.shape), "data": [float(v) for v in x.to(torch.float64).flatten()]}
+    (folder / "values.json").write_text(json.dumps(values, indent=1) + "\n")
+    print(f"wrote {folder.relative_to(ROOT)}: {len(values)} arrays")
 
 
 if __name__ == "__main__":
+    array_fixtures()
     gpt2()
     llama()
     bert()

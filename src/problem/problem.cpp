@@ -438,12 +438,20 @@ private:
     std::string weight_path(const char* key) const {
         if (!has(key) && has("in_proj_weight") && std::string(key) != "W_O") return "$.in_proj_weight";
         if (!has(key) && std::string(key) == "W_O" && has("out_proj.weight")) return "$.out_proj.weight";
-        return path_of(key);
+        return path_of(key) + tensor_named(key);
+    }
+    // " (tensor 'NAME' of FILE)" for a matrix read from a safetensors file (a checkpoint's):
+    // a shape error then names where the numbers came from.
+    std::string tensor_named(const char* key) const {
+        if (!has(key) || !at(key).is_object()) return "";
+        const json& v = at(key);
+        if (!v.contains("tensor") || !v["tensor"].is_string() || !v.contains("safetensors") || !v["safetensors"].is_string()) return "";
+        return fmt::format(" (tensor '{}' of {})", v["tensor"].get<std::string>(), v["safetensors"].get<std::string>());
     }
     std::string bias_path(const char* key) const {
         if (!has(key) && has("in_proj_bias") && std::string(key) != "b_O") return "$.in_proj_bias";
         if (!has(key) && std::string(key) == "b_O" && has("out_proj.bias")) return "$.out_proj.bias";
-        return path_of(key);
+        return path_of(key) + tensor_named(key);
     }
 
     void check_bias(const std::optional<std::size_t>& length, const char* key, std::size_t width, const char* weight_name) {
