@@ -71,7 +71,9 @@ void SafetensorsFile::read_header() {
     const nlohmann::json header = nlohmann::json::parse(text.begin(), text.end(), nullptr, false);
     if (header.is_discarded()) fail("its header is not JSON");
     if (!header.is_object()) fail("its header is not a JSON object of tensors");
-    for (const auto& [name, entry] : header.items()) {
+    for (auto it = header.begin(); it != header.end(); ++it) {
+        const std::string& name = it.key();  // (not a structured binding: clang 14 cannot capture one)
+        const nlohmann::json& entry = it.value();
         if (name == "__metadata__") continue;
         const auto bad = [&](const std::string& what) { fail(fmt::format("tensor '{}': {}", name, what)); };
         if (!entry.is_object() || !entry.contains("dtype") || !entry.contains("shape") || !entry.contains("data_offsets"))

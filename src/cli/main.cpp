@@ -8,9 +8,9 @@
 #include <CLI/CLI.hpp>
 
 #include "attn_trace/errors.hpp"
-#include "attn_trace/version.hpp"
 #include "commands.hpp"
 #include "report_error.hpp"
+#include "version_text.hpp"
 
 // The CLI's allocation policy: blocks under 4 MiB come from the heap, and freed heap
 // memory is kept (up to 256 MiB) for the next allocation instead of going back to the
@@ -31,7 +31,7 @@ void keep_freed_memory() {
 int main(int argc, char** argv) {
     keep_freed_memory();
     CLI::App app{"attn-trace: see transformer attention computed, step by step, every matrix and shape exact."};
-    app.set_version_flag("--version", std::string("attn-trace ") + attn_trace::version);
+    app.set_version_flag("--version", attn_trace::cli::version_text);
     app.require_subcommand(1);
     app.footer(R"(Examples:
   attn-trace run examples/damaged_on_arrival.json --mask causal

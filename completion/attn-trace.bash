@@ -1,0 +1,34 @@
+# bash completion for attn-trace (SPEC §20): commands, each command's options, exercise
+# topics, step names (for --steps, comma-separated), formats, and problem files. The
+# words come from the binary itself (the hidden `attn-trace words`), so they never lag.
+_attn_trace() {
+  local bin=${COMP_WORDS[0]} cur=${COMP_WORDS[COMP_CWORD]} prev=""
+  [ "$COMP_CWORD" -gt 0 ] && prev=${COMP_WORDS[COMP_CWORD-1]}
+  local command=${COMP_WORDS[1]:-}
+  if [ "$COMP_CWORD" -eq 1 ]; then
+    COMPREPLY=($(compgen -W "$("$bin" words commands 2>/dev/null) --help --version" -- "$cur"))
+    return
+  fi
+  case $prev in
+    --topic) COMPREPLY=($(compgen -W "$("$bin" words topics 2>/dev/null)" -- "$cur")); return ;;
+    --format) COMPREPLY=($(compgen -W "$("$bin" words formats 2>/dev/null)" -- "$cur")); return ;;
+    --steps)  # a comma-separated list: complete its last item
+      local done="" last=$cur
+      if [[ $cur == *,* ]]; then done=${cur%,*},; last=${cur##*,}; fi
+      COMPREPLY=($(compgen -P "$done" -W "$("$bin" words steps 2>/dev/null)" -- "$last"))
+      compopt -o nospace 2>/dev/null
+      return ;;
+    --mask) COMPREPLY=($(compgen -W "none causal causal-bottom-right window: padding:" -- "$cur")); return ;;
+    --dtype) COMPREPLY=($(compgen -W "f64 f32" -- "$cur")); return ;;
+    --backend) COMPREPLY=($(compgen -W "cpu cuda" -- "$cur")); return ;;
+    --color) COMPREPLY=($(compgen -W "auto always never" -- "$cur")); return ;;
+    --empty-rows) COMPREPLY=($(compgen -W "error zero nan" -- "$cur")); return ;;
+  esac
+  if [[ $cur == -* ]]; then
+    COMPREPLY=($(compgen -W "$("$bin" words options "$command" 2>/dev/null)" -- "$cur"))
+    return
+  fi
+  # problem files (and folders on the way to them)
+  COMPREPLY=($(compgen -f -X '!*.json' -- "$cur") $(compgen -d -- "$cur"))
+}
+complete -o filenames -F _attn_trace attn-trace
