@@ -61,30 +61,38 @@ TensorSlice ArraySource::slice_of(const nlohmann::json& value, const std::string
     return slice;
 }
 
-std::vector<std::size_t> ArraySource::shape(const nlohmann::json& value, const std::string& path, const JsonReader& reader) {
-    check_keys(value, path, reader);
-    try {
-        if (value.contains("npy")) return npy_shape(resolve(reader.string(value["npy"], path + ".npy")));
-        const auto& file = safetensors(reader.string(value["safetensors"], path + ".safetensors"));
-        return file.shape(reader.string(value["tensor"], path + ".tensor"), slice_of(value, path, reader));
-    } catch (const JsonPathError&) {
-        throw;
-    } catch (const InputError& e) {  // the file's own message, at the place that names it
-        reader.fail(path, e.marked());
-    }
-}
+namespace {
 
-NumericArray ArraySource::read(const nlohmann::json& value, const std::string& path, const JsonReader& reader) {
-    check_keys(value, path, reader);
+// An array file's own error (it names the file and the tensor) at the JSON path that names the file.
+template <typename Read>
+auto at_path(const std::string& path, const JsonReader& reader, Read read) {
     try {
-        if (value.contains("npy")) return read_npy(resolve(reader.string(value["npy"], path + ".npy")));
-        const auto& file = safetensors(reader.string(value["safetensors"], path + ".safetensors"));
-        return file.read(reader.string(value["tensor"], path + ".tensor"), slice_of(value, path, reader));
+        return read();
     } catch (const JsonPathError&) {
         throw;
     } catch (const InputError& e) {
         reader.fail(path, e.marked());
     }
+}
+
+}  // namespace
+
+std::vector<std::size_t> ArraySource::shape(const nlohmann::json& value, const std::string& path, const JsonReader& reader) {
+    check_keys(value, path, reader);
+    return at_path(path, reader, [&] {
+        if (value.contains("npy")) return npy_shape(resolve(reader.string(value["npy"], path + ".npy")));
+        const auto& file = safetensors(reader.string(value["safetensors"], path + ".safetensors"));
+        return file.shape(reader.string(value["tensor"], path + ".tensor"), slice_of(value, path, reader));
+    });
+}
+
+NumericArray ArraySource::read(const nlohmann::json& value, const std::string& path, const JsonReader& reader) {
+    check_keys(value, path, reader);
+    return at_path(path, reader, [&] {
+        if (value.contains("npy")) return read_npy(resolve(reader.string(value["npy"], path + ".npy")));
+        const auto& file = safetensors(reader.string(value["safetensors"], path + ".safetensors"));
+        return file.read(reader.string(value["tensor"], path + ".tensor"), slice_of(value, path, reader));
+    });
 }
 
 }  // namespace attn_trace
