@@ -92,6 +92,27 @@ def bert():
           f"transformers {transformers.__version__}", 2, 2, 1e-5)
 
 
+def torch_mha():
+    """nn.MultiheadAttention's state_dict under a prefix ("attn."), as a module inside a
+    bigger model would save it: the torch-mha family with an explicit prefix."""
+    from safetensors.torch import save_file
+    torch.manual_seed(4)
+    mha = randomise(torch.nn.MultiheadAttention(16, 4, bias=True, batch_first=True, dtype=torch.float64), 4, scale=0.4)
+    x = torch.randn(1, 5, 16, dtype=torch.float64)
+    with torch.no_grad():
+        out, weights = mha(x, x, x, need_weights=True, average_attn_weights=False)
+    folder = OUT / "torch_mha"
+    folder.mkdir(parents=True, exist_ok=True)
+    save_file({"attn." + k: v.contiguous() for k, v in mha.state_dict().items()}, str(folder / "model.safetensors"))
+    problem = write_problem(folder, {"x": x, "y": out, "weights": weights}, WORDS[20:25],
+                            f"nn.MultiheadAttention (4 heads, d = 16) saved under the prefix attn., torch {torch.__version__.split('+')[0]}, float64",
+                            "torch-mha", 0, "model.safetensors", 4, 4, 1e-10)
+    del problem["checkpoint"]["layer"]
+    problem["checkpoint"]["prefix"] = "attn."
+    (folder / "problem.json").write_text(json.dumps(problem, indent=1) + "\n")
+    print(f"wrote {folder.relative_to(ROOT)}: {({p.name: p.stat().st_size for p in sorted(folder.iterdir())})}")
+
+
 def array_fixtures():
     """tests/arrays/: .npy files of every dtype, order and header version attn-trace reads,
     and a safetensors file of F64, F32, F16 and BF16 tensors, written by numpy and the
@@ -133,3 +154,4 @@ if __name__ == "__main__":
     gpt2()
     llama()
     bert()
+    torch_mha()

@@ -5,10 +5,10 @@ source "$SOURCE_DIR/tests/cli/lib.sh"
 T=$ATTN_TRACE
 M=$SOURCE_DIR/tests/models
 
-for family in gpt2 llama bert; do
+for family in gpt2 llama bert torch_mha; do
   expect_exit 0 "^PASS .*$family/problem.json \(run " -- "$T" check "$M/$family/problem.json"
 done
-expect_exit 0 "^3 passed, 0 failed$" -- "$T" check "$M"/*/problem.json --dtype f32 --atol 1e-5
+expect_exit 0 "^4 passed, 0 failed$" -- "$T" check "$M"/*/problem.json --dtype f32 --atol 1e-5
 # token labels from the problem file, the layer's weights per head
 expect_exit 0 "^mat +0\.[0-9]+ " -- "$T" run "$M/gpt2/problem.json" --steps weights --head 1
 
