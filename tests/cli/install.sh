@@ -37,6 +37,8 @@ complete_words() {  # complete_words WORD... : COMPREPLY for the last one
 source "$completion"
 expect_exit 0 "^grad$" -- complete_words gr
 expect_exit 0 "^--tiled$" -- complete_words grad x.json --til
+expect_exit 2 "words options: no command 'nope'" -- "$B" words options nope
+expect_exit 2 "words: expected commands, steps, topics, formats or options COMMAND" -- "$B" words colours
 expect_exit 0 "^permutation$" -- complete_words exercise --topic perm
 expect_exit 0 "^weights,grad_masked$" -- complete_words grad x.json --steps weights,grad_mas
 expect_exit 0 "^markdown$" -- complete_words run x.json --format mark
