@@ -11,7 +11,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     try {
         const auto array = attn_trace::parse_npy(std::string_view(reinterpret_cast<const char*>(data), size), "fuzz.npy");
         std::size_t count = 1;
-        for (std::size_t extent : array.shape) count *= extent;
+        for (std::size_t extent : array.shape)
+            if (__builtin_mul_overflow(count, extent, &count)) __builtin_trap();  // a shape past size_t: the reader let it through
         if (count != array.data.size()) __builtin_trap();  // the reader's own promise
     } catch (const attn_trace::Error&) {
     }

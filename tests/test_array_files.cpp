@@ -7,6 +7,7 @@
 #include <functional>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <sstream>
@@ -176,4 +177,38 @@ TEST_CASE("problem files read matrices from .npy and safetensors, paths relative
     refused([&] { parse_problem(R"({"Q": {"safetensors": "small.safetensors", "tensor": "w65"}, "K": [[1]], "V": [[1]]})", arrays_dir + "p.json"); },
             "p.json: $.Q: " + arrays_dir + "small.safetensors: no tensor 'w65' (5 tensors; the nearest: 'w64'");
     refused([&] { parse_problem(R"({"Q": {"npy": "f8_c.npy"}, "K": {"npy": "i4_vector.npy"}, "V": [[1]]})", arrays_dir + "p.json"); }, "$.K");
+}
+
+TEST_CASE("array files: products of extents never wrap, empty tensors overlap nothing, separators are required", "[arrays][errors]") {
+    // 2^32 × 2^32 wraps to 0 in 64 bits: refused before any product is trusted.
+    refused([&] { SafetensorsFile::parse(safetensors(R"({"w": {"dtype": "F64", "shape": [4294967296, 4294967296], "data_offsets": [0, 0]}})", ""), "o.safetensors"); },
+            "tensor 'w': shape [4294967296, 4294967296] holds more than 2^40 values");
+    refused([&] { parse_npy(npy("{'descr': '<f8', 'fortran_order': False, 'shape': (4294967296, 4294967296), }", ""), "o.npy"); },
+            "the shape (4294967296, 4294967296) holds more than 2^40 values");
+    const std::string one = bytes_of(std::vector<float>{1.5f, -2.25f});
+    const SafetensorsFile with_empty = SafetensorsFile::parse(
+        safetensors(R"({"a": {"dtype": "F32", "shape": [1, 2], "data_offsets": [0, 8]}, "z": {"dtype": "F32", "shape": [0, 2], "data_offsets": [0, 0]}})", one), "e.safetensors");
+    CHECK(with_empty.read("a").data == std::vector<double>{1.5, -2.25});
+    refused([&] { with_empty.read("z"); }, "the tensor is empty");
+    refused([&] { parse_npy(npy("{'descr': '<f8', 'fortran_order': False, 'shape': (1 2), }", bytes_of(std::vector<double>{1, 2})), "s.npy"); },
+            "expected ',' or ')' in the header");
+    refused([&] { parse_npy(std::string("\x93NUMPY\x02\x00\x01", 9), "t.npy"); }, "t.npy: not a valid .npy file: the file ends inside its header (9 bytes)");
+    const SafetensorsFile ints = SafetensorsFile::parse(safetensors(R"({"i": {"dtype": "I32", "shape": [2], "data_offsets": [0, 8]}})", one), "i.safetensors");
+    refused([&] { ints.shape("i"); }, "tensor 'i' has dtype I32");
+}
+
+TEST_CASE("a NaN or infinity in an array file is refused like one in the JSON, naming the file and the cell", "[arrays][errors]") {
+    const std::string dir = std::filesystem::temp_directory_path() / "attn_trace_nonfinite";
+    std::filesystem::create_directories(dir);
+    std::ofstream(dir + "/nan.npy", std::ios::binary)
+        << npy("{'descr': '<f8', 'fortran_order': False, 'shape': (2, 2), }", bytes_of(std::vector<double>{1, 2, 3, std::nan("")}));
+    const std::string text = R"({"Q": {"npy": "nan.npy"}, "K": [[1, 0], [0, 1]], "V": [[1], [2]]})";
+    refused([&] { parse_problem(text, dir + "/p.json"); }, "p.json: $.Q[1][1] (nan.npy): nan in an input matrix: inputs must be finite");
+    const Problem allowed = parse_problem(text, dir + "/p.json", true);
+    CHECK(allowed.first_nonfinite == "$.Q[1][1] (nan.npy) is nan");
+    // A 0-D tensor where a checkpoint expects its packed Q | K | V: an error, not a crash.
+    std::ofstream(dir + "/zero_d.safetensors", std::ios::binary)
+        << safetensors(R"({"h.0.attn.c_attn.weight": {"dtype": "F64", "shape": [], "data_offsets": [0, 8]}})", bytes_of(std::vector<double>{3}));
+    refused([&] { parse_problem(R"({"X": [[1, 2]], "heads": 1, "checkpoint": {"safetensors": "zero_d.safetensors", "family": "gpt2"}})", dir + "/c.json"); },
+            "h.0.attn.c_attn.weight: a packed Q, K, V tensor of 0 dimensions (expected 1 or 2)");
 }

@@ -10,6 +10,7 @@
 
 #include "attn_trace/array_files.hpp"
 #include "attn_trace/errors.hpp"
+#include "extents.hpp"
 #include "mapped_file.hpp"
 #include "scalar_widening.hpp"
 
@@ -48,7 +49,7 @@ public:
             } else {
                 fail(fmt::format("unknown header key '{}' (a .npy header has descr, fortran_order and shape)", key));
             }
-            if (peek() == ',') ++at_;
+            separator('}');
         }
         ++at_;
         while (at_ < text_.size() && (text_[at_] == ' ' || text_[at_] == '\n')) ++at_;
@@ -63,6 +64,11 @@ private:
         while (at_ < text_.size() && text_[at_] == ' ') ++at_;
         if (at_ >= text_.size()) fail("the header ends early");
         return text_[at_];
+    }
+    // After an item: a comma, or the closing bracket right away (as Python requires).
+    void separator(char closing) {
+        if (peek() == ',') ++at_;
+        else if (peek() != closing) fail(fmt::format("expected ',' or '{}' in the header at character {}", closing, at_));
     }
     void expect(char c) {
         if (peek() != c) fail(fmt::format("expected '{}' in the header at character {}", c, at_));
@@ -98,7 +104,7 @@ private:
             }
             if (digits == 0) fail(fmt::format("expected a whole number in the shape at character {}", at_));
             out.push_back(value);
-            if (peek() == ',') ++at_;
+            separator(')');
         }
         ++at_;
         return out;
@@ -123,7 +129,9 @@ private:
 
 NpyHeader read_header(std::string_view bytes, const std::string& file) {
     const auto fail = [&](const std::string& what) { throw InputError(fmt::format("{}: not a valid .npy file: {}", file, what)); };
-    if (bytes.size() < 10 || bytes.substr(0, 6) != std::string_view("\x93NUMPY", 6)) fail("it does not start with the magic \\x93NUMPY");
+    if (bytes.substr(0, 6) != std::string_view("\x93NUMPY", 6).substr(0, std::min<std::size_t>(6, bytes.size())) || bytes.empty())
+        fail("it does not start with the magic \\x93NUMPY");
+    if (bytes.size() < 10) fail(fmt::format("the file ends inside its header ({} bytes)", bytes.size()));
     const unsigned major = static_cast<unsigned char>(bytes[6]);
     if (major < 1 || major > 3) fail(fmt::format("version {}.{} (attn-trace reads versions 1 to 3)", major, static_cast<unsigned char>(bytes[7])));
     const auto byte = [&](std::size_t i) { return static_cast<std::size_t>(static_cast<unsigned char>(bytes[i])); };
@@ -151,9 +159,9 @@ std::string shape_text(const std::vector<std::size_t>& shape) {
 
 NumericArray parse_npy(std::string_view bytes, const std::string& file) {
     const NpyHeader header = read_header(bytes, file);
-    std::size_t count = 1;
-    for (std::size_t extent : header.shape) count *= extent;  // each ≤ 2^40, at most 3: no overflow check beyond this
-    const std::size_t size = scalar_bytes(header.kind), data = bytes.size() - header.data_start;
+    const auto counted = count_within(header.shape, std::size_t{1} << 40);
+    if (!counted) throw InputError(fmt::format("{}: not a valid .npy file: the shape {} holds more than 2^40 values", file, shape_text(header.shape)));
+    const std::size_t count = *counted, size = scalar_bytes(header.kind), data = bytes.size() - header.data_start;
     if (count * size != data)
         throw InputError(fmt::format("{}: not a valid .npy file: the shape {} needs {} bytes of data, the file has {}", file, shape_text(header.shape),
                                      count * size, data));

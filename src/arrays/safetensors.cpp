@@ -11,6 +11,7 @@
 #include "attn_trace/array_files.hpp"
 #include "attn_trace/errors.hpp"
 #include "json/json_reader.hpp"
+#include "extents.hpp"
 #include "mapped_file.hpp"
 #include "scalar_widening.hpp"
 
@@ -86,12 +87,13 @@ void SafetensorsFile::read_header() {
         if (item == 0) bad(fmt::format("unknown dtype \"{}\"", t.dtype));
         const auto& shape = entry["shape"];
         if (!shape.is_array() || shape.size() > 8) bad("shape is not a list of up to 8 whole numbers");
-        std::size_t count = 1;
         for (const auto& extent : shape) {
             if (!extent.is_number_unsigned() || extent.get<std::uint64_t>() > (std::uint64_t{1} << 40)) bad("shape is not a list of whole numbers");
             t.shape.push_back(extent.get<std::size_t>());
-            count = count > (std::size_t{1} << 40) ? count : count * t.shape.back();
         }
+        const auto counted = count_within(t.shape, std::size_t{1} << 40);
+        if (!counted) bad(fmt::format("shape {} holds more than 2^40 values", shape_text(t.shape)));
+        const std::size_t count = *counted;
         const auto& offsets = entry["data_offsets"];
         if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() || !offsets[1].is_number_unsigned())
             bad("data_offsets is not [begin, end]");
@@ -100,13 +102,14 @@ void SafetensorsFile::read_header() {
             bad(fmt::format("data_offsets [{}, {}] lie outside the file's {} bytes of data", begin, end, data_.size()));
         t.begin = static_cast<std::size_t>(begin);
         t.end = static_cast<std::size_t>(end);
-        if (count > (std::size_t{1} << 40) || t.end - t.begin != count * item)
+        if (t.end - t.begin != count * item)
             bad(fmt::format("shape {} of {} needs {} bytes, data_offsets [{}, {}] hold {}", shape_text(t.shape), t.dtype, count * item, begin, end,
                             end - begin));
         tensors_.push_back(std::move(t));
     }
     std::vector<const Tensor*> by_offset;
-    for (const auto& t : tensors_) by_offset.push_back(&t);
+    for (const auto& t : tensors_)
+        if (t.end > t.begin) by_offset.push_back(&t);  // an empty tensor occupies no bytes: it overlaps nothing
     std::sort(by_offset.begin(), by_offset.end(), [](const Tensor* a, const Tensor* b) { return a->begin < b->begin; });
     for (std::size_t i = 1; i < by_offset.size(); ++i)
         if (by_offset[i]->begin < by_offset[i - 1]->end)
@@ -132,6 +135,7 @@ const SafetensorsFile::Tensor& SafetensorsFile::tensor(const std::string& name) 
 std::vector<std::size_t> SafetensorsFile::shape(const std::string& name, const TensorSlice& slice) const {
     const Tensor& t = tensor(name);
     const auto fail = [&](const std::string& what) { throw InputError(fmt::format("{}: tensor '{}' {}: {}", file_, name, shape_text(t.shape), what)); };
+    if (!readable(t.dtype)) throw InputError(fmt::format("{}: tensor '{}' has dtype {}: attn-trace reads F64, F32, F16 and BF16", file_, name, t.dtype));
     if (t.shape.empty() || t.shape.size() > 3) fail("attn-trace reads tensors of 1 to 3 dimensions");
     if (std::find(t.shape.begin(), t.shape.end(), 0) != t.shape.end()) fail("the tensor is empty");
     if ((slice.rows || slice.transpose) && t.shape.size() != 2) fail("rows and transpose need a 2-D tensor (a 1-D one is sliced by cols)");
@@ -150,17 +154,14 @@ std::vector<std::size_t> SafetensorsFile::shape(const std::string& name, const T
         cut(slice.cols, out[1], "cols");
         if (slice.transpose) std::swap(out[0], out[1]);
     }
-    std::size_t count = 1;
-    for (auto e : out) count *= e;
-    if (count > max_array_values) fail(fmt::format("{} values: more than the {} a problem's matrix may hold", count, max_array_values));
+    if (!count_within(out, max_array_values)) fail(fmt::format("more than the {} values a problem's matrix may hold", max_array_values));
     return out;
 }
 
 NumericArray SafetensorsFile::read(const std::string& name, const TensorSlice& slice) const {
     const Tensor& t = tensor(name);
+    NumericArray out{shape(name, slice), {}};  // checks the dtype, the rank, the slice and the size
     const auto kind = readable(t.dtype);
-    if (!kind) throw InputError(fmt::format("{}: tensor '{}' has dtype {}: attn-trace reads F64, F32, F16 and BF16", file_, name, t.dtype));
-    NumericArray out{shape(name, slice), {}};
     const std::size_t size = scalar_bytes(*kind);
     const auto* raw = reinterpret_cast<const unsigned char*>(data_.data()) + t.begin;
     if (t.shape.size() != 2) {  // 1-D (maybe sliced) or 3-D whole

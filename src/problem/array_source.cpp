@@ -1,6 +1,7 @@
 #include "array_source.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -88,11 +89,25 @@ std::vector<std::size_t> ArraySource::shape(const nlohmann::json& value, const s
 
 NumericArray ArraySource::read(const nlohmann::json& value, const std::string& path, const JsonReader& reader) {
     check_keys(value, path, reader);
-    return at_path(path, reader, [&] {
+    NumericArray array = at_path(path, reader, [&] {
         if (value.contains("npy")) return read_npy(resolve(reader.string(value["npy"], path + ".npy")));
         const auto& file = safetensors(reader.string(value["safetensors"], path + ".safetensors"));
         return file.read(reader.string(value["tensor"], path + ".tensor"), slice_of(value, path, reader));
     });
+    const auto bad = std::find_if(array.data.begin(), array.data.end(), [](double x) { return !std::isfinite(x); });
+    if (bad != array.data.end() && nonfinite_) {
+        // The cell as a JSON path would name it: [i][j] (or [b][i][j], or [j]) in row-major order.
+        std::size_t k = static_cast<std::size_t>(bad - array.data.begin());
+        std::string index;
+        for (std::size_t d = array.shape.size(); d-- > 0;) {
+            index = fmt::format("[{}]", k % array.shape[d]) + index;
+            k /= array.shape[d];
+        }
+        const std::string file = value.contains("npy") ? value["npy"].get<std::string>()
+                                                       : fmt::format("tensor '{}' of {}", value["tensor"].get<std::string>(), value["safetensors"].get<std::string>());
+        nonfinite_(fmt::format("{}{} ({})", path, index, file), *bad);
+    }
+    return array;
 }
 
 }  // namespace attn_trace

@@ -3,6 +3,7 @@
 // FILE, "tensor": NAME, "rows": [a, b], "cols": [a, b], "transpose": false}, their
 // paths relative to the problem file. A safetensors file is opened (mapped) once
 // however many tensors a problem reads from it.
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -24,6 +25,8 @@ public:
     std::string resolve(const std::string& name) const;
     // The safetensors file (opened on first use); InputError if it cannot be.
     const SafetensorsFile& safetensors(const std::string& name);
+    // Called with "$.X[2][5] (hidden.npy)" and the value for the first NaN or infinity of each array read.
+    void on_nonfinite(std::function<void(const std::string&, double)> report) { nonfinite_ = std::move(report); }
 
 private:
     NumericArray read(const nlohmann::json& value, const std::string& path, const JsonReader& reader);
@@ -31,6 +34,7 @@ private:
     TensorSlice slice_of(const nlohmann::json& value, const std::string& path, const JsonReader& reader) const;
     void check_keys(const nlohmann::json& value, const std::string& path, const JsonReader& reader) const;
 
+    std::function<void(const std::string&, double)> nonfinite_;
     std::string folder_;
     std::map<std::string, std::unique_ptr<SafetensorsFile>> open_;
 };

@@ -115,6 +115,8 @@ void expand_checkpoint(json& root, ArraySource& arrays, const JsonReader& reader
         if (s.part >= 0) {
             // The packed tensor holds three equal parts along its output axis.
             const auto& shape = st->tensor(tensor).shape;
+            if (shape.size() != 1 && shape.size() != 2)
+                reader.fail(at, fmt::format("{}: a packed Q, K, V tensor of {} dimensions (expected 1 or 2)", tensor, shape.size()));
             const bool by_rows = s.transpose;  // torch-mha stacks rows; gpt2 puts columns side by side
             const std::size_t axis = shape.size() == 1 ? 0 : by_rows ? 0 : 1;
             if (shape[axis] % 3 != 0) reader.fail(at, fmt::format("{}: {} values along the packed axis do not split into Q, K and V", tensor, shape[axis]));

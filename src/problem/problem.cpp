@@ -86,6 +86,8 @@ class ProblemLoader {
 public:
     ProblemLoader(const json& root, const std::string& file, bool allow_nonfinite, ArraySource& arrays) : root_(root), reader_(file) {
         reader_.set_array_files(arrays.hooks(reader_));
+        // Numbers read from .npy and safetensors files are screened as the file's own are.
+        arrays.on_nonfinite([this](const std::string& where, double x) { report_nonfinite(where, std::isnan(x) ? "nan" : x < 0 ? "-inf" : "inf"); });
         problem_.file = file;
         problem_.allow_nonfinite = allow_nonfinite;
     }
@@ -140,15 +142,21 @@ private:
         for (const auto& [value, path] : inputs) {
             const auto found = first_nonfinite_cell(*value, path);
             if (!found) continue;
-            if (problem_.allow_nonfinite) {
-                problem_.first_nonfinite = *found;
-                return;
-            }
             const auto space = found->find(' ');
-            reader_.fail(found->substr(0, space), fmt::format("{} in an input matrix: inputs must be finite (a NaN or infinity here spreads to "
-                                                              "every step that reads it); to trace how it spreads, add \"allow_nonfinite\": true "
-                                                              "or pass ⟦allow_nonfinite⟧", found->substr(found->rfind(' ') + 1)));
+            report_nonfinite(found->substr(0, space), found->substr(found->rfind(' ') + 1));
+            return;  // allowed (else report_nonfinite threw): the note names the first
         }
+    }
+
+    // A NaN or infinity at `where` ("$.Q[0][1]"): an error, or the note's first one when allowed.
+    void report_nonfinite(const std::string& where, const std::string& word) {
+        if (problem_.allow_nonfinite) {
+            if (problem_.first_nonfinite.empty()) problem_.first_nonfinite = where + " is " + word;
+            return;
+        }
+        reader_.fail(where, fmt::format("{} in an input matrix: inputs must be finite (a NaN or infinity here spreads to every step that reads it); "
+                                        "to trace how it spreads, add \"allow_nonfinite\": true or pass ⟦allow_nonfinite⟧",
+                                        word));
     }
 
     void read_heads() {
