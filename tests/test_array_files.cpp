@@ -158,6 +158,8 @@ TEST_CASE("safetensors: slices, transpose and every malformed header refused", "
             "tensors 'w' and 'v' overlap");
     refused([&] { parse(R"({"w": {"dtype": "F32", "shape": [2, 2], "data_offsets": [0, 24]}})", data); }, "shape [2, 2] of F32 needs 16 bytes");
     refused([&] { parse(R"({"w": {"dtype": "Q4", "shape": [2], "data_offsets": [0, 8]}})", data); }, "unknown dtype \"Q4\"");
+    refused([&] { parse(R"({"w": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}, "w": {"dtype": "F32", "shape": [2], "data_offsets": [8, 16]}})", data); },
+            "bad.safetensors: not a valid safetensors file: its header names tensor 'w' twice");
     const SafetensorsFile ints = SafetensorsFile::parse(safetensors(R"({"i": {"dtype": "I64", "shape": [2], "data_offsets": [0, 16]}})", data), "i.safetensors");
     refused([&] { ints.read("i"); }, "tensor 'i' has dtype I64: attn-trace reads F64, F32, F16 and BF16");
     refused([&] { SafetensorsFile::open(arrays_dir + "missing.safetensors"); }, "missing.safetensors: cannot open the safetensors file");

@@ -69,8 +69,21 @@ void SafetensorsFile::read_header() {
     if (length > bytes_.size() - 8) fail(fmt::format("the header length {} runs past the end of the file ({} bytes)", length, bytes_.size()));
     const std::string_view text = bytes_.substr(8, static_cast<std::size_t>(length));
     data_ = bytes_.substr(8 + static_cast<std::size_t>(length));
-    const nlohmann::json header = nlohmann::json::parse(text.begin(), text.end(), nullptr, false);
+    // A tensor named twice would silently be read as its last entry: the parser's
+    // callback sees every top-level key as it comes, before the object keeps one.
+    std::vector<std::string> names;
+    std::string twice;
+    const auto on_key = [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+        if (event == nlohmann::json::parse_event_t::key && depth == 1 && parsed.is_string()) {
+            const auto& name = parsed.get_ref<const std::string&>();
+            if (twice.empty() && std::find(names.begin(), names.end(), name) != names.end()) twice = name;
+            names.push_back(name);
+        }
+        return true;
+    };
+    const nlohmann::json header = nlohmann::json::parse(text.begin(), text.end(), on_key, false);
     if (header.is_discarded()) fail("its header is not JSON");
+    if (!twice.empty()) fail(fmt::format("its header names tensor '{}' twice", twice));
     if (!header.is_object()) fail("its header is not a JSON object of tensors");
     for (auto it = header.begin(); it != header.end(); ++it) {
         const std::string& name = it.key();  // (not a structured binding: clang 14 cannot capture one)
