@@ -19,7 +19,7 @@ layer_of() {
     src/problem/* | include/attn_trace/@(problem|mask|problem_file).hpp) echo "4 problem" ;;
     src/backend/* | include/attn_trace/backend.hpp) echo "5 backend" ;;
     src/pipeline/* | include/attn_trace/@(pipeline|attention_parts).hpp) echo "6 pipeline" ;;
-    src/render/* | include/attn_trace/@(render|render_table).hpp) echo "7 render" ;;
+    src/render/* | include/attn_trace/@(render|render_table|render_html).hpp) echo "7 render" ;;
     src/check/* | include/attn_trace/check.hpp) echo "8 check" ;;
     src/bench/* | include/attn_trace/bench.hpp) echo "8 bench" ;;
     src/teach/* | include/attn_trace/@(explain|exercise|pitfalls|variance|permutation).hpp) echo "9 teach" ;;

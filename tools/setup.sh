@@ -9,7 +9,9 @@ cd "$(dirname "$0")/.."
 # texlive-latex-base and cmark-gfm are for the tests: every LaTeX output is compiled
 # with pdflatex and every Markdown output rendered as GitHub would (tests/cli/*documents.sh).
 # man-db (man, groff) renders the installed man page (tests/cli/install.sh).
-packages=(cmake g++ ninja-build pkg-config libcli11-dev libfmt-dev nlohmann-json3-dev catch2 libopenblas-dev texlive-latex-base cmark-gfm man-db)
+# chromium, chromium-driver and python3-selenium open the HTML pages headless (tests/cli/browser.sh).
+packages=(cmake g++ ninja-build pkg-config libcli11-dev libfmt-dev nlohmann-json3-dev catch2 libopenblas-dev texlive-latex-base cmark-gfm man-db
+          chromium chromium-driver python3-selenium)
 missing=()
 for p in "${packages[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then

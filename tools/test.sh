@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if ! command -v cmake >/dev/null || ! dpkg -s libcli11-dev catch2 texlive-latex-base cmark-gfm >/dev/null 2>&1; then
+if ! command -v cmake >/dev/null || ! dpkg -s libcli11-dev catch2 texlive-latex-base cmark-gfm chromium-driver python3-selenium >/dev/null 2>&1; then
   bash tools/setup.sh >/dev/null
 fi
 case "${SANITIZE:-0}" in

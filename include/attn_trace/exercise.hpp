@@ -14,13 +14,14 @@ namespace attn_trace {
 
 // scores, softmax, causal, padding, multihead, gqa, kv-cache, tiled, scale, cost.
 const std::vector<std::string>& exercise_topics();
-// markdown (default), latex, text, json.
+// markdown (default), latex, text, json, html.
 const std::vector<std::string>& exercise_formats();
 
 // markdown/latex/text: the question, the given matrices (whole, one block per head
 // when a matrix holds several), the tasks, then the answer (every intermediate step
 // and the arithmetic of at least one row). LaTeX is a fragment for an `article`
-// with amsmath; Markdown is GitHub-flavoured; text is for the terminal.
+// with amsmath; Markdown is GitHub-flavoured; text is for the terminal; html is a
+// page of its own, each part of the answer hidden until its reader opens it.
 // json: the problem file with `expect` filled in, which `attn-trace check` passes
 // (entries with "t" run decode, with "tile" run tiled, at check's default options).
 // Throws InputError for an unknown topic or format.

@@ -11,6 +11,7 @@
 
 #include "attn_trace/pipeline.hpp"
 #include "attn_trace/problem.hpp"
+#include "attn_trace/render_html.hpp"
 #include "attn_trace/trace.hpp"
 
 namespace attn_trace {
@@ -61,5 +62,16 @@ std::string explain_problem(const Problem& problem, const RunOptions& run, const
 // The bytes explain_problem will hold at most for this target (an estimate, to
 // refuse before allocating).
 double explain_bytes(const Problem& problem, const ExplainSource& source);
+
+// The HTML page's explanations: every cell of the steps the page shows, each as
+// `explain --cell` writes it in text, read from the trace itself (run's, grad's) or
+// computed for its decode step or tile as explain_problem does (`source` carries
+// decode's --prefill and tiled's block sizes). Only while those steps hold at most
+// page_explained_cells cells in all; past that none, and the note says how to ask
+// `explain` for one. A step explain cannot explain (a mask, a permuted output) has
+// none, and its cells show the note.
+inline constexpr std::size_t page_explained_cells = 4096;
+CellExplanations explain_cells(const Trace& trace, const Problem& problem, const RunOptions& run, const std::vector<const Step*>& steps,
+                               const ExplainSource& source, int precision);
 
 }  // namespace attn_trace

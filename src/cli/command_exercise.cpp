@@ -24,7 +24,8 @@ The same seed gives the same exercise on every machine; another seed, another ex
 markdown, latex and text: the question, the given matrices (whole; a matrix holding
 several heads is shown one head at a time), the tasks, then every intermediate step
 and the arithmetic of at least one row. latex is a fragment for an article with
-amsmath; text is for the terminal. json: the problem file with "expect" filled in
+amsmath; text is for the terminal; html is a page of its own, each part of the answer
+behind a "Show" button until asked. json: the problem file with "expect" filled in
 (4 decimals), which `attn-trace check` passes; kv-cache entries carry "t" (decode)
 and tiled entries "tile" (check's default tiles, 2 × 2).
 
@@ -32,10 +33,11 @@ Examples:
   attn-trace exercise --topic softmax --seed 3
   attn-trace exercise --topic gqa --seed 0 --format text
   attn-trace exercise --topic causal --seed 1 --format latex > causal.tex
-  attn-trace exercise --topic kv-cache --seed 2 --format json > kv.json && attn-trace check kv.json)");
+  attn-trace exercise --topic kv-cache --seed 2 --format json > kv.json && attn-trace check kv.json
+  attn-trace exercise --topic tiled --seed 0 --format html > tiled.html)");
     exercise->add_option("--topic", o.topic, fmt::format("{}", fmt::join(exercise_topics(), ", ")))->required();
     exercise->add_option("--seed", o.seed, "which exercise of the topic")->capture_default_str();
-    exercise->add_option("--format", o.format, "markdown, latex, text or json")->check(CLI::IsMember(exercise_formats()))->capture_default_str();
+    exercise->add_option("--format", o.format, "markdown, latex, text, json or html")->check(CLI::IsMember(exercise_formats()))->capture_default_str();
     exercise->callback([&exit_code] {
         std::cout << write_exercise(o.topic, o.seed, o.format);
         exit_code = 0;

@@ -69,6 +69,7 @@ Examples:
   attn-trace explain examples/damaged_on_arrival.json --row weights[0] --mask causal
   attn-trace explain examples/damaged_on_arrival.json --row out[0] --format markdown
   attn-trace explain examples/gqa_8q_2kv.json --cell weights[1,3] --head 5 --format latex --precision 3
+  attn-trace explain examples/damaged_on_arrival.json --cell weights[2,1] --format html > weights21.html
   attn-trace explain tests/golden/rope_half.json --cell q_rot[2,1]
   attn-trace explain examples/damaged_on_arrival.json --cell mask[0,2] --mask causal
   attn-trace explain examples/damaged_on_arrival.json --cell weights[0,1] --t 2 --prefill 1
@@ -77,7 +78,7 @@ Examples:
     auto* cell = explain_command->add_option("--cell", o.cell, "one number: STEP[i,j], e.g. scores[0,2], q[1,0], mask[2,0], l[0,0]");
     auto* row = explain_command->add_option("--row", o.row, "one row: weights[i] or out[i]");
     cell->excludes(row);
-    explain_command->add_option("--format", o.format, "text, markdown or latex")->check(CLI::IsMember(explain_formats()))->capture_default_str();
+    explain_command->add_option("--format", o.format, "text, markdown, latex or html (a page of its own)")->check(CLI::IsMember(explain_formats()))->capture_default_str();
     auto* t = explain_command->add_option("--t", o.t, "a decode step: explain decode's k_cache, v_cache, scores, weights or out at step T");
     auto* tile = explain_command->add_option("--tile", o.tile, "a tiled step: explain tiled's scores, m, l, u or rescale at tile QB,KT");
     t->excludes(tile);

@@ -35,6 +35,7 @@ Examples:
         const TiledOptions tiled_options{whole_number_option("--block-q", block_q, 1), whole_number_option("--block-k", block_k, 1)};
         const Problem problem = load_with_overrides(options);
         refuse_over_budget(problem, "tiled", tiled_trace_bytes(problem, tiled_options), options.budget);
+        options.page_source.tiled = tiled_options;
         print_trace(pipeline_tiled(problem, run_options(options), tiled_options), options, problem);
         exit_code = 0;
     });

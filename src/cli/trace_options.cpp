@@ -10,6 +10,7 @@
 
 #include "attn_trace/errors.hpp"
 #include "attn_trace/pitfalls.hpp"
+#include "attn_trace/render_html.hpp"
 
 namespace attn_trace::cli {
 
@@ -151,6 +152,11 @@ void print_trace(const Trace& trace, const TraceOptions& o, const Problem& probl
         return;
     }
     refuse_large_output(problem, trace, o.heatmap ? "text" : o.format, r, o.budget);
+    if (o.format == "html") {
+        // The page carries every cell's explanation (while the page is small enough).
+        std::cout << render_html(trace, r, explain_cells(trace, problem, run_options(o), selected_steps(trace, r), o.page_source, o.precision));
+        return;
+    }
     std::cout << (o.heatmap ? render_heatmap(trace, r) : render(trace, o.format, r));
 }
 

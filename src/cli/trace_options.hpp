@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "attn_trace/explain.hpp"
 #include "attn_trace/pipeline.hpp"
 #include "attn_trace/pitfalls.hpp"
 #include "attn_trace/problem.hpp"
@@ -31,6 +32,7 @@ struct TraceOptions {
     std::string svg;       // also write the weights heatmap to this SVG file
     std::string pitfall;   // run only: a mistake shown next to the right computation
     Budget budget;         // --max-memory, --max-output
+    ExplainSource page_source;  // --format html: decode's --prefill, tiled's blocks, for the cells' explanations
 };
 
 // Adds PROBLEM and the options that say what to compute (mask, scale, dtype,

@@ -26,6 +26,8 @@ FormatCost cost_of(const std::string& format, int precision) {
     if (format == "csv") return {true, 20, 12, 0, 0};
     if (format == "markdown") return {false, decimals + 3, 16, 0, 0};
     if (format == "latex") return {false, decimals + 3, 16, 0, 0};
+    // html: the rounded number, the full one in its title, the indices, the heat.
+    if (format == "html") return {false, decimals + 75, 12, 0, 0};
     return {false, decimals, 12, 0, 0};  // text, and the heatmap's grid
 }
 

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "attn_trace/render.hpp"
+#include "attn_trace/render_html.hpp"
 
 namespace attn_trace {
 
@@ -23,7 +24,7 @@ std::vector<const Step*> selected_steps(const Trace& trace, const RenderOptions&
 }
 
 const std::vector<std::string>& render_formats() {
-    static const std::vector<std::string> formats = {"text", "json", "markdown", "latex", "csv"};
+    static const std::vector<std::string> formats = {"text", "json", "markdown", "latex", "csv", "html"};
     return formats;
 }
 
@@ -32,6 +33,7 @@ std::string render(const Trace& trace, const std::string& format, const RenderOp
     if (format == "markdown") return render_markdown(trace, options);
     if (format == "latex") return render_latex(trace, options);
     if (format == "csv") return render_csv(trace, options);
+    if (format == "html") return render_html(trace, options);
     return render_text(trace, options);
 }
 

@@ -12,6 +12,7 @@
 #include "attn_trace/errors.hpp"
 #include "attn_trace/problem_file.hpp"
 #include "attn_trace/render.hpp"
+#include "attn_trace/render_html.hpp"
 #include "attn_trace/render_table.hpp"
 #include "exercise_plan.hpp"
 
@@ -118,38 +119,56 @@ public:
         out += paragraph(plan.question + " " + describe(problem));
         out += paragraph("Given:") + steps(given_matrices(file, problem), {});
         out += paragraph("Compute:") + list(plan.tasks);
-        out += heading(2, "Answer") + steps(trace, plan.answer_steps);
+        out += open_answer("the answer") + heading(2, "Answer") + steps(trace, plan.answer_steps);
         if (plan.compare_unscaled) {
             Problem unscaled = problem;
             unscaled.scale.kind = Scale::Kind::none;
             out += paragraph("Without the scale (s = 1), the weights would be:") + steps(pipeline_full(unscaled, RunOptions{}), {"weights"});
         }
-        out += heading(2, "The arithmetic, step by step");
+        out += close_answer() + open_answer("the arithmetic") + heading(2, "The arithmetic, step by step");
         for (const auto& worked : plan.worked) {
             const bool is_row = worked.spec.find(',') == std::string::npos;
             const ExplainTarget target = is_row ? parse_row_spec(worked.spec) : parse_cell_spec(worked.spec);
-            const ExplainOptions options{worked.head, 0, 4, format_};
+            const ExplainOptions options{worked.head, 0, 4, is("html") ? "text" : format_};  // a page shows the text in a <pre>
             // A gradient cell is explained from the backward trace, which explain_problem computes.
             const bool backward = target.step.rfind("grad_", 0) == 0;
-            out += "\n" + (backward ? explain_problem(problem, RunOptions{}, target, options) : explain(full, problem, target, options)) + "\n";
+            const std::string worked_text = backward ? explain_problem(problem, RunOptions{}, target, options) : explain(full, problem, target, options);
+            out += is("html") ? "<pre>" + html_escape(worked_text) + "</pre>\n" : "\n" + worked_text + "\n";
         }
         for (const auto& note : plan.notes) out += paragraph(note);
         if (plan.computed_notes)
             for (const auto& note : plan.computed_notes(problem, trace)) out += paragraph(note);
         if (!plan.preformatted.empty()) out += preformatted(plan.preformatted);
-        return out;
+        out += close_answer();
+        if (!is("html")) return out;
+        const std::string title = fmt::format("Exercise: {} (topic {}, seed {})", plan.title, topic, seed);
+        return html_page(title, "<body class=\"sheet\">\n<main>\n" + out + "</main>\n</body>");
     }
 
 private:
     bool is(const char* format) const { return format_ == format; }
-    std::string text(const std::string& s) const { return is("latex") ? latex_prose(s) : is("markdown") ? markdown_text(s) : s; }
+    std::string text(const std::string& s) const {
+        return is("latex") ? latex_prose(s) : is("markdown") ? markdown_text(s) : is("html") ? html_escape(s) : s;
+    }
+    // A page hides each part of the answer until its reader asks; a document on
+    // paper (or in a terminal) shows it after the tasks.
+    std::string open_answer(const std::string& what) const {
+        return is("html") ? "<details class=\"answer\">\n<summary>Show " + what + "</summary>\n" : "";
+    }
+    std::string close_answer() const { return is("html") ? "</details>\n" : ""; }
     std::string heading(int level, const std::string& s) const {
+        if (is("html")) return fmt::format("<h{}>{}</h{}>\n", level, text(s), level);
         if (is("latex")) return fmt::format("\n\\{}{{{}}}\n", level == 1 ? "section*" : "subsection*", text(s));
         if (is("markdown")) return fmt::format("\n{} {}\n", level == 1 ? "#" : "##", text(s));
         return fmt::format("\n{}\n{}\n", s, std::string(display_width(s), level == 1 ? '=' : '-'));
     }
-    std::string paragraph(const std::string& s) const { return "\n" + text(s) + "\n"; }
+    std::string paragraph(const std::string& s) const { return is("html") ? "<p>" + text(s) + "</p>\n" : "\n" + text(s) + "\n"; }
     std::string list(const std::vector<std::string>& items) const {
+        if (is("html")) {
+            std::string out = "<ol>\n";
+            for (const auto& item : items) out += "<li>" + text(item) + "</li>\n";
+            return out + "</ol>\n";
+        }
         std::string out = is("latex") ? "\\begin{enumerate}\n" : "\n";
         for (std::size_t k = 0; k < items.size(); ++k) out += is("latex") ? "\\item " + text(items[k]) + "\n" : fmt::format("{}. {}\n", k + 1, text(items[k]));
         return out + (is("latex") ? "\\end{enumerate}\n" : "");
@@ -163,6 +182,7 @@ private:
         // 4-decimal numbers (cost's concat) fits the page.
         if (is("latex")) return "{\\small\\setlength{\\arraycolsep}{3pt}\n" + render_latex(trace, options) + "\\par}\n";
         if (is("markdown")) return render_markdown(trace, options);
+        if (is("html")) return html_step_sections(trace, options, nullptr);
         std::string out;
         for (const Step* step : selected_steps(trace, options)) out += "\n" + render_step_text(*step, options);
         return out;
@@ -172,6 +192,7 @@ private:
     // its leading indentation kept as fixed space, long lines wrapping ragged.
     std::string preformatted(const std::string& block) const {
         if (is("markdown")) return "\n```\n" + block + "```\n";
+        if (is("html")) return "<pre>" + html_escape(block) + "</pre>\n";
         if (!is("latex")) return "\n" + block;
         std::string out = "\n{\\small\\ttfamily\\raggedright\\noindent\n";
         std::size_t start = 0;
@@ -203,7 +224,7 @@ const std::vector<std::string>& exercise_topics() {
 }
 
 const std::vector<std::string>& exercise_formats() {
-    static const std::vector<std::string> formats = {"markdown", "latex", "text", "json"};
+    static const std::vector<std::string> formats = {"markdown", "latex", "text", "json", "html"};
     return formats;
 }
 

@@ -10,6 +10,7 @@
 #include "attn_trace/attention_parts.hpp"
 #include "attn_trace/pipeline.hpp"
 #include "attn_trace/errors.hpp"
+#include "attn_trace/render_html.hpp"
 #include "explain_run.hpp"
 #include "explain_grad.hpp"
 #include "explain_stepwise.hpp"
@@ -49,7 +50,14 @@ ExplainTarget parse_spec(const std::string& text, bool row) {
 
 void check_format(const ExplainOptions& options) {
     if (std::find(explain_formats().begin(), explain_formats().end(), options.format) == explain_formats().end())
-        throw InputError(fmt::format("explain writes text, markdown or latex, not '{}'", options.format));
+        throw InputError(fmt::format("explain writes text, markdown, latex or html, not '{}'", options.format));
+}
+
+// The explanation in its format; html is a page of its own.
+std::string written(const ExplainDocument& document, const std::string& format) {
+    const std::string text = render_explanation(document, format);
+    if (format != "html") return text;
+    return html_page("attn-trace explain: " + document.heading, "<body class=\"sheet\">\n<main>\n" + text + "</main>\n</body>");
 }
 
 // The query rows a run explanation reads: row i, or one row for the key-indexed
@@ -68,13 +76,13 @@ ExplainTarget parse_cell_spec(const std::string& text) { return parse_spec(text,
 ExplainTarget parse_row_spec(const std::string& text) { return parse_spec(text, true); }
 
 const std::vector<std::string>& explain_formats() {
-    static const std::vector<std::string> formats = {"text", "markdown", "latex"};
+    static const std::vector<std::string> formats = {"text", "markdown", "latex", "html"};
     return formats;
 }
 
 std::string explain(const Trace& trace, const Problem& problem, const ExplainTarget& target, const ExplainOptions& options) {
     check_format(options);
-    return render_explanation(explain_run_step(trace, problem, target, options, 0), options.format);
+    return written(explain_run_step(trace, problem, target, options, 0), options.format);
 }
 
 std::string explain_problem(const Problem& problem, const RunOptions& run, const ExplainTarget& target, const ExplainOptions& options,
@@ -82,15 +90,15 @@ std::string explain_problem(const Problem& problem, const RunOptions& run, const
     check_format(options);
     if (source.t && source.tile) throw InputError("explain: ⟦t⟧ (a decode step) and ⟦tile⟧ (a tiled step) exclude each other");
     const std::size_t batch = checked_batch(problem, options);
-    if (source.t) return render_explanation(explain_decode_step(problem, run, target, options, source, batch), options.format);
-    if (source.tile) return render_explanation(explain_tiled_step(problem, run, target, options, source, batch), options.format);
+    if (source.t) return written(explain_decode_step(problem, run, target, options, source, batch), options.format);
+    if (source.tile) return written(explain_tiled_step(problem, run, target, options, source, batch), options.format);
     if (target.step.rfind("grad_", 0) == 0) {  // the backward pass: its trace and the forward one it reads
         const Trace grad = pipeline_grad(problem, run, {});
-        return render_explanation(explain_grad_step(grad, pipeline_full(problem, run), problem, target, options), options.format);
+        return written(explain_grad_step(grad, pipeline_full(problem, run), problem, target, options), options.format);
     }
     const QueryRows rows = rows_for(problem, target);
     const Trace trace = pipeline_full_rows(problem, run, batch, rows);
-    return render_explanation(explain_run_step(trace, problem, target, options, rows.first), options.format);
+    return written(explain_run_step(trace, problem, target, options, rows.first), options.format);
 }
 
 double explain_bytes(const Problem& p, const ExplainSource& source) {

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "attn_trace/render.hpp"
+#include "attn_trace/render_html.hpp"
 
 namespace attn_trace {
 
@@ -116,6 +117,11 @@ std::string render_explanation(const ExplainDocument& d, const std::string& form
         out = "\\noindent\\textbf{" + latex_prose(d.heading) + "}\n";
         for (const auto& line : d.lines) out += "\n\\noindent " + latex_prose(line.prose) + (line.math.empty() ? "\n" : "\n\\[ " + display(line.math) + " \\]\n");
         if (!d.footnote.empty()) out += "\n\\noindent\\emph{" + latex_text(d.footnote) + "}\n";
+    } else if (format == "html") {
+        out = "<h2>" + html_escape(d.heading) + "</h2>\n";
+        for (const auto& line : d.lines)
+            out += "<p>" + html_escape(line.prose) + "</p>\n" + (line.math.empty() ? "" : "<pre class=\"math\">" + html_escape(line.math) + "</pre>\n");
+        if (!d.footnote.empty()) out += "<p class=\"muted\">" + html_escape(d.footnote) + "</p>\n";
     } else {
         out = d.heading + "\n";
         for (const auto& line : d.lines) out += "\n" + line.prose + "\n" + (line.math.empty() ? "" : "    " + line.math + "\n");

@@ -53,7 +53,8 @@ struct ExplainDocument {
 // text: prose, then the mathematics indented; markdown: paragraphs with ```math
 // blocks (GitHub renders them as maths, other renderers as code, so nothing
 // mangles a backslash or an underscore); latex: paragraphs with \[…\], an aligned
-// block when the line is broken. The Notation must be LaTeX for the last two.
+// block when the line is broken; html: a fragment of paragraphs and <pre> blocks
+// (the Unicode notation). The Notation must be LaTeX for markdown and latex.
 std::string render_explanation(const ExplainDocument& document, const std::string& format);
 
 }  // namespace attn_trace

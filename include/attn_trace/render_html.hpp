@@ -1,0 +1,42 @@
+#pragma once
+// The HTML page (`--format html`): one self-contained file, its style sheet and
+// script inline, nothing fetched from the network. The page shows every step as a
+// heat-coloured table and, where the caller computed them, the explanation of each
+// cell on a click. The explanations come from the teach layer (explain_cells), so
+// this layer stays below it: it is handed them as text.
+#include <string>
+#include <vector>
+
+#include "attn_trace/render.hpp"
+#include "attn_trace/trace.hpp"
+
+namespace attn_trace {
+
+// What a click on a cell shows: for each step of the trace (by its index in
+// trace.steps), the explanation of each cell, row-major; a step with no vector, or
+// a cell with "", has none, and the page shows `note` instead (why there is none).
+struct CellExplanations {
+    std::vector<std::vector<std::string>> steps;
+    std::string note;
+};
+
+// Text as HTML character data or an attribute value: & < > " ' escaped.
+std::string html_escape(const std::string& text);
+
+// A whole page around `body`: the doctype, the title, the style sheet (light and
+// dark, and one for print) and the script (step navigator, head tabs, the tile or
+// token slider, the explanation panel). The script does nothing where the body has
+// no navigator, so a worksheet (an exercise, an explanation) uses the same frame.
+std::string html_page(const std::string& title, const std::string& body);
+
+// The selected steps as sections, each a heading (name, formula, shape, place)
+// and a table with token labels, heat colouring, −∞ and masked cells hatched,
+// exact zeros marked; a summary of a large matrix unless options.full.
+// `explanations` may be null (a worksheet's tables are not clickable).
+std::string html_step_sections(const Trace& trace, const RenderOptions& options, const CellExplanations* explanations);
+
+// The trace's page: title, problem line and notes, the navigator, the sections,
+// the trace's numbers and the explanation panel.
+std::string render_html(const Trace& trace, const RenderOptions& options, const CellExplanations& explanations = {});
+
+}  // namespace attn_trace

@@ -1,0 +1,214 @@
+// The trace as a page: the steps as tables people can click, and the navigator
+// the page's script drives. Every number is written twice: rounded in the cell as
+// the text renderer rounds it, and in full (the shortest text that reads back to
+// the same double) in its title, which the browser shows on hover and a test reads.
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <tuple>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "attn_trace/render_html.hpp"
+#include "attn_trace/render_table.hpp"
+
+namespace attn_trace {
+
+namespace {
+
+std::string full_number(double x) {
+    if (std::isnan(x)) return "nan";
+    if (std::isinf(x)) return x < 0 ? "-inf" : "inf";
+    return fmt::format("{}", x);
+}
+
+// Where a step sits, as one key: the masked step of the same place tells which
+// zeros of weights (or exp, dropped) are the mask's.
+using Place = std::tuple<int, int, int, int, int>;
+Place place_of(const Step& s) {
+    return {s.batch.value_or(-1), s.head.value_or(-1), s.t.value_or(-1), s.tile ? (*s.tile)[0] : -1, s.tile ? (*s.tile)[1] : -1};
+}
+
+// The finite range of a step's values, for its heat colouring.
+struct Heat {
+    double low = 0, high = 0;
+    explicit Heat(const Matrix& m) {
+        bool any = false;
+        for (double x : m.data()) {
+            if (!std::isfinite(x)) continue;
+            low = any ? std::min(low, x) : x;
+            high = any ? std::max(high, x) : x;
+            any = true;
+        }
+    }
+    double operator()(double x) const { return high > low ? (x - low) / (high - low) : 0.0; }
+};
+
+// The decode token or the tile a step belongs to, as the slider's positions: the
+// distinct t (or tile) values in the order the trace has them.
+struct Stages {
+    std::vector<std::string> labels;
+    std::map<std::pair<int, int>, std::size_t> index;  // (t, -1) or (query block, key tile)
+    std::optional<std::size_t> of(const Step& s) const {
+        if (!s.t && !s.tile) return std::nullopt;
+        const auto found = index.find(s.tile ? std::pair{(*s.tile)[0], (*s.tile)[1]} : std::pair{*s.t, -1});
+        return found == index.end() ? std::nullopt : std::optional(found->second);
+    }
+};
+
+Stages stages_of(const std::vector<const Step*>& steps) {
+    Stages stages;
+    const bool tiles = std::any_of(steps.begin(), steps.end(), [](const Step* s) { return s->tile.has_value(); });
+    for (const Step* s : steps) {
+        if (tiles ? !s->tile : !s->t) continue;
+        const std::pair<int, int> key = tiles ? std::pair{(*s->tile)[0], (*s->tile)[1]} : std::pair{*s->t, -1};
+        if (stages.index.count(key)) continue;
+        stages.index[key] = stages.labels.size();
+        stages.labels.push_back(tiles ? fmt::format("tile [{}, {}]: query block {}, key tile {}", key.first, key.second, key.first, key.second)
+                                      : fmt::format("t = {}", key.first));
+    }
+    return stages;
+}
+
+std::string step_heading(const Step& step) {
+    std::string where;
+    for (const auto& part : step_place(step)) where += (where.empty() ? "" : ", ") + part.key + (part.key == "t" ? " = " : " ") + part.value;
+    return fmt::format("<h2><code>{}</code> <span class=\"formula\">{}</span> <span class=\"shape\">{}</span>{}</h2>", html_escape(step.name),
+                       html_escape(step.formula), shape_string(step.values), where.empty() ? "" : " <span class=\"place\">" + html_escape(where) + "</span>");
+}
+
+std::string cell_html(const Step& step, std::size_t i, std::size_t j, const CellFormat& format, const Heat& heat, const Step* masked, bool clickable) {
+    const double x = step.values(i, j);
+    std::string classes;
+    const bool blocked = (std::isinf(x) && x < 0) ||
+                         (x == 0.0 && (masked ? masked->values(i, j) == -INFINITY : is_blocked_cell(step, x)));
+    if (blocked) classes += " b";
+    if (x == 0.0) classes += " z";
+    std::string style;
+    if (std::isfinite(x) && !blocked) {
+        const double h = heat(x);
+        style = fmt::format(" style=\"--h:{:.2f}\"", h);
+        if (h > 0.55) classes += " hi";
+    }
+    const std::string shown = std::isinf(x) ? (x < 0 ? "−∞" : "∞") : format(x);
+    return fmt::format("<td data-i=\"{}\" data-j=\"{}\" title=\"{}\"{}{}{}>{}</td>", i, j, full_number(x), classes.empty() ? "" : " class=\"" + classes.substr(1) + "\"",
+                       style, clickable ? " tabindex=\"0\"" : "", shown);
+}
+
+std::string step_table(const Step& step, const RenderOptions& options, const Step* masked, bool clickable) {
+    const Matrix& m = step.values;
+    const CellFormat format(m, options.precision);
+    const Heat heat(m);
+    const auto rows = visible_rows(m.rows(), options.full);
+    const auto cols = visible_columns(m.cols(), options.full);
+    std::string out = "<table>\n<thead><tr><th></th>";
+    for (auto j : cols) out += "<th scope=\"col\">" + html_escape(column_label(step, j)) + "</th>";
+    out += "</tr></thead>\n<tbody>\n";
+    for (auto i : rows) {
+        out += "<tr><th scope=\"row\">" + html_escape(row_label(step, i)) + "</th>";
+        for (auto j : cols) out += i == gap || j == gap ? "<td class=\"gap\">…</td>" : cell_html(step, i, j, format, heat, masked, clickable);
+        out += "</tr>\n";
+    }
+    return out + "</tbody>\n</table>\n";
+}
+
+// The masked step of each place, when its shape is that of the step asking.
+const Step* masked_for(const std::map<Place, const Step*>& masked, const Step& step) {
+    if (step.name == "masked" || step.name == "scores" || step.name == "scaled") return nullptr;
+    const auto found = masked.find(place_of(step));
+    if (found == masked.end()) return nullptr;
+    const Matrix& mask = found->second->values;
+    return mask.rows() == step.values.rows() && mask.cols() == step.values.cols() ? found->second : nullptr;
+}
+
+std::string navigator(const Trace& trace, const std::vector<const Step*>& steps, const Stages& stages) {
+    std::vector<int> heads;
+    for (const Step* s : steps)
+        if (s->head && std::find(heads.begin(), heads.end(), *s->head) == heads.end()) heads.push_back(*s->head);
+    std::sort(heads.begin(), heads.end());
+    std::string out = "<nav id=\"steps\" aria-label=\"steps\">\n<div><button id=\"prev\" title=\"previous step (←)\">← previous</button> "
+                      "<button id=\"next\" title=\"next step (→)\">next →</button></div>\n";
+    if (heads.size() > 1) {
+        out += "<div class=\"tabs\" role=\"group\" aria-label=\"heads\"><button data-head=\"all\" aria-pressed=\"true\">all heads</button>";
+        for (int h : heads) out += fmt::format("<button data-head=\"{}\" aria-pressed=\"false\">head {}</button>", h, h);
+        out += "</div>\n";
+    }
+    if (!stages.labels.empty())
+        out += fmt::format(
+            "<label class=\"stage\">{} <input type=\"range\" id=\"stage\" min=\"0\" max=\"{}\" value=\"0\" data-labels=\"{}\"> <output id=\"stage-label\">{}</output></label>\n",
+            trace.command == "decode" ? "token" : "tile", stages.labels.size() - 1, html_escape(nlohmann::json(stages.labels).dump()),
+            html_escape(stages.labels.front()));
+    out += "<ol>\n";
+    for (const Step* s : steps) {
+        std::string where;
+        for (const auto& part : step_place(*s)) where += " " + part.key + (part.key == "t" ? "=" : " ") + part.value;
+        out += fmt::format("<li><a href=\"#s{}\" data-step=\"{}\">{}<small>{}</small></a></li>\n", s - trace.steps.data(), s - trace.steps.data(),
+                           html_escape(s->name), html_escape(where));
+    }
+    return out + "</ol>\n</nav>\n";
+}
+
+// The explanations as one JSON object, step index → cells; "</" is written "<\/"
+// so that no explanation can end the script element.
+std::string explanations_json(const CellExplanations& explanations) {
+    nlohmann::json out = nlohmann::json::object();
+    for (std::size_t k = 0; k < explanations.steps.size(); ++k)
+        if (!explanations.steps[k].empty()) out[std::to_string(k)] = explanations.steps[k];
+    std::string text = out.dump();
+    for (std::size_t at = text.find("</"); at != std::string::npos; at = text.find("</", at + 3)) text.replace(at, 2, "<\\/");
+    return text;
+}
+
+}  // namespace
+
+std::string html_step_sections(const Trace& trace, const RenderOptions& options, const CellExplanations* explanations) {
+    const auto steps = selected_steps(trace, options);
+    const Stages stages = stages_of(steps);
+    std::map<Place, const Step*> masked;
+    for (const Step& s : trace.steps)
+        if (s.name == "masked") masked.emplace(place_of(s), &s);
+    std::string out;
+    for (const Step* s : steps) {
+        const std::size_t k = static_cast<std::size_t>(s - trace.steps.data());
+        const bool clickable = explanations && k < explanations->steps.size() && !explanations->steps[k].empty();
+        std::string data = fmt::format(" data-step=\"{}\" data-name=\"{}\" data-cols=\"{}\"", k, html_escape(s->name), s->values.cols());
+        if (s->head) data += fmt::format(" data-head=\"{}\"", *s->head);
+        if (const auto stage = stages.of(*s)) data += fmt::format(" data-stage=\"{}\"", *stage);
+        // A matrix of many columns takes the page's whole width; small ones sit side by side.
+        const bool wide = visible_columns(s->values.cols(), options.full).size() > 8;
+        out += fmt::format("<section class=\"step{}\" id=\"s{}\"{}>\n{}\n{}</section>\n", wide ? " wide" : "", k, data, step_heading(*s), step_table(*s, options, masked_for(masked, *s), clickable));
+    }
+    return out;
+}
+
+std::string render_html(const Trace& trace, const RenderOptions& options, const CellExplanations& explanations) {
+    const auto& p = trace.problem;
+    const std::string title = fmt::format("attn-trace {}{}", trace.command, p.title.empty() ? "" : ": " + p.title);
+    std::string body = "<body>\n<header>\n<h1>" + html_escape(title) + "</h1>\n<p class=\"problem\">" + html_escape(describe_problem(p)) + "</p>\n";
+    if (!trace.notes.empty()) {
+        body += "<ul class=\"notes\">\n";
+        for (const auto& note : trace.notes) body += "<li>" + html_escape(note_text(note)) + "</li>\n";
+        body += "</ul>\n";
+    }
+    body += "</header>\n";
+    const auto steps = selected_steps(trace, options);
+    body += navigator(trace, steps, stages_of(steps));
+    body += "<main>\n" + html_step_sections(trace, options, &explanations);
+    if (!trace.numbers.empty()) {
+        body += "<section class=\"numbers\"><h2>numbers</h2>\n<dl>\n";
+        for (const auto& [key, value] : trace.numbers)
+            body += fmt::format("<dt>{}</dt><dd title=\"{}\">{}</dd>\n", html_escape(key), full_number(value), format_trace_number(value));
+        body += "</dl>\n</section>\n";
+    }
+    body += "</main>\n";
+    const std::string none = explanations.note.empty() ? "This step's cells have no explanation on this page." : explanations.note;
+    body += fmt::format(
+        "<aside aria-live=\"polite\">\n<h2 id=\"explain-title\">Explanation</h2>\n<p class=\"muted\">Click a cell, or focus it with Tab and press Enter, to see the "
+        "arithmetic behind its number. ← and → move through the steps.</p>\n<p class=\"muted\" id=\"explain-full\"></p>\n<pre id=\"explain-text\" data-none=\"{}\"></pre>\n</aside>\n",
+        html_escape(none));
+    body += "<script type=\"application/json\" id=\"explanations\">" + explanations_json(explanations) + "</script>\n</body>";
+    return html_page(title, body);
+}
+
+}  // namespace attn_trace

@@ -1,0 +1,322 @@
+#!/usr/bin/python3
+"""The HTML pages in a real browser: Debian's chromium, headless, driven by
+chromedriver through Debian's python3-selenium (so /usr/bin/python3, not a
+virtual environment's). For each page: no console errors, nothing fetched from
+the network, every step of the trace in the DOM with the numbers of the same
+command's --format json, a click (and Enter) on a cell shows the explanation
+`attn-trace explain --cell` prints, the arrow keys, head tabs and the tile or
+token slider move through the steps, an exercise's answer hidden until asked,
+and a screenshot of each page written for people to look at.
+
+Usage: ATTN_TRACE=build/attn-trace SOURCE_DIR=. /usr/bin/python3 tests/browser/pages.py [SCREENSHOT_DIR]
+Exits 77 (CTest's "skipped") when chromium, chromedriver or selenium is missing.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+try:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.options import Options
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+except ImportError:
+    print("SKIP: python3-selenium is not installed (bash tools/setup.sh installs it)")
+    sys.exit(77)
+
+BINARY = os.environ["ATTN_TRACE"]
+SOURCE = os.environ["SOURCE_DIR"]
+SHOTS = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.getcwd())
+WORK = tempfile.mkdtemp(prefix="pages-")
+failures = []
+
+
+def example(name):
+    return os.path.join(SOURCE, "examples", name)
+
+
+def tool(*args):
+    result = subprocess.run([BINARY, *args], capture_output=True, text=True)
+    if result.returncode != 0:
+        raise RuntimeError(f"attn-trace {' '.join(args)} exited {result.returncode}: {result.stderr}")
+    return result.stdout
+
+
+def check(condition, what):
+    if not condition:
+        failures.append(what)
+        print("FAIL:", what)
+
+
+def start_browser():
+    for program in ("chromium", "chromedriver"):
+        if shutil.which(program) is None:
+            print(f"SKIP: {program} is not installed (bash tools/setup.sh installs chromium and chromium-driver)")
+            sys.exit(77)
+    options = Options()
+    options.binary_location = shutil.which("chromium")
+    for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1400,900",
+                     f"--user-data-dir={WORK}/profile"):
+        options.add_argument(argument)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    return webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=options)
+
+
+def open_page(driver, name, args, dark=False):
+    """Writes the page of `attn-trace ARGS --format html`, opens it, and checks
+    what every page must: self-contained, no console errors."""
+    html = tool(*args, "--format", "html")
+    path = os.path.join(WORK, name + ".html")
+    with open(path, "w") as f:
+        f.write(html)
+    check("http:" not in html and "https:" not in html and " src=" not in html, f"{name}: the page refers to something outside it")
+    driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme", "value": "dark" if dark else "light"}]})
+    driver.get("file://" + path)
+    errors = [entry for entry in driver.get_log("browser") if entry["level"] in ("SEVERE", "WARNING")]
+    check(not errors, f"{name}: console messages {errors}")
+    return html
+
+
+def screenshot(driver, name):
+    driver.save_screenshot(os.path.join(SHOTS, name + ".png"))
+
+
+def same_number(shown, expected):
+    """Bit for bit: the title holds the shortest text that reads back to the double,
+    the JSON the same double; "-inf", "inf" and "nan" are strings in both."""
+    return shown == expected
+
+
+def parse(title):
+    return title if title in ("-inf", "inf", "nan") else float(title)
+
+
+def check_steps(driver, name, args):
+    """Every step of --format json is a section with its name, place and every number."""
+    trace = json.loads(tool(*args, "--format", "json"))
+    sections = driver.execute_script(
+        "return Array.from(document.querySelectorAll('section.step')).map(s => ({name: s.dataset.name, head: s.dataset.head,"
+        " gaps: s.querySelectorAll('td.gap').length,"
+        " cells: Array.from(s.querySelectorAll('td[data-i]')).map(td => [Number(td.dataset.i), Number(td.dataset.j), td.title, td.textContent])}))")
+    check(len(sections) == len(trace["steps"]), f"{name}: {len(sections)} sections for {len(trace['steps'])} steps")
+    for section, step in zip(sections, trace["steps"]):
+        label = f"{name}: step {step['name']} head {step.get('head')}"
+        check(section["name"] == step["name"], f"{label}: the section is {section['name']}")
+        check(section["head"] == (str(step["head"]) if "head" in step else None), f"{label}: the section's head is {section['head']}")
+        data = step["data"]
+        # A summarised matrix (its "…" cells) shows a corner of its numbers; the others show all.
+        check(section["gaps"] > 0 or len(section["cells"]) == sum(len(row) for row in data), f"{label}: {len(section['cells'])} cells")
+        for i, j, title, text in section["cells"]:
+            expected = data[i][j]
+            if not same_number(parse(title), expected):
+                check(False, f"{label}[{i},{j}]: the page says {title}, the JSON {expected}")
+                break
+            if expected == "-inf":
+                check(text == "−∞", f"{label}[{i},{j}]: −∞ is shown as {text!r}")
+            if expected == 0:
+                check(text == "0", f"{label}[{i},{j}]: an exact 0 is shown as {text!r}")
+    return trace
+
+
+def cell(driver, step_name, i, j, head=None):
+    where = f"section.step[data-name='{step_name}']" + (f"[data-head='{head}']" if head is not None else "")
+    return driver.find_element(By.CSS_SELECTOR, f"{where} td[data-i='{i}'][data-j='{j}']")
+
+
+def panel_text(driver):
+    return driver.find_element(By.ID, "explain-text").get_attribute("textContent")
+
+
+def current_step(driver):
+    return driver.execute_script("const s = document.querySelector('section.step.current'); return s ? s.id : null")
+
+
+def shown_sections(driver):
+    return driver.execute_script(
+        "return Array.from(document.querySelectorAll('section.step')).filter(s => s.offsetParent !== null).map(s => s.id)")
+
+
+def test_run(driver):
+    args = ["run", example("damaged_on_arrival.json"), "--mask", "causal"]
+    html = open_page(driver, "run", args)
+    check_steps(driver, "run", args)
+    # A click shows what explain prints for that cell.
+    cell(driver, "weights", 2, 1).click()
+    expected = tool("explain", example("damaged_on_arrival.json"), "--mask", "causal", "--cell", "weights[2,1]")
+    check(panel_text(driver).strip() == expected.strip(), "run: the click on weights[2,1] does not show explain's text")
+    check("weights[2,1]" in driver.find_element(By.ID, "explain-title").text, "run: the panel's title does not name the cell")
+    screenshot(driver, "run")
+    # Without a mouse: Enter on a focused cell, and ← → through the steps.
+    target = cell(driver, "scores", 0, 1)
+    target.send_keys(Keys.ENTER)
+    expected = tool("explain", example("damaged_on_arrival.json"), "--mask", "causal", "--cell", "scores[0,1]")
+    check(panel_text(driver).strip() == expected.strip(), "run: Enter on scores[0,1] does not show its explanation")
+    body = driver.find_element(By.TAG_NAME, "body")
+    before = current_step(driver)
+    body.send_keys(Keys.ARROW_RIGHT)
+    after = current_step(driver)
+    check(before != after and int(after[1:]) == int(before[1:]) + 1, f"run: → moved from {before} to {after}")
+    body.send_keys(Keys.ARROW_LEFT)
+    check(current_step(driver) == before, "run: ← did not come back")
+    # The mask's cells: −∞ scores and exact-0 weights hatched.
+    blocked = driver.find_elements(By.CSS_SELECTOR, "section.step[data-name='weights'] td.b")
+    check(len(blocked) == 3 and all(td.get_attribute("title") == "0" for td in blocked), f"run: {len(blocked)} hatched weights, expected 3 zeros")
+    return len(html.encode())
+
+
+def test_readme_page(driver):
+    args = ["run", example("damaged_on_arrival.json"), "--mask", "causal", "--steps", "scores,scaled,masked,weights,out"]
+    html = open_page(driver, "readme", args)
+    cell(driver, "weights", 1, 0).click()
+    screenshot(driver, "readme")
+    return len(html.encode())
+
+
+def test_heads(driver):
+    args = ["run", example("gqa_8q_2kv.json")]
+    open_page(driver, "gqa", args)
+    check_steps(driver, "gqa", args)
+    driver.find_element(By.CSS_SELECTOR, ".tabs button[data-head='5']").click()
+    heads = driver.execute_script(
+        "return Array.from(document.querySelectorAll('section.step')).filter(s => s.offsetParent !== null).map(s => s.dataset.head || '')")
+    check(heads and all(h in ("5", "") for h in heads), f"gqa: the head 5 tab shows heads {sorted(set(heads))}")
+    cell(driver, "weights", 1, 3, head=5).click()
+    expected = tool("explain", example("gqa_8q_2kv.json"), "--cell", "weights[1,3]", "--head", "5")
+    check(panel_text(driver).strip() == expected.strip(), "gqa: weights[1,3] of head 5 does not show explain --head 5")
+    screenshot(driver, "gqa")
+
+
+def slider_moves(driver, name, explain_args, step_name):
+    stage = driver.find_element(By.ID, "stage")
+    labels = json.loads(stage.get_attribute("data-labels"))
+    check(len(labels) > 1, f"{name}: the slider has {len(labels)} positions")
+    first = shown_sections(driver)
+    stage.send_keys(Keys.ARROW_RIGHT)
+    label = driver.find_element(By.ID, "stage-label").text
+    check(label == labels[1], f"{name}: the slider's label is {label!r} after one step, expected {labels[1]!r}")
+    second = shown_sections(driver)
+    check(first != second, f"{name}: the slider did not change the steps shown")
+    staged = driver.execute_script(
+        "return Array.from(document.querySelectorAll('section.step[data-stage]')).filter(s => s.offsetParent !== null).map(s => s.dataset.stage)")
+    check(staged and set(staged) == {"1"}, f"{name}: after one step the staged sections shown are {sorted(set(staged))}")
+    # A staged cell explains itself as explain --t / --tile does.
+    target = driver.find_element(By.CSS_SELECTOR, f"section.step[data-stage='1'][data-name='{step_name}'] td[data-i='0'][data-j='0']")
+    target.click()
+    expected = tool(*explain_args, "--cell", f"{step_name}[0,0]")
+    check(panel_text(driver).strip() == expected.strip(), f"{name}: {step_name}[0,0] at the second position does not show explain's text")
+    # → past the last step of a position goes on to the next one.
+    stage.send_keys(Keys.HOME)
+    body = driver.find_element(By.TAG_NAME, "body")
+    driver.execute_script("document.activeElement.blur()")
+    for _ in range(len(first) + 1):
+        body.send_keys(Keys.ARROW_RIGHT)
+    check(driver.find_element(By.ID, "stage").get_attribute("value") != "0", f"{name}: → did not go on past the first position")
+
+
+def test_tiled(driver):
+    args = ["tiled", example("damaged_on_arrival.json"), "--block-q", "2", "--block-k", "2"]
+    open_page(driver, "tiled", args)
+    check_steps(driver, "tiled", args)
+    tiles = json.loads(driver.find_element(By.ID, "stage").get_attribute("data-labels"))
+    second = tiles[1].split(":")[0].removeprefix("tile [").removesuffix("]").replace(" ", "")
+    slider_moves(driver, "tiled", ["explain", example("damaged_on_arrival.json"), "--tile", second, "--block-q", "2", "--block-k", "2"], "m")
+    screenshot(driver, "tiled")
+    open_page(driver, "tiled-dark", args, dark=True)
+    background = driver.execute_script("return getComputedStyle(document.body).backgroundColor")
+    check(background == "rgb(13, 17, 23)", f"tiled: the dark page's background is {background}")
+    screenshot(driver, "tiled-dark")
+
+
+def test_decode(driver):
+    args = ["decode", example("damaged_on_arrival.json")]
+    open_page(driver, "decode", args)
+    check_steps(driver, "decode", args)
+    slider_moves(driver, "decode", ["explain", example("damaged_on_arrival.json"), "--t", "1"], "weights")
+    screenshot(driver, "decode")
+
+
+def test_grad(driver):
+    args = ["grad", example("damaged_on_arrival.json"), "--mask", "causal"]
+    open_page(driver, "grad", args)
+    check_steps(driver, "grad", args)
+    cell(driver, "grad_q", 1, 0).click()
+    expected = tool("explain", example("damaged_on_arrival.json"), "--mask", "causal", "--cell", "grad_q[1,0]")
+    check(panel_text(driver).strip() == expected.strip(), "grad: grad_q[1,0] does not show explain's text")
+    screenshot(driver, "grad")
+
+
+def test_permute(driver):
+    args = ["permute", example("damaged_on_arrival.json"), "--perm", "2,0,1"]
+    open_page(driver, "permute", args)
+    check_steps(driver, "permute", args)
+    driver.find_element(By.CSS_SELECTOR, "section.step td[data-i]").click()
+    check("two problems" in panel_text(driver), "permute: a click does not say why permute's cells are not explained")
+
+
+def test_summary(driver):
+    path = os.path.join(WORK, "big.json")
+    tool("random", "--n", "40", "--dk", "8", "--seed", "1", "-o", path)
+    open_page(driver, "big", ["run", path])
+    gaps = driver.find_elements(By.CSS_SELECTOR, "td.gap")
+    check(len(gaps) > 0, "big: a (40, 40) matrix is not summarised")
+    driver.find_element(By.CSS_SELECTOR, "section.step[data-name='weights'] td[data-i]").click()
+    check("attn-trace explain" in panel_text(driver), "big: the panel does not say how to explain a cell of a big page")
+    full = tool("run", path, "--format", "html", "--full")
+    check("td class=\"gap\"" not in full, "big: --full still summarises")
+
+
+def test_explain(driver):
+    open_page(driver, "explain", ["explain", example("damaged_on_arrival.json"), "--cell", "weights[2,1]"])
+    text = driver.find_element(By.TAG_NAME, "main").text
+    check("weights[2,1]" in text or "weights" in text, "explain: the page does not show the explanation")
+    check(driver.find_elements(By.CSS_SELECTOR, "pre.math"), "explain: the page has no mathematics")
+    screenshot(driver, "explain")
+
+
+def test_exercise(driver):
+    open_page(driver, "exercise", ["exercise", "--topic", "tiled", "--seed", "0"])
+    answer = driver.find_element(By.CSS_SELECTOR, "details.answer h2")
+    check(not answer.is_displayed(), "exercise: the answer is shown before it is asked for")
+    screenshot(driver, "exercise")
+    driver.find_element(By.CSS_SELECTOR, "details.answer summary").click()
+    check(answer.is_displayed(), "exercise: a click on Show does not show the answer")
+    check(driver.find_elements(By.CSS_SELECTOR, "details.answer section.step td"), "exercise: the answer has no tables")
+    screenshot(driver, "exercise-answer")
+
+
+def test_print(driver):
+    open_page(driver, "print", ["tiled", example("damaged_on_arrival.json")])
+    pdf = driver.execute_cdp_cmd("Page.printToPDF", {"printBackground": True})
+    check(len(pdf.get("data", "")) > 1000, "print: the page does not print")
+    driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"media": "print"})
+    hidden = driver.execute_script("return Array.from(document.querySelectorAll('section.step')).filter(s => s.offsetParent === null).length")
+    check(hidden == 0, f"print: {hidden} steps are left out of the printed page")
+    driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"media": ""})
+
+
+def main():
+    os.makedirs(SHOTS, exist_ok=True)
+    started = time.time()
+    driver = start_browser()
+    try:
+        run_size = test_run(driver)
+        readme_size = test_readme_page(driver)
+        for test in (test_heads, test_tiled, test_decode, test_grad, test_permute, test_summary, test_explain, test_exercise, test_print):
+            test(driver)
+    finally:
+        driver.quit()
+        shutil.rmtree(WORK, ignore_errors=True)
+    print(f"pages: README example {readme_size} bytes, run with every step {run_size} bytes; screenshots in {SHOTS}; "
+          f"{time.time() - started:.1f} s")
+    if failures:
+        print(f"{len(failures)} failure(s)")
+        sys.exit(1)
+    print("all browser checks passed")
+
+
+main()

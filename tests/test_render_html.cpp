@@ -1,0 +1,168 @@
+// The HTML page's markup, checked as text: what the browser test (tests/browser/
+// pages.py) checks in chromium is that the page works; these check what it holds.
+#include <catch2/catch.hpp>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "attn_trace/exercise.hpp"
+#include "attn_trace/explain.hpp"
+#include "attn_trace/render_html.hpp"
+#include "test_helpers.hpp"
+
+using namespace attn_trace;
+using namespace attn_trace::testing;
+
+namespace {
+
+const std::string damaged_causal = damaged_keys + R"(, "mask": "causal"})";
+
+std::size_t count(const std::string& text, const std::string& what) {
+    std::size_t n = 0;
+    for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+}
+
+// The explanations' JSON the page carries, read back.
+nlohmann::json embedded_explanations(const std::string& page) {
+    const std::string open = "<script type=\"application/json\" id=\"explanations\">";
+    const auto start = page.find(open) + open.size();
+    return nlohmann::json::parse(page.substr(start, page.find("</script>", start) - start));
+}
+
+CellExplanations explanations_of(const Trace& trace, const Problem& problem, const RenderOptions& options) {
+    return explain_cells(trace, problem, RunOptions{}, selected_steps(trace, options), ExplainSource{}, options.precision);
+}
+
+}  // namespace
+
+TEST_CASE("the page writes every selected step as a section with every number in full") {
+    const Problem problem = parse_problem(damaged_causal, "damaged.json");
+    const Trace trace = pipeline_full(problem, RunOptions{});
+    const std::string page = render_html(trace, RenderOptions{});
+    CHECK(page.rfind("<!doctype html>", 0) == 0);
+    CHECK(count(page, "<section class=\"step") == trace.steps.size());
+    // weights[2,1] in full, the title reading back to the same double.
+    const double w21 = step_values(trace, "weights")(2, 1);
+    CHECK(page.find(fmt::format("title=\"{}\"", w21)) != std::string::npos);
+    CHECK(std::stod(fmt::format("{}", w21)) == w21);
+    // The causal mask: −∞ shown as such, the blocked weights hatched exact zeros.
+    const auto weights = page.substr(page.find("data-name=\"weights\""));
+    CHECK(weights.substr(0, weights.find("</section>")).find(R"(<td data-i="0" data-j="2" title="0" class="b z">0</td>)") != std::string::npos);
+    CHECK(page.find("title=\"-inf\" class=\"b\">−∞</td>") != std::string::npos);
+    // Nothing from outside the file.
+    CHECK(page.find("http") == std::string::npos);
+    CHECK(page.find(" src=") == std::string::npos);
+}
+
+TEST_CASE("the page escapes labels and keeps an explanation from ending its script") {
+    const Trace trace = run_json(R"({"tokens": ["<pad>", "a&b"], "Q": [[1], [0]], "K": [[1], [0]], "V": [[1], [2]]})");
+    CellExplanations explanations;
+    explanations.steps.resize(trace.steps.size());
+    explanations.steps[0] = {"</script><b>", ""};
+    const std::string page = render_html(trace, RenderOptions{}, explanations);
+    CHECK(page.find("&lt;pad&gt;") != std::string::npos);
+    CHECK(page.find("a&amp;b") != std::string::npos);
+    CHECK(page.find("<pad>") == std::string::npos);
+    CHECK(page.find("</script><b>") == std::string::npos);
+    CHECK(embedded_explanations(page)["0"][0] == "</script><b>");  // read back whole
+}
+
+TEST_CASE("every cell's explanation on the page is explain's text for that cell") {
+    const Problem problem = parse_problem(damaged_causal, "damaged.json");
+    const Trace trace = pipeline_full(problem, RunOptions{});
+    const RenderOptions options;
+    const CellExplanations explanations = explanations_of(trace, problem, options);
+    const auto json = embedded_explanations(render_html(trace, options, explanations));
+    std::size_t explained = 0;
+    for (std::size_t k = 0; k < trace.steps.size(); ++k) {
+        const Step& step = trace.steps[k];
+        REQUIRE(json.contains(std::to_string(k)));  // every run step of this problem is explained
+        const auto& cells = json[std::to_string(k)];
+        REQUIRE(cells.size() == step.values.rows() * step.values.cols());
+        for (std::size_t i = 0; i < step.values.rows(); ++i)
+            for (std::size_t j = 0; j < step.values.cols(); ++j) {
+                const ExplainTarget target = parse_cell_spec(fmt::format("{}[{},{}]", step.name, i, j));
+                CHECK(cells[i * step.values.cols() + j] == explain_problem(problem, RunOptions{}, target, ExplainOptions{}));
+                ++explained;
+            }
+    }
+    CHECK(explained > 50);
+}
+
+TEST_CASE("decode's and tiled's cells are explained at their t and tile, grad's from the grad trace") {
+    const Problem problem = parse_problem(damaged_causal, "damaged.json");
+    const Trace decode = pipeline_decode(problem, RunOptions{}, DecodeOptions{});
+    const Step* weights_t2 = decode.find("weights", 0, std::nullopt, 2, std::nullopt);
+    REQUIRE(weights_t2);
+    const auto decode_cells = explain_cells(decode, problem, RunOptions{}, {weights_t2}, ExplainSource{}, 4);
+    ExplainSource at_t2;
+    at_t2.t = 2;
+    CHECK(decode_cells.steps[static_cast<std::size_t>(weights_t2 - decode.steps.data())][1] ==
+          explain_problem(problem, RunOptions{}, parse_cell_spec("weights[0,1]"), ExplainOptions{}, at_t2));
+
+    const TiledOptions blocks{1, 2};
+    const Trace tiled = pipeline_tiled(problem, RunOptions{}, blocks);
+    const Step* m_tile = tiled.find("m", 0, std::nullopt, std::nullopt, std::array{2, 1});
+    REQUIRE(m_tile);
+    ExplainSource source;
+    source.tiled = blocks;
+    const auto tiled_cells = explain_cells(tiled, problem, RunOptions{}, {m_tile}, source, 4);
+    ExplainSource at_tile = source;
+    at_tile.tile = std::array<std::size_t, 2>{2, 1};
+    CHECK(tiled_cells.steps[static_cast<std::size_t>(m_tile - tiled.steps.data())][0] ==
+          explain_problem(problem, RunOptions{}, parse_cell_spec("m[0,0]"), ExplainOptions{}, at_tile));
+
+    const Trace grad = pipeline_grad(problem, RunOptions{}, GradOptions{});
+    const Step* grad_q = grad.find("grad_q", 0, std::nullopt, std::nullopt, std::nullopt);
+    REQUIRE(grad_q);
+    const auto grad_cells = explain_cells(grad, problem, RunOptions{}, {grad_q}, ExplainSource{}, 4);
+    CHECK(grad_cells.steps[static_cast<std::size_t>(grad_q - grad.steps.data())][2] ==
+          explain_problem(problem, RunOptions{}, parse_cell_spec("grad_q[1,0]"), ExplainOptions{}));
+}
+
+TEST_CASE("a page past the explained size carries no explanations and says how to ask for one") {
+    // 65 × 65 weights alone pass page_explained_cells (4096).
+    const Problem problem = parse_problem(R"({"Q": {"random": {"shape": [65, 2], "seed": 1}}, "K": {"random": {"shape": [65, 2], "seed": 2}},
+                                             "V": {"random": {"shape": [65, 2], "seed": 3}}})",
+                                          "big.json");
+    const Trace trace = pipeline_full(problem, RunOptions{});
+    RenderOptions options;
+    options.steps = {"weights"};
+    const CellExplanations explanations = explanations_of(trace, problem, options);
+    CHECK(explanations.steps.empty());
+    CHECK(explanations.note.find("4096") != std::string::npos);
+    const std::string page = render_html(trace, options, explanations);
+    CHECK(embedded_explanations(page).empty());
+    CHECK(page.find("tabindex=\"0\"") == std::string::npos);  // nothing to click
+    CHECK(page.find("<td class=\"gap\">…</td>") != std::string::npos);  // summarised as in text
+    options.full = true;
+    CHECK(count(render_html(trace, options), "<td data-i=") == 65 * 65);
+}
+
+TEST_CASE("a tiled page has a slider over its tiles, a multi-head page its head tabs") {
+    const Problem problem = parse_problem(damaged_causal, "damaged.json");
+    const std::string tiled = render_html(pipeline_tiled(problem, RunOptions{}, TiledOptions{2, 2}), RenderOptions{});
+    CHECK(tiled.find("<input type=\"range\" id=\"stage\" min=\"0\" max=\"2\"") != std::string::npos);  // tiles [0,0], [0,1], [1,0]
+    CHECK(tiled.find("tile [1, 0]: query block 1, key tile 0") != std::string::npos);
+    CHECK(tiled.find("data-stage=\"2\"") != std::string::npos);
+    const std::string heads = render_html(run_json(R"({"Q": [[1, 0, 0, 1]], "K": [[1, 0, 0, 1]], "V": [[1, 2]], "heads": 2})"), RenderOptions{});
+    CHECK(heads.find("<button data-head=\"1\" aria-pressed=\"false\">head 1</button>") != std::string::npos);
+    CHECK(heads.find("id=\"stage\"") == std::string::npos);
+}
+
+TEST_CASE("an exercise page hides each part of its answer, an explanation is a page of its own") {
+    const std::string exercise = write_exercise("causal", 1, "html");
+    CHECK(exercise.rfind("<!doctype html>", 0) == 0);
+    CHECK(count(exercise, "<details class=\"answer\">") == 2);
+    CHECK(exercise.find("<summary>Show the answer</summary>") < exercise.find("<h2>Answer</h2>"));
+    CHECK(exercise.find("Compute:") < exercise.find("<details"));
+    const Problem problem = parse_problem(damaged_causal, "damaged.json");
+    ExplainOptions html;
+    html.format = "html";
+    const std::string page = explain_problem(problem, RunOptions{}, parse_cell_spec("weights[2,1]"), html);
+    CHECK(page.rfind("<!doctype html>", 0) == 0);
+    CHECK(page.find("<pre class=\"math\">") != std::string::npos);
+    CHECK(page.find("0.2483") != std::string::npos);
+    CHECK(page.find("\\frac") == std::string::npos);  // the Unicode notation, not LaTeX
+}
