@@ -62,6 +62,7 @@ or --format json gives every matrix; JSON steps carry "t".
 Examples:
   attn-trace decode examples/damaged_on_arrival.json
   attn-trace decode examples/damaged_on_arrival.json --prefill 2 --steps k_cache,weights,out
+  attn-trace decode examples/gqa_8q_2kv.json --format html > decode.html   (a slider through the tokens)
   attn-trace decode examples/gqa_8q_2kv.json --layers 32 --bytes 2 --tokens 8192 --format json
   attn-trace random --n 6 --dk 4 --heads 4 --kv-heads 2 --seed 3 | attn-trace decode -)");
     add_trace_options(*decode, options);

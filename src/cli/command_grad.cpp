@@ -36,6 +36,7 @@ Examples:
   attn-trace grad examples/damaged_on_arrival.json --mask causal --steps grad_weights,grad_masked,grad_q
   attn-trace grad examples/gqa_8q_2kv.json --d-out random:1 --steps grad_k --format json
   attn-trace grad examples/damaged_on_arrival.json --row 1 --steps jacobian
+  attn-trace grad examples/damaged_on_arrival.json --mask causal --format html > grad.html
   attn-trace grad examples/damaged_on_arrival.json --mask causal --tiled --block-q 1 --block-k 2 --steps lse,delta,grad_s,grad_q)");
     add_trace_options(*grad, options);
     grad->add_option("--d-out", d_out, "the upstream gradient dL/d output: ones or random:SEED (default: the problem's d_out, else ones)");

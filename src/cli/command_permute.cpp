@@ -28,6 +28,7 @@ outputs do not move at all (max_abs_diff_invariance). Without --perm, P is drawn
 Examples:
   attn-trace permute examples/damaged_on_arrival.json --perm 2,0,1
   attn-trace permute examples/damaged_on_arrival.json --perm 2,0,1 --mask causal
+  attn-trace permute examples/damaged_on_arrival.json --perm 2,0,1 --format html > permute.html
   attn-trace permute examples/cross_attention.json --source --seed 3 --format json)");
     add_trace_options(*permute, options);
     auto* perm_option = permute->add_option("--perm", perm, "P as comma-separated row indices, e.g. 2,0,1");

@@ -36,6 +36,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
   attn-trace run examples/damaged_on_arrival.json --mask '{"sparse": {"window": {"left": 1, "right": 1}, "global": [0]}}'
   attn-trace run examples/mla_small.json --steps c_kv,q_latent,scores
   attn-trace run examples/dropout_train.json --steps keep,dropped
+  attn-trace run examples/damaged_on_arrival.json --mask causal --format html > damaged.html
 
 When the full trace would pass --max-memory (4G by default; eight n×m matrices per head),
 run takes the fast path by itself: the fused tiled kernel of `attn-trace bench`, which keeps only row_max,

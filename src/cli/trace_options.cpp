@@ -50,7 +50,7 @@ void add_problem_options(CLI::App& command, TraceOptions& o) {
 
 void add_trace_options(CLI::App& command, TraceOptions& o) {
     add_problem_options(command, o);
-    command.add_option("--format", o.format, fmt::format("{} (csv writes one step: choose it with --steps)", fmt::join(render_formats(), ", ")))
+    command.add_option("--format", o.format, fmt::format("{} (csv writes one step: choose it with --steps; html a page to explore, each cell explained on a click)", fmt::join(render_formats(), ", ")))
         ->check(CLI::IsMember(render_formats()))
         ->capture_default_str();
     command.add_option("--steps", o.steps, "only these steps, comma-separated (e.g. scores,weights,out)");

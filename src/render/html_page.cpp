@@ -46,6 +46,7 @@ td.gap{background:none;color:var(--muted)}
 td[tabindex]{cursor:pointer}
 td.picked,td:focus-visible{outline:2px solid var(--pick);outline-offset:-2px}
 aside{grid-area:aside;position:sticky;top:0;align-self:start;max-height:100vh;overflow:auto;padding:.8em 1.2em .8em 0}
+aside pre:empty{display:none}
 aside pre,.sheet pre{white-space:pre-wrap;background:var(--panel);padding:.6em;border-radius:6px;font-size:.85em}
 dl{display:grid;grid-template-columns:max-content auto;gap:0 1em}dt{font-family:ui-monospace,monospace}dd{margin:0}
 details{margin:1em 0;padding:.4em .8em;border:1px solid var(--line);border-radius:6px}

@@ -285,6 +285,7 @@ def test_exercise(driver):
     screenshot(driver, "exercise")
     driver.find_element(By.CSS_SELECTOR, "details.answer summary").click()
     check(answer.is_displayed(), "exercise: a click on Show does not show the answer")
+    driver.execute_script("arguments[0].scrollIntoView()", answer)
     check(driver.find_elements(By.CSS_SELECTOR, "details.answer section.step td"), "exercise: the answer has no tables")
     screenshot(driver, "exercise-answer")
 
