@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "attn_trace/compare.hpp"
+#include "attn_trace/cpu_kernel.hpp"
 #include "attn_trace/errors.hpp"
 #include "backend/cpu/naive_attention.hpp"
 #include "attn_trace/pipeline.hpp"
@@ -79,6 +80,14 @@ void require_both_dtypes(const json& problem_json) {
 }
 
 }  // namespace
+
+TEST_CASE("the kernel in use is the one ATTN_TRACE_KERNEL names, else the CPU's best", "[fast]") {
+    const char* forced = std::getenv("ATTN_TRACE_KERNEL");
+    const auto supported = supported_kernel_target_names();
+    REQUIRE_FALSE(supported.empty());
+    CHECK(supported.back() == "baseline");  // every x86-64 runs it
+    CHECK(kernel_target() == (forced && *forced ? std::string(forced) : supported.front()));
+}
 
 TEST_CASE("fast path equals the full trace for shapes off the block sizes", "[fast]") {
     const std::size_t shapes[][4] = {{1, 1, 3, 3}, {1, 7, 4, 2}, {9, 1, 2, 5}, {13, 21, 5, 3}, {16, 16, 8, 8}, {33, 70, 16, 9}};

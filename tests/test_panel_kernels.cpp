@@ -1,16 +1,26 @@
-// The fast path's inner functions (src/backend/cpu/panel_kernels.hpp), compiled
-// with the kernel's own options (tests/CMakeLists.txt) so that this is the code
-// the kernel runs.
+// The fast path's inner functions (src/backend/cpu/panel_kernels-inl.hpp), compiled
+// like the kernel: once per target by Highway's foreach_target.h, with the
+// kernel's own options (tests/CMakeLists.txt), so that this is the code each
+// target runs. Each check runs on every target this CPU supports, or only on the
+// one ATTN_TRACE_KERNEL names (the per-target runs of CTest).
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "test_panel_kernels.cpp"
+#include <hwy/foreach_target.h>  // must come before highway.h
+
+#include <hwy/highway.h>
+
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 
-#include "backend/cpu/panel_kernels.hpp"
+#include "backend/cpu/panel_kernels-inl.hpp"
 
-using namespace attn_trace;
+HWY_BEFORE_NAMESPACE();
+namespace attn_trace::HWY_NAMESPACE {
 
-TEST_CASE("the kernel's 2^x is within float rounding of exp2, and exactly 0 where it must be", "[fast]") {
+void check_exp2() {
     using S = panel::Simd<float>;
     double worst = 0;
     for (int step = 0; step <= 126 * 64; ++step) {
@@ -26,7 +36,7 @@ TEST_CASE("the kernel's 2^x is within float rounding of exp2, and exactly 0 wher
     REQUIRE(panel::exp2_bounded(S::splat(0.0f))[0] == 1.0f);
 }
 
-TEST_CASE("the micro-kernel computes its MR × NR product, also with fewer rows", "[fast]") {
+void check_micro_kernel() {
     constexpr std::size_t NR = panel::NR<float>, MR = panel::MR, depth = 5;
     float a[depth * MR], b[depth * NR], c[MR * NR], d[MR * NR];
     for (std::size_t i = 0; i < depth * MR; ++i) a[i] = static_cast<float>(i % 7) - 3.0f;
@@ -42,3 +52,50 @@ TEST_CASE("the micro-kernel computes its MR × NR product, also with fewer rows"
             REQUIRE(d[r * NR + q] == (r < 4 ? Approx(want).margin(1e-5) : Approx(1.0f)));  // rows past 4 untouched
         }
 }
+
+}  // namespace attn_trace::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+#include "backend/cpu/kernel_target.hpp"
+
+namespace attn_trace {
+
+HWY_EXPORT(check_exp2);
+HWY_EXPORT(check_micro_kernel);
+
+namespace {
+
+// Runs `check` on every target this CPU supports (the mock of Highway's target
+// list set to one target at a time, then cleared), or as dispatched when
+// ATTN_TRACE_KERNEL chose one.
+template <typename Check>
+void on_every_target(Check check) {
+    const char* forced = std::getenv("ATTN_TRACE_KERNEL");
+    if (forced && *forced) {
+        settle_kernel_target();
+        INFO("target " << hwy::TargetName(dispatched_kernel_target()));
+        check();
+        return;
+    }
+    for (const std::int64_t target : hwy::SupportedAndGeneratedTargets()) {
+        hwy::SetSupportedTargetsForTest(target);
+        INFO("target " << hwy::TargetName(target));
+        REQUIRE(dispatched_kernel_target() == target);
+        check();
+    }
+    hwy::SetSupportedTargetsForTest(0);
+}
+
+}  // namespace
+
+TEST_CASE("the kernel's 2^x is within float rounding of exp2, and exactly 0 where it must be, on every target", "[fast]") {
+    on_every_target([] { HWY_DYNAMIC_DISPATCH(check_exp2)(); });
+}
+
+TEST_CASE("the micro-kernel computes its MR × NR product, also with fewer rows, on every target", "[fast]") {
+    on_every_target([] { HWY_DYNAMIC_DISPATCH(check_micro_kernel)(); });
+}
+
+}  // namespace attn_trace
+#endif  // HWY_ONCE

@@ -17,7 +17,7 @@ layer_of() {
     src/json/*) echo "2 json" ;;
     src/arrays/* | include/attn_trace/array_files.hpp) echo "3 arrays" ;;
     src/problem/* | include/attn_trace/@(problem|mask|problem_file).hpp) echo "4 problem" ;;
-    src/backend/* | include/attn_trace/backend.hpp) echo "5 backend" ;;
+    src/backend/* | include/attn_trace/@(backend|cpu_kernel).hpp) echo "5 backend" ;;
     src/pipeline/* | include/attn_trace/@(pipeline|attention_parts).hpp) echo "6 pipeline" ;;
     src/render/* | include/attn_trace/@(render|render_table|render_html).hpp) echo "7 render" ;;
     src/check/* | include/attn_trace/check.hpp) echo "8 check" ;;

@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
+
 #include "attn_trace/backend.hpp"
+#include "attn_trace/cpu_kernel.hpp"
 #include "attn_trace/errors.hpp"
 #include "attn_trace/version.hpp"
 
@@ -10,19 +13,20 @@ namespace attn_trace::cli {
 
 namespace {
 
+// The kernel in use, what the binary holds and what this CPU runs (a bad
+// ATTN_TRACE_KERNEL is reported here, not thrown: --version always answers).
 std::string cpu_line() {
-#if ATTN_TRACE_NATIVE_KERNEL
-    const char* kernel = "the fast path's micro-kernels compiled with -march=native (for CPUs like the building one)";
-#else
-    const char* kernel = "the fast path's micro-kernels compiled for baseline x86-64";
-#endif
-#if defined(__x86_64__)
-    const auto has = [](bool yes) { return yes ? "yes" : "no"; };
-    return fmt::format("CPU kernel: {}; this CPU: AVX2 {}, FMA {}, AVX-512F {}", kernel, has(__builtin_cpu_supports("avx2")), has(__builtin_cpu_supports("fma")),
-                       has(__builtin_cpu_supports("avx512f")));
-#else
-    return fmt::format("CPU kernel: {}", kernel);
-#endif
+    std::string in_use;
+    try {
+        const std::string target = kernel_target();
+        const char* forced = std::getenv("ATTN_TRACE_KERNEL");
+        in_use = fmt::format("{} ({}){}", target, kernel_target_description(target),
+                             forced && *forced ? ", as ATTN_TRACE_KERNEL asks" : ", the best this CPU runs");
+    } catch (const InputError& error) {
+        in_use = error.what();
+    }
+    return fmt::format("CPU kernel: {}; compiled for {}; this CPU runs {}", in_use, fmt::join(compiled_kernel_target_names(), ", "),
+                       fmt::join(supported_kernel_target_names(), ", "));
 }
 
 std::string cuda_line() {

@@ -22,7 +22,17 @@
 // Where a tile needs no masking, P is taken right after each group of S rows is
 // computed, shifted by the m from before the tile, and m catches up afterwards
 // (exp_in_place): one pass over S instead of three.
-#include "fast_attention.hpp"
+//
+// Compiled once per target (Highway's foreach_target.h includes this file again
+// for each: AVX-512, AVX2 + FMA, the x86-64 baseline), each copy in its own
+// namespace (attn_trace::N_AVX2, …) under a #pragma GCC target region, and the
+// CPU's best one called through Highway's dispatch table (the HWY_ONCE part at
+// the end); src/backend/cpu/kernel_target.cpp chooses and names it.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "backend/cpu/fast_attention.cpp"
+#include <hwy/foreach_target.h>  // must come before highway.h
+
+#include <hwy/highway.h>
 
 #include <algorithm>
 #include <cmath>
@@ -31,9 +41,12 @@
 #include <limits>
 
 #include "attn_trace/parallel.hpp"
-#include "panel_kernels.hpp"
+#include "fast_attention.hpp"
+#include "kernel_target.hpp"
+#include "panel_kernels-inl.hpp"
 
-namespace attn_trace {
+HWY_BEFORE_NAMESPACE();
+namespace attn_trace::HWY_NAMESPACE {
 
 namespace {
 
@@ -257,13 +270,15 @@ private:
     }
 
     // Whether a comparison's result (lanes all ones or all zeros) is true in some
-    // lane: its 32 bytes OR-ed as four words, not eight branches on single lanes.
+    // lane: its bytes OR-ed as 64-bit words, not a branch per lane.
     template <typename Mask>
     static bool any_lane(Mask mask) {
-        static_assert(sizeof mask == 32);
-        std::uint64_t words[4];
+        constexpr std::size_t count = sizeof mask / sizeof(std::uint64_t);
+        std::uint64_t words[count];
         std::memcpy(words, &mask, sizeof words);
-        return (words[0] | words[1] | words[2] | words[3]) != 0;
+        std::uint64_t any = 0;
+        for (std::size_t w = 0; w < count; ++w) any |= words[w];
+        return any != 0;
     }
 
     // Per lane (query) of the panel, over keys [a, b) of the tile: m' = max(m, max_j z_j),
@@ -393,10 +408,8 @@ private:
     bool has_patterns_;  // sparse patterns: tiles with no scored pair are skipped
 };
 
-}  // namespace
-
 template <typename T, typename Source>
-AttentionStats fast_attention(const FastAttentionInput<T, Source>& input, const FastAttentionOutput<T>& output,
+AttentionStats fast_attention_on_target(const FastAttentionInput<T, Source>& input, const FastAttentionOutput<T>& output,
                                   const FastAttentionSettings& settings) {
     const std::size_t threads = static_cast<std::size_t>(std::max(1, settings.threads));
     // Br shrinks (to whole panels) when the sequence is short, so that there are
@@ -440,8 +453,52 @@ AttentionStats fast_attention(const FastAttentionInput<T, Source>& input, const 
     return total;
 }
 
-template AttentionStats fast_attention(const FastAttentionInput<float>&, const FastAttentionOutput<float>&, const FastAttentionSettings&);
-template AttentionStats fast_attention(const FastAttentionInput<float, double>&, const FastAttentionOutput<float>&, const FastAttentionSettings&);
-template AttentionStats fast_attention(const FastAttentionInput<double>&, const FastAttentionOutput<double>&, const FastAttentionSettings&);
+}  // namespace
+
+// This target's entries in the dispatch table (one name each: HWY_EXPORT takes no overloads).
+AttentionStats fast_attention_f32(const FastAttentionInput<float>& in, const FastAttentionOutput<float>& out, const FastAttentionSettings& settings) {
+    return fast_attention_on_target(in, out, settings);
+}
+AttentionStats fast_attention_f32_from_f64(const FastAttentionInput<float, double>& in, const FastAttentionOutput<float>& out,
+                                           const FastAttentionSettings& settings) {
+    return fast_attention_on_target(in, out, settings);
+}
+AttentionStats fast_attention_f64(const FastAttentionInput<double>& in, const FastAttentionOutput<double>& out, const FastAttentionSettings& settings) {
+    return fast_attention_on_target(in, out, settings);
+}
+std::int64_t this_target() { return HWY_TARGET; }
+
+}  // namespace attn_trace::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace attn_trace {
+
+HWY_EXPORT(fast_attention_f32);
+HWY_EXPORT(fast_attention_f32_from_f64);
+HWY_EXPORT(fast_attention_f64);
+HWY_EXPORT(this_target);
+
+// Every call first settles which target runs (ATTN_TRACE_KERNEL, once).
+AttentionStats fast_attention(const FastAttentionInput<float>& in, const FastAttentionOutput<float>& out, const FastAttentionSettings& settings) {
+    settle_kernel_target();
+    return HWY_DYNAMIC_DISPATCH(fast_attention_f32)(in, out, settings);
+}
+AttentionStats fast_attention(const FastAttentionInput<float, double>& in, const FastAttentionOutput<float>& out, const FastAttentionSettings& settings) {
+    settle_kernel_target();
+    return HWY_DYNAMIC_DISPATCH(fast_attention_f32_from_f64)(in, out, settings);
+}
+AttentionStats fast_attention(const FastAttentionInput<double>& in, const FastAttentionOutput<double>& out, const FastAttentionSettings& settings) {
+    settle_kernel_target();
+    return HWY_DYNAMIC_DISPATCH(fast_attention_f64)(in, out, settings);
+}
+
+std::int64_t compiled_kernel_targets() { return HWY_TARGETS; }
+std::int64_t dispatched_kernel_target() {
+    settle_kernel_target();
+    return HWY_DYNAMIC_DISPATCH(this_target)();
+}
 
 }  // namespace attn_trace
+#endif  // HWY_ONCE
+

@@ -6,7 +6,7 @@
 // u, so it holds one panel's scores per worker (Bc × 16 floats) and never the
 // n × m matrix.
 // Block products are register-tiled micro-kernels on packed panels
-// (src/backend/cpu/panel_kernels.hpp); the (head, query block) pairs are shared
+// (src/backend/cpu/panel_kernels-inl.hpp); the (head, query block) pairs are shared
 // out among worker threads. float32 and float64.
 #include <cstddef>
 #include <optional>
@@ -53,14 +53,11 @@ struct FastAttentionSettings {
     int threads = 1;
 };
 
-// out_h = softmax(s·Q_h K_gᵀ + M) V_g for every query head h, written to `output`.
-template <typename T, typename Source>
-AttentionStats fast_attention(const FastAttentionInput<T, Source>& input, const FastAttentionOutput<T>& output,
-                                  const FastAttentionSettings& settings);
-
-extern template AttentionStats fast_attention(const FastAttentionInput<float>&, const FastAttentionOutput<float>&, const FastAttentionSettings&);
-extern template AttentionStats fast_attention(const FastAttentionInput<float, double>&, const FastAttentionOutput<float>&,
-                                                  const FastAttentionSettings&);
-extern template AttentionStats fast_attention(const FastAttentionInput<double>&, const FastAttentionOutput<double>&, const FastAttentionSettings&);
+// out_h = softmax(s·Q_h K_gᵀ + M) V_g for every query head h, written to `output`,
+// by the micro-kernels of the target kernel_target.hpp chose for this CPU.
+AttentionStats fast_attention(const FastAttentionInput<float>& input, const FastAttentionOutput<float>& output, const FastAttentionSettings& settings);
+AttentionStats fast_attention(const FastAttentionInput<float, double>& input, const FastAttentionOutput<float>& output,
+                              const FastAttentionSettings& settings);
+AttentionStats fast_attention(const FastAttentionInput<double>& input, const FastAttentionOutput<double>& output, const FastAttentionSettings& settings);
 
 }  // namespace attn_trace

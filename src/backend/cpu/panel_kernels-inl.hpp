@@ -1,4 +1,14 @@
-#pragma once
+// Included once per target by fast_attention.cpp (Highway's foreach_target.h
+// re-includes that file with HWY_TARGET set to each target), hence no #pragma
+// once but Highway's per-target include guard, and everything inside the target's
+// namespace and its #pragma GCC target region (HWY_BEFORE_NAMESPACE).
+#if defined(ATTN_TRACE_PANEL_KERNELS_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef ATTN_TRACE_PANEL_KERNELS_INL_H_
+#undef ATTN_TRACE_PANEL_KERNELS_INL_H_
+#else
+#define ATTN_TRACE_PANEL_KERNELS_INL_H_
+#endif
+
 // The inner loops of the fast path, on "panels": NR queries side by side, so that
 // one SIMD register holds one key's score for several queries. Then the online
 // softmax runs down the columns of a panel (max, exp and sum lane by lane, no
@@ -12,10 +22,12 @@
 // softmax and the second product read (docs/PERFORMANCE.md has the figures).
 //
 // Written with GCC's vector extensions rather than intrinsics: one template for
-// float (8 lanes) and double (4 lanes) in a 256-bit register. With
-// -march=native on an AVX2 + FMA machine (ATTN_TRACE_NATIVE) they compile to
-// vfmadd/vbroadcastss; elsewhere the compiler splits them into narrower
-// instructions, and the results only differ by rounding.
+// float and double, in vectors as wide as the target's registers: 64 bytes for
+// AVX-512 (16 floats), 32 for AVX2 + FMA (8), 16 for the x86-64 baseline (SSE2,
+// 4). Inside the target's region GCC compiles them to that target's instructions
+// (vfmadd231ps, vbroadcastss on AVX2); the results differ between targets only by
+// rounding (a fused multiply-add rounds once). docs/PERFORMANCE.md says why this
+// and not Highway's own operations.
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -24,25 +36,37 @@
 #include <memory>
 #include <new>
 
-namespace attn_trace::panel {
+#include <hwy/highway.h>
 
-// A 32-byte vector of T (GCC ignores the attribute on a template's own T, hence one per type).
+HWY_BEFORE_NAMESPACE();
+namespace attn_trace::HWY_NAMESPACE::panel {
+
+// The target's vector register, in bytes.
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+inline constexpr std::size_t vector_bytes = 64;
+#elif HWY_TARGET == HWY_AVX2
+inline constexpr std::size_t vector_bytes = 32;
+#else
+inline constexpr std::size_t vector_bytes = 16;
+#endif
+
+// A register of T (GCC ignores the attribute on a template's own T, hence one per type).
 template <typename T>
 struct VectorOf;
 template <>
 struct VectorOf<float> {
-    typedef float type __attribute__((vector_size(32)));
+    typedef float type __attribute__((vector_size(vector_bytes)));
 };
 template <>
 struct VectorOf<double> {
-    typedef double type __attribute__((vector_size(32)));
+    typedef double type __attribute__((vector_size(vector_bytes)));
 };
 
 // The vector and what the kernels do with it.
 template <typename T>
 struct Simd {
     using Vec = typename VectorOf<T>::type;
-    static constexpr std::size_t lanes = 32 / sizeof(T);
+    static constexpr std::size_t lanes = vector_bytes / sizeof(T);
 
     static Vec splat(T x) { return x - Vec{}; }  // x − 0 = x, folded into one broadcast
     static Vec load(const T* p) {
@@ -55,7 +79,9 @@ struct Simd {
 };
 
 // Queries per panel (two vectors) and rows per micro-tile: 6 × 2 accumulators,
-// 2 loaded vectors and 1 broadcast fill 15 of the 16 AVX2 registers.
+// 2 loaded vectors and 1 broadcast fill 15 of the 16 AVX2 (or SSE2) registers;
+// AVX-512 has 32, and keeps the same tile (it could hold 14 rows: untried, as no
+// machine here has AVX-512 to measure it on).
 template <typename T>
 constexpr std::size_t NR = 2 * Simd<T>::lanes;
 constexpr std::size_t MR = 6;
@@ -112,7 +138,7 @@ inline void micro_kernel_rows(std::size_t rows, std::size_t depth, const T* a, c
 inline Simd<float>::Vec exp2_bounded(Simd<float>::Vec x) {
     using S = Simd<float>;
     using Vec = S::Vec;
-    using Bits = std::int32_t __attribute__((vector_size(32)));
+    using Bits = std::int32_t __attribute__((vector_size(vector_bytes)));
     x = S::max(x, S::splat(-127.0f));
     // Adding 1.5·2^23 rounds to an integer k held in the low mantissa bits; the
     // +127 there is the exponent bias, so those bits shifted up are 2^k's bits.
@@ -154,4 +180,7 @@ private:
     std::size_t size_;
 };
 
-}  // namespace attn_trace::panel
+}  // namespace attn_trace::HWY_NAMESPACE::panel
+HWY_AFTER_NAMESPACE();
+
+#endif  // ATTN_TRACE_PANEL_KERNELS_INL_H_
