@@ -53,14 +53,39 @@ TEST_CASE("the page writes every selected step as a section with every number in
     // Nothing from outside the file.
     CHECK(page.find("http") == std::string::npos);
     CHECK(page.find(" src=") == std::string::npos);
+    // What needs the script comes hidden (without it, the tables and the step list still work).
+    CHECK(page.find("<aside aria-live=\"polite\" hidden data-js>") != std::string::npos);
+    CHECK(page.find("<div hidden data-js><button id=\"prev\"") != std::string::npos);
+    CHECK(page.find("<script>") < page.find("</body>"));
+}
+
+TEST_CASE("the page hatches only the zeros a mask makes, and files decode's caches under their KV head") {
+    // d_v = m = 3 and a causal mask: out's zeros sit where masked is −∞, and are not the mask's.
+    const Trace trace = run_json(R"({"Q": [[1, 0], [0, 1], [1, 1]], "K": [[1, 0], [0, 1], [1, 1]], "V": [[0, 0, 1], [0, 1, 0], [1, 0, 0]], "mask": "causal"})");
+    const std::string page = render_html(trace, RenderOptions{});
+    const auto out = page.substr(page.find("data-name=\"out\""));
+    CHECK(out.substr(0, out.find("</section>")).find("class=\"b") == std::string::npos);
+    const auto weights = page.substr(page.find("data-name=\"weights\""));
+    CHECK(count(weights.substr(0, weights.find("</section>")), "class=\"b z\"") == 3);
+    const Problem gqa = parse_problem(R"({"Q": [[1, 0, 0, 1]], "K": [[1, 0], [0, 1]], "V": [[1, 2], [3, 4]], "heads": 2, "kv_heads": 1})", "gqa.json");
+    const std::string decode = render_html(pipeline_decode(gqa, RunOptions{}, DecodeOptions{}), RenderOptions{});
+    const auto cache = decode.substr(decode.find("data-name=\"k_cache\""));
+    CHECK(cache.substr(0, cache.find('>')).find("data-kv-head=\"0\"") != std::string::npos);
+    CHECK(cache.substr(0, cache.find('>')).find(" data-head=") == std::string::npos);
+    CHECK(decode.find("data-group=\"2\"") != std::string::npos);
 }
 
 TEST_CASE("the page escapes labels and keeps an explanation from ending its script") {
     const Trace trace = run_json(R"({"tokens": ["<pad>", "a&b"], "Q": [[1], [0]], "K": [[1], [0]], "V": [[1], [2]]})");
     CellExplanations explanations;
     explanations.steps.resize(trace.steps.size());
-    explanations.steps[0] = {"</script><b>", ""};
+    // "<!--<script>" would make the parser read past the element's own </script>.
+    explanations.steps[0] = {"</script><b>", "<!--<script>"};
     const std::string page = render_html(trace, RenderOptions{}, explanations);
+    const std::string open = "id=\"explanations\">";
+    const std::string json_text = page.substr(page.find(open) + open.size(), page.find("</script>", page.find(open)) - page.find(open) - open.size());
+    CHECK(json_text.find('<') == std::string::npos);
+    CHECK(embedded_explanations(page)["0"][1] == "<!--<script>");
     CHECK(page.find("&lt;pad&gt;") != std::string::npos);
     CHECK(page.find("a&amp;b") != std::string::npos);
     CHECK(page.find("<pad>") == std::string::npos);

@@ -23,11 +23,13 @@ struct CellExplanations {
 // Text as HTML character data or an attribute value: & < > " ' escaped.
 std::string html_escape(const std::string& text);
 
-// A whole page around `body`: the doctype, the title, the style sheet (light and
-// dark, and one for print) and the script (step navigator, head tabs, the tile or
-// token slider, the explanation panel). The script does nothing where the body has
-// no navigator, so a worksheet (an exercise, an explanation) uses the same frame.
-std::string html_page(const std::string& title, const std::string& body);
+// A whole page around `content` (the body's elements): the doctype, the title,
+// the style sheet (light and dark, and one for print) and the script (step
+// navigator, head tabs, the tile or token slider, the explanation panel). The
+// script does nothing where the page has no navigator, so a worksheet (an
+// exercise, an explanation: body_class "sheet") uses the same frame. Controls
+// that need the script carry `hidden data-js`, and the script shows them.
+std::string html_page(const std::string& title, const std::string& body_class, const std::string& content);
 
 // The selected steps as sections, each a heading (name, formula, shape, place)
 // and a table with token labels, heat colouring, −∞ and masked cells hatched,

@@ -11,6 +11,7 @@
 #include "attn_trace/errors.hpp"
 #include "attn_trace/pitfalls.hpp"
 #include "attn_trace/render_html.hpp"
+#include "size_text.hpp"
 
 namespace attn_trace::cli {
 
@@ -153,8 +154,16 @@ void print_trace(const Trace& trace, const TraceOptions& o, const Problem& probl
     }
     refuse_large_output(problem, trace, o.heatmap ? "text" : o.format, r, o.budget);
     if (o.format == "html") {
-        // The page carries every cell's explanation (while the page is small enough).
-        std::cout << render_html(trace, r, explain_cells(trace, problem, run_options(o), selected_steps(trace, r), o.page_source, o.precision));
+        // The page carries every cell's explanation (while the page is small
+        // enough), which the estimate above did not count: the page is measured
+        // whole before it is printed. Its explanations are at most
+        // page_explained_cells texts of a few kilobytes each, so holding it costs little.
+        const std::string page = render_html(trace, r, explain_cells(trace, problem, run_options(o), selected_steps(trace, r), o.page_source, o.precision));
+        if (page.size() > o.budget.output)
+            throw InputError(fmt::format("{}: the {} page would be {} with its cells' explanations; the limit is {} (--max-output): choose what to "
+                                         "show with --steps, --head or --batch",
+                                         problem.file, trace.command, size_text(static_cast<double>(page.size())), size_text(static_cast<double>(o.budget.output))));
+        std::cout << page;
         return;
     }
     std::cout << (o.heatmap ? render_heatmap(trace, r) : render(trace, o.format, r));

@@ -52,7 +52,7 @@ dl{display:grid;grid-template-columns:max-content auto;gap:0 1em}dt{font-family:
 details{margin:1em 0;padding:.4em .8em;border:1px solid var(--line);border-radius:6px}
 summary{cursor:pointer;font-weight:bold}
 @media (max-width:60em){body{display:block}nav,aside{position:static;max-height:none;padding:.8em 1.2em}}
-@media print{body{display:block;font-size:11pt}nav,aside,button{display:none}.step.off{display:block}.step{break-inside:avoid;overflow:visible}td{print-color-adjust:exact;-webkit-print-color-adjust:exact}}
+@media print{:root{--bg:#fff;--fg:#1f2328;--muted:#59636e;--line:#d1d9e0;--lo:#f7fbff;--hi:#08519c;--on-hi:#fff;--hatch:#8c959f;--panel:#f6f8fa}body{display:block;font-size:11pt}nav,aside,button{display:none}.step.off{display:block}.step{break-inside:avoid;overflow:visible}td{print-color-adjust:exact;-webkit-print-color-adjust:exact}}
 )css";
 
 // The navigator: previous/next (buttons, or ← and → anywhere but in a text field),
@@ -72,6 +72,8 @@ constexpr const char* script = R"js(
   const stage = document.getElementById("stage");
   const stageLabel = document.getElementById("stage-label");
   const stageLabels = stage ? JSON.parse(stage.dataset.labels) : [];
+  const nav = document.getElementById("steps");
+  const group = nav ? Number(nav.dataset.group || 1) : 1;  // query heads per KV head
   let head = "all";
   let current = -1;
 
@@ -94,7 +96,10 @@ constexpr const char* script = R"js(
 
   function filter() {
     steps.forEach(function (s, k) {
-      const headOk = head === "all" || s.dataset.head === undefined || s.dataset.head === head;
+      // A step of a KV head (decode's caches, grad_k) belongs to every query head that reads it.
+      const kv = s.dataset.kvHead;
+      const headOk = head === "all" || (s.dataset.head === undefined && kv === undefined) || s.dataset.head === head ||
+                     (kv !== undefined && Math.floor(Number(head) / group) === Number(kv));
       const stageOk = !stage || s.dataset.stage === undefined || s.dataset.stage === stage.value;
       s.classList.toggle("off", !(headOk && stageOk));
       const a = link(k);
@@ -108,21 +113,34 @@ constexpr const char* script = R"js(
     }
   }
 
-  // Past the last step of a tile (or token), → goes on to the next one.
+  function clearCurrent() {
+    steps.forEach(function (s) { s.classList.remove("current"); });
+    links.forEach(function (a) { a.removeAttribute("aria-current"); });
+    current = -1;
+  }
+
+  // Within a tile (or token) → and ← go through its steps; past its last one, on
+  // to the next tile's first; past the last tile, on to the steps without one.
   function move(delta) {
+    const inStage = stage && current >= 0 && steps[current].dataset.stage !== undefined;
+    for (let k = current + delta; k >= 0 && k < steps.length; k += delta) {
+      if (shown(k) && (!inStage || steps[k].dataset.stage !== undefined)) { select(k, true); return; }
+    }
+    if (!inStage) return;
+    const next = Number(stage.value) + delta;
+    if (next >= Number(stage.min) && next <= Number(stage.max)) {
+      const from = current;
+      stage.value = String(next);
+      clearCurrent();
+      filter();
+      const order = steps.map(function (s, k) { return k; }).filter(function (k) { return shown(k) && steps[k].dataset.stage !== undefined; });
+      if (order.length) select(delta > 0 ? order[0] : order[order.length - 1], true);
+      else current = from;
+      return;
+    }
     for (let k = current + delta; k >= 0 && k < steps.length; k += delta) {
       if (shown(k)) { select(k, true); return; }
     }
-    if (!stage) return;
-    const next = Number(stage.value) + delta;
-    if (next < Number(stage.min) || next > Number(stage.max)) return;
-    stage.value = String(next);
-    current = -1;
-    steps.forEach(function (s) { s.classList.remove("current"); });
-    links.forEach(function (a) { a.removeAttribute("aria-current"); });
-    filter();
-    const order = steps.map(function (s, k) { return k; }).filter(function (k) { return shown(k) && steps[k].dataset.stage !== undefined; });
-    if (order.length) select(delta > 0 ? order[0] : order[order.length - 1], true);
   }
 
   function explain(cell) {
@@ -167,8 +185,10 @@ constexpr const char* script = R"js(
   const next = document.getElementById("next");
   if (prev) prev.addEventListener("click", function () { move(-1); });
   if (next) next.addEventListener("click", function () { move(1); });
-  if (stage) stage.addEventListener("input", function () { current = -1; filter(); });
-  if (steps.length) filter();
+  if (stage) stage.addEventListener("input", function () { clearCurrent(); filter(); });
+  // The controls work only with the script: they come hidden, and it shows them.
+  document.querySelectorAll("[data-js]").forEach(function (e) { e.hidden = false; });
+  if (steps.length && document.getElementById("steps")) filter();
 })();
 )js";
 
@@ -190,10 +210,11 @@ std::string html_escape(const std::string& text) {
     return out;
 }
 
-std::string html_page(const std::string& title, const std::string& body) {
+std::string html_page(const std::string& title, const std::string& body_class, const std::string& content) {
     return "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
            "<meta name=\"generator\" content=\"attn-trace\">\n<title>" +
-           html_escape(title) + "</title>\n<style>" + style + "</style>\n</head>\n" + body + "\n<script>" + script + "</script>\n</html>\n";
+           html_escape(title) + "</title>\n<style>" + style + "</style>\n</head>\n<body" +
+           (body_class.empty() ? "" : " class=\"" + body_class + "\"") + ">\n" + content + "<script>" + script + "</script>\n</body>\n</html>\n";
 }
 
 }  // namespace attn_trace

@@ -113,9 +113,17 @@ std::string step_table(const Step& step, const RenderOptions& options, const Ste
     return out + "</tbody>\n</table>\n";
 }
 
-// The masked step of each place, when its shape is that of the step asking.
+// Whether a step's head is a KV head (decode's caches, grad_k and grad_v) read by
+// several query heads: the head tabs show it under each of them.
+bool of_kv_head(const Trace& trace, const Step& step) {
+    static const std::vector<std::string> names = {"k_cache", "v_cache", "grad_k", "grad_v"};
+    return step.head && trace.problem.kv_heads < trace.problem.heads && std::find(names.begin(), names.end(), step.name) != names.end();
+}
+
+// The masked step of each place, for the steps whose zeros a mask makes (exp,
+// weights, dropped) when its shape is theirs.
 const Step* masked_for(const std::map<Place, const Step*>& masked, const Step& step) {
-    if (step.name == "masked" || step.name == "scores" || step.name == "scaled") return nullptr;
+    if (step.name != "exp" && step.name != "weights" && step.name != "dropped") return nullptr;
     const auto found = masked.find(place_of(step));
     if (found == masked.end()) return nullptr;
     const Matrix& mask = found->second->values;
@@ -125,18 +133,20 @@ const Step* masked_for(const std::map<Place, const Step*>& masked, const Step& s
 std::string navigator(const Trace& trace, const std::vector<const Step*>& steps, const Stages& stages) {
     std::vector<int> heads;
     for (const Step* s : steps)
-        if (s->head && std::find(heads.begin(), heads.end(), *s->head) == heads.end()) heads.push_back(*s->head);
+        if (s->head && !of_kv_head(trace, *s) && std::find(heads.begin(), heads.end(), *s->head) == heads.end()) heads.push_back(*s->head);
     std::sort(heads.begin(), heads.end());
-    std::string out = "<nav id=\"steps\" aria-label=\"steps\">\n<div><button id=\"prev\" title=\"previous step (←)\">← previous</button> "
-                      "<button id=\"next\" title=\"next step (→)\">next →</button></div>\n";
+    const int group = std::max(1, trace.problem.heads / std::max(1, trace.problem.kv_heads));
+    std::string out = fmt::format("<nav id=\"steps\" aria-label=\"steps\" data-group=\"{}\">\n<div hidden data-js><button id=\"prev\" title=\"previous step (←)\">← previous</button> "
+                                  "<button id=\"next\" title=\"next step (→)\">next →</button></div>\n",
+                                  group);
     if (heads.size() > 1) {
-        out += "<div class=\"tabs\" role=\"group\" aria-label=\"heads\"><button data-head=\"all\" aria-pressed=\"true\">all heads</button>";
+        out += "<div class=\"tabs\" role=\"group\" aria-label=\"heads\" hidden data-js><button data-head=\"all\" aria-pressed=\"true\">all heads</button>";
         for (int h : heads) out += fmt::format("<button data-head=\"{}\" aria-pressed=\"false\">head {}</button>", h, h);
         out += "</div>\n";
     }
     if (!stages.labels.empty())
         out += fmt::format(
-            "<label class=\"stage\">{} <input type=\"range\" id=\"stage\" min=\"0\" max=\"{}\" value=\"0\" data-labels=\"{}\"> <output id=\"stage-label\">{}</output></label>\n",
+            "<label class=\"stage\" hidden data-js>{} <input type=\"range\" id=\"stage\" min=\"0\" max=\"{}\" value=\"0\" data-labels=\"{}\"> <output id=\"stage-label\">{}</output></label>\n",
             trace.command == "decode" ? "token" : "tile", stages.labels.size() - 1, html_escape(nlohmann::json(stages.labels).dump()),
             html_escape(stages.labels.front()));
     out += "<ol>\n";
@@ -149,14 +159,16 @@ std::string navigator(const Trace& trace, const std::vector<const Step*>& steps,
     return out + "</ol>\n</nav>\n";
 }
 
-// The explanations as one JSON object, step index → cells; "</" is written "<\/"
-// so that no explanation can end the script element.
+// The explanations as one JSON object, step index → cells. Inside a <script>
+// element the HTML parser looks for "</script" and, after "<!--", for "<script":
+// every < (and > and &) is written as a JSON escape, so no text of a label or
+// explanation can end the element or switch the parser's state.
 std::string explanations_json(const CellExplanations& explanations) {
     nlohmann::json out = nlohmann::json::object();
     for (std::size_t k = 0; k < explanations.steps.size(); ++k)
         if (!explanations.steps[k].empty()) out[std::to_string(k)] = explanations.steps[k];
-    std::string text = out.dump();
-    for (std::size_t at = text.find("</"); at != std::string::npos; at = text.find("</", at + 3)) text.replace(at, 2, "<\\/");
+    std::string text;
+    for (char c : out.dump()) text += c == '<' ? "\\u003c" : c == '>' ? "\\u003e" : c == '&' ? "\\u0026" : std::string(1, c);
     return text;
 }
 
@@ -173,11 +185,12 @@ std::string html_step_sections(const Trace& trace, const RenderOptions& options,
         const std::size_t k = static_cast<std::size_t>(s - trace.steps.data());
         const bool clickable = explanations && k < explanations->steps.size() && !explanations->steps[k].empty();
         std::string data = fmt::format(" data-step=\"{}\" data-name=\"{}\" data-cols=\"{}\"", k, html_escape(s->name), s->values.cols());
-        if (s->head) data += fmt::format(" data-head=\"{}\"", *s->head);
+        if (s->head) data += fmt::format(" data-{}head=\"{}\"", of_kv_head(trace, *s) ? "kv-" : "", *s->head);
         if (const auto stage = stages.of(*s)) data += fmt::format(" data-stage=\"{}\"", *stage);
         // A matrix of many columns takes the page's whole width; small ones sit side by side.
         const bool wide = visible_columns(s->values.cols(), options.full).size() > 8;
-        out += fmt::format("<section class=\"step{}\" id=\"s{}\"{}>\n{}\n{}</section>\n", wide ? " wide" : "", k, data, step_heading(*s), step_table(*s, options, masked_for(masked, *s), clickable));
+        const std::string id = explanations ? fmt::format(" id=\"s{}\"", k) : "";
+        out += fmt::format("<section class=\"step{}\"{}{}>\n{}\n{}</section>\n", wide ? " wide" : "", id, data, step_heading(*s), step_table(*s, options, masked_for(masked, *s), clickable));
     }
     return out;
 }
@@ -185,7 +198,7 @@ std::string html_step_sections(const Trace& trace, const RenderOptions& options,
 std::string render_html(const Trace& trace, const RenderOptions& options, const CellExplanations& explanations) {
     const auto& p = trace.problem;
     const std::string title = fmt::format("attn-trace {}{}", trace.command, p.title.empty() ? "" : ": " + p.title);
-    std::string body = "<body>\n<header>\n<h1>" + html_escape(title) + "</h1>\n<p class=\"problem\">" + html_escape(describe_problem(p)) + "</p>\n";
+    std::string body = "<header>\n<h1>" + html_escape(title) + "</h1>\n<p class=\"problem\">" + html_escape(describe_problem(p)) + "</p>\n";
     if (!trace.notes.empty()) {
         body += "<ul class=\"notes\">\n";
         for (const auto& note : trace.notes) body += "<li>" + html_escape(note_text(note)) + "</li>\n";
@@ -204,11 +217,11 @@ std::string render_html(const Trace& trace, const RenderOptions& options, const 
     body += "</main>\n";
     const std::string none = explanations.note.empty() ? "This step's cells have no explanation on this page." : explanations.note;
     body += fmt::format(
-        "<aside aria-live=\"polite\">\n<h2 id=\"explain-title\">Explanation</h2>\n<p class=\"muted\">Click a cell, or focus it with Tab and press Enter, to see the "
+        "<aside aria-live=\"polite\" hidden data-js>\n<h2 id=\"explain-title\">Explanation</h2>\n<p class=\"muted\">Click a cell, or focus it with Tab and press Enter, to see the "
         "arithmetic behind its number. ← and → move through the steps.</p>\n<p class=\"muted\" id=\"explain-full\"></p>\n<pre id=\"explain-text\" data-none=\"{}\"></pre>\n</aside>\n",
         html_escape(none));
-    body += "<script type=\"application/json\" id=\"explanations\">" + explanations_json(explanations) + "</script>\n</body>";
-    return html_page(title, body);
+    body += "<script type=\"application/json\" id=\"explanations\">" + explanations_json(explanations) + "</script>\n";
+    return html_page(title, "", body);
 }
 
 }  // namespace attn_trace

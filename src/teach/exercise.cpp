@@ -142,7 +142,7 @@ public:
         out += close_answer();
         if (!is("html")) return out;
         const std::string title = fmt::format("Exercise: {} (topic {}, seed {})", plan.title, topic, seed);
-        return html_page(title, "<body class=\"sheet\">\n<main>\n" + out + "</main>\n</body>");
+        return html_page(title, "sheet", "<main>\n" + out + "</main>\n");
     }
 
 private:

@@ -57,7 +57,7 @@ void check_format(const ExplainOptions& options) {
 std::string written(const ExplainDocument& document, const std::string& format) {
     const std::string text = render_explanation(document, format);
     if (format != "html") return text;
-    return html_page("attn-trace explain: " + document.heading, "<body class=\"sheet\">\n<main>\n" + text + "</main>\n</body>");
+    return html_page("attn-trace explain: " + document.heading, "sheet", "<main>\n" + text + "</main>\n");
 }
 
 // The query rows a run explanation reads: row i, or one row for the key-indexed

@@ -55,6 +55,10 @@ CellExplanations explain_cells(const Trace& trace, const Problem& problem, const
                                page_explained_cells, cells);
         return out;
     }
+    if (!trace.notes_of("fast_path").empty()) {
+        out.note = "run took the fast path, which keeps only row_max, row_sum and out: attn-trace explain computes any cell of the full trace on its own.";
+        return out;
+    }
     if (trace.command == "permute") {
         out.note = "permute's steps come from two problems, the original and the permuted one: attn-trace explain explains the original's cells.";
         return out;
@@ -64,7 +68,10 @@ CellExplanations explain_cells(const Trace& trace, const Problem& problem, const
     CellExplainer explainer(trace, problem, run, source);
     for (const Step* step : steps) {
         auto& texts = out.steps[static_cast<std::size_t>(step - trace.steps.data())];
-        const ExplainOptions options{step->head.value_or(0), step->batch.value_or(0), precision, "text"};
+        // decode's caches carry their KV head; explain takes a query head that reads it.
+        const bool cache = step->name == "k_cache" || step->name == "v_cache";
+        const int head = cache ? step->head.value_or(0) * (problem.heads / problem.kv_heads) : step->head.value_or(0);
+        const ExplainOptions options{head, step->batch.value_or(0), precision, "text"};
         try {
             for (std::size_t i = 0; i < step->values.rows(); ++i)
                 for (std::size_t j = 0; j < step->values.cols(); ++j) {

@@ -49,14 +49,18 @@ private:
     }
     // This head's step, the sequence's step, or the problem's (the weight gradients sum over the batch).
     const Step* grad_step(const std::string& name) const {
-        if (per_head(name)) return find_step(name, options_.head);
+        if (per_head(name)) return present(find_step(name, options_.head), name);
         if (const Step* s = find_step(name, std::nullopt)) return s;
-        return grad_.find(name, std::nullopt, std::nullopt, std::nullopt, std::nullopt);
+        return present(grad_.find(name, std::nullopt, std::nullopt, std::nullopt, std::nullopt), name);
+    }
+    // A step the explanation reads must be there (grad --tiled keeps no grad_scores, say).
+    const Step* present(const Step* step, const std::string& name) const {
+        if (step == nullptr) throw InputError(fmt::format("'{}': explaining it reads the backward's {} step, which this trace does not keep", target_.spec, name));
+        return step;
     }
     double grad(const std::string& name, std::size_t i, std::size_t j) const { return grad_step(name)->values(i, j); }
     const Matrix& forward(const std::string& name, std::optional<int> head) const {
-        const Step* s = forward_.find(name, head, p_.batched ? std::optional<int>(options_.batch) : std::nullopt, std::nullopt, std::nullopt);
-        return s->values;
+        return present(forward_.find(name, head, p_.batched ? std::optional<int>(options_.batch) : std::nullopt, std::nullopt, std::nullopt), name)->values;
     }
     std::size_t i() const { return target_.row; }
     std::size_t j() const { return *target_.column; }
@@ -131,7 +135,7 @@ private:
         std::vector<std::string> products;
         for (int h : query_heads_of(options_.head)) {
             const Matrix& a = mixing(h);
-            const Step* out = find_step("grad_out", h);
+            const Step* out = present(find_step("grad_out", h), "grad_out");
             for (std::size_t r = 0; r < a.rows(); ++r) products.push_back(product(a(r, i()), out->values(r, j())));
         }
         return sum_cell("value j reaches every query that reads it, through its weight",
@@ -161,7 +165,7 @@ private:
         std::vector<std::string> parts;
         for (int h : rotated ? std::vector<int>{options_.head} : query_heads_of(options_.head)) {
             const Matrix q = rotated ? forward("q_rot", h) : forward("q", std::nullopt).columns(static_cast<std::size_t>(h) * p_.d_k, p_.d_k);
-            const Matrix& scores = find_step("grad_scores", h)->values;
+            const Matrix& scores = present(find_step("grad_scores", h), "grad_scores")->values;
             for (std::size_t r = 0; r < scores.rows(); ++r) parts.push_back(product(scores(r, i()), q(r, j())));
         }
         const std::string heads = rotated || p_.kv_heads == p_.heads ? "" : fmt::format(" (and the query heads of KV head {})", options_.head);
@@ -179,7 +183,7 @@ private:
     Matrix joined(const std::string& name, int heads, std::size_t width, std::size_t b) const {
         Matrix out;
         for (int h = 0; h < heads; ++h) {
-            const Step* s = grad_.find(name, h, p_.batched ? std::optional<int>(static_cast<int>(b)) : std::nullopt, std::nullopt, std::nullopt);
+            const Step* s = present(grad_.find(name, h, p_.batched ? std::optional<int>(static_cast<int>(b)) : std::nullopt, std::nullopt, std::nullopt), name);
             if (out.empty()) out = Matrix(s->values.rows(), static_cast<std::size_t>(heads) * width);
             for (std::size_t r = 0; r < s->values.rows(); ++r)
                 for (std::size_t c = 0; c < width; ++c) out(r, static_cast<std::size_t>(h) * width + c) = s->values(r, c);
@@ -220,8 +224,8 @@ private:
         std::vector<std::string> parts;
         for (std::size_t b = 0; b < p_.batch; ++b) {
             const std::optional<int> at = p_.batched ? std::optional<int>(static_cast<int>(b)) : std::nullopt;
-            const Matrix g = which == 'O' ? grad_.find("grad_final", std::nullopt, at, std::nullopt, std::nullopt)->values : joined(which, b);
-            const Matrix& input = which == 'O' ? forward_.find("concat", std::nullopt, at, std::nullopt, std::nullopt)->values
+            const Matrix g = which == 'O' ? present(grad_.find("grad_final", std::nullopt, at, std::nullopt, std::nullopt), "grad_final")->values : joined(which, b);
+            const Matrix& input = which == 'O' ? present(forward_.find("concat", std::nullopt, at, std::nullopt, std::nullopt), "concat")->values
                                   : which == 'Q' || !p_.cross_attention() ? p_.X[b] : p_.X_source[b];
             for (std::size_t r = 0; r < g.rows(); ++r) parts.push_back(bias ? n_.factor(g(r, j())) : product(input(r, i()), g(r, j())));
         }

@@ -11,6 +11,7 @@ and a screenshot of each page written for people to look at.
 Usage: ATTN_TRACE=build/attn-trace SOURCE_DIR=. /usr/bin/python3 tests/browser/pages.py [SCREENSHOT_DIR]
 Exits 77 (CTest's "skipped") when chromium, chromedriver or selenium is missing.
 """
+import base64
 import json
 import os
 import shutil
@@ -100,7 +101,7 @@ def check_steps(driver, name, args):
     """Every step of --format json is a section with its name, place and every number."""
     trace = json.loads(tool(*args, "--format", "json"))
     sections = driver.execute_script(
-        "return Array.from(document.querySelectorAll('section.step')).map(s => ({name: s.dataset.name, head: s.dataset.head,"
+        "return Array.from(document.querySelectorAll('section.step')).map(s => ({name: s.dataset.name, head: s.dataset.head || s.dataset.kvHead,"
         " gaps: s.querySelectorAll('td.gap').length,"
         " cells: Array.from(s.querySelectorAll('td[data-i]')).map(td => [Number(td.dataset.i), Number(td.dataset.j), td.title, td.textContent])}))")
     check(len(sections) == len(trace["steps"]), f"{name}: {len(sections)} sections for {len(trace['steps'])} steps")
@@ -209,13 +210,17 @@ def slider_moves(driver, name, explain_args, step_name):
     target.click()
     expected = tool(*explain_args, "--cell", f"{step_name}[0,0]")
     check(panel_text(driver).strip() == expected.strip(), f"{name}: {step_name}[0,0] at the second position does not show explain's text")
-    # → past the last step of a position goes on to the next one.
+    # → past the last step of a position goes on to the next position's first step.
     stage.send_keys(Keys.HOME)
-    body = driver.find_element(By.TAG_NAME, "body")
     driver.execute_script("document.activeElement.blur()")
-    for _ in range(len(first) + 1):
+    body = driver.find_element(By.TAG_NAME, "body")
+    for _ in range(20):
         body.send_keys(Keys.ARROW_RIGHT)
-    check(driver.find_element(By.ID, "stage").get_attribute("value") != "0", f"{name}: → did not go on past the first position")
+        if driver.find_element(By.ID, "stage").get_attribute("value") != "0":
+            break
+    at = driver.execute_script("const s = document.querySelector('section.step.current'); return s ? s.dataset.stage : null")
+    check(at == "1", f"{name}: → past the first position's last step is at stage {at}, expected the second position's first step")
+    check(len(driver.find_elements(By.CSS_SELECTOR, "section.step.current")) == 1, f"{name}: more than one step is highlighted")
 
 
 def test_tiled(driver):
@@ -238,6 +243,17 @@ def test_decode(driver):
     check_steps(driver, "decode", args)
     slider_moves(driver, "decode", ["explain", example("damaged_on_arrival.json"), "--t", "1"], "weights")
     screenshot(driver, "decode")
+    # GQA: a cache belongs to its KV head, shown under each query head that reads it.
+    gqa = ["decode", example("gqa_8q_2kv.json")]
+    open_page(driver, "decode-gqa", gqa)
+    check_steps(driver, "decode-gqa", gqa)
+    driver.find_element(By.CSS_SELECTOR, ".tabs button[data-head='5']").click()
+    caches = driver.execute_script(
+        "return Array.from(document.querySelectorAll('section.step[data-kv-head]')).filter(s => s.offsetParent !== null).map(s => s.dataset.kvHead)")
+    check(caches and set(caches) == {"1"}, f"decode-gqa: head 5 (of KV head 1) shows the caches of KV heads {sorted(set(caches))}")
+    driver.find_element(By.CSS_SELECTOR, "section.step[data-stage='0'][data-name='k_cache'][data-kv-head='1'] td[data-i='0'][data-j='0']").click()
+    expected = tool("explain", example("gqa_8q_2kv.json"), "--t", "0", "--head", "4", "--cell", "k_cache[0,0]")
+    check(panel_text(driver).strip() == expected.strip(), "decode-gqa: KV head 1's k_cache[0,0] does not show explain's text for a query head of KV head 1")
 
 
 def test_grad(driver):
@@ -273,7 +289,9 @@ def test_summary(driver):
 def test_explain(driver):
     open_page(driver, "explain", ["explain", example("damaged_on_arrival.json"), "--cell", "weights[2,1]"])
     text = driver.find_element(By.TAG_NAME, "main").text
-    check("weights[2,1]" in text or "weights" in text, "explain: the page does not show the explanation")
+    plain = tool("explain", example("damaged_on_arrival.json"), "--cell", "weights[2,1]")
+    check(text.splitlines()[0] == plain.splitlines()[0], f"explain: the page's heading is {text.splitlines()[0]!r}, the text's {plain.splitlines()[0]!r}")
+    check(plain.strip().splitlines()[-2].strip() in text, "explain: the page lacks the explanation's last line of arithmetic")
     check(driver.find_elements(By.CSS_SELECTOR, "pre.math"), "explain: the page has no mathematics")
     screenshot(driver, "explain")
 
@@ -292,11 +310,13 @@ def test_exercise(driver):
 
 def test_print(driver):
     open_page(driver, "print", ["tiled", example("damaged_on_arrival.json")])
-    pdf = driver.execute_cdp_cmd("Page.printToPDF", {"printBackground": True})
-    check(len(pdf.get("data", "")) > 1000, "print: the page does not print")
-    driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"media": "print"})
+    pdf = base64.b64decode(driver.execute_cdp_cmd("Page.printToPDF", {"printBackground": True})["data"])
+    check(pdf.startswith(b"%PDF") and pdf.count(b"/Type /Page\n") + pdf.count(b"/Type /Page ") + pdf.count(b"/Type/Page") >= 1, "print: the page does not print")
+    driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"media": "print", "features": [{"name": "prefers-color-scheme", "value": "dark"}]})
     hidden = driver.execute_script("return Array.from(document.querySelectorAll('section.step')).filter(s => s.offsetParent === null).length")
     check(hidden == 0, f"print: {hidden} steps are left out of the printed page")
+    shown = driver.execute_script("return [document.querySelector('nav').offsetParent, getComputedStyle(document.body).backgroundColor]")
+    check(shown[0] is None and shown[1] == "rgb(255, 255, 255)", f"print: the navigator is printed or the paper is not white ({shown[1]}) in dark mode")
     driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"media": ""})
 
 
