@@ -2,7 +2,7 @@
 """attn-trace's fast path against PyTorch on identical inputs, with the same threads.
 
 Runs `attn-trace bench --dump DIR` (which writes each n's Q, K, V and outputs as
-raw float32), loads those very inputs into PyTorch, times
+raw float32, or float64 with --dtype f64), loads those very inputs into PyTorch, times
 F.scaled_dot_product_attention and the readable matmul-softmax-matmul path,
 checks that every output agrees with attn-trace's, and prints the time ratio per
 n, next to the machine's sgemm rate (numpy's matmul) and its multiply-add peak
@@ -40,6 +40,9 @@ def parse_args():
     parser.add_argument("--heads", type=int, default=1)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--causal", action="store_true")
+    parser.add_argument("--dtype", choices=["f32", "f64"], default="f32",
+                        help="f64: attn-trace's --dtype f64 against PyTorch's float64 SDPA, the roofline numpy's float64 matmul and "
+                             "the peak half the float multiply-add rate (the same instructions on half as many lanes)")
     parser.add_argument("--repeats", type=int, default=5,
                         help="timed runs per setting at n >= 4096; shorter sequences get more, (4096/n)^2 times as many, so that "
                              "every median spans about the same time (a 3 ms run is at the mercy of the machine's noise)")
@@ -70,12 +73,12 @@ def fix_threads(threads):
     os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
 
 
-def sgemm_gflops(threads, size=4096, repeats=5):
-    """numpy's float32 matmul rate in a fresh process, with OPENBLAS_CORETYPE and
-    OPENBLAS_L2_SIZE unset there (some machines set them, and they slow numpy)."""
+def sgemm_gflops(threads, dtype="float32", size=4096, repeats=5):
+    """numpy's matmul rate (float32: sgemm, float64: dgemm) in a fresh process, with
+    OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset there (some machines set them, and they slow numpy)."""
     code = (
         "import numpy as np, time\n"
-        f"a = np.random.default_rng(0).standard_normal(({size}, {size}), dtype=np.float32); b = a.copy(); a @ b\n"
+        f"a = np.random.default_rng(0).standard_normal(({size}, {size}), dtype=np.{dtype}); b = a.copy(); a @ b\n"
         "ts = []\n"
         f"for _ in range({repeats}):\n"
         "    t = time.perf_counter(); a @ b; ts.append(time.perf_counter() - t)\n"
@@ -133,7 +136,7 @@ def main():
     def bench(n, impls, dump=None):
         """One `attn-trace bench` run for one n: {impl: result}."""
         command = [binary, "bench", "--n", str(n), "--dk", str(args.dk), "--heads", str(args.heads), "--threads", str(args.threads),
-                   "--impl", impls, "--repeats", str(repeats_for(n)), "--warmup", str(args.warmup), "--format", "json"]
+                   "--impl", impls, "--repeats", str(repeats_for(n)), "--warmup", str(args.warmup), "--format", "json", "--dtype", args.dtype]
         if args.causal:
             command.append("--causal")
         if dump:
@@ -141,8 +144,11 @@ def main():
         run = subprocess.run(command, capture_output=True, text=True)
         if run.returncode != 0:
             sys.exit(f"compare_torch.py: {' '.join(command)} failed (exit {run.returncode}):\n{run.stderr}")
-        return {r["impl"]: r for r in json.loads(run.stdout)["results"]}
+        report = json.loads(run.stdout)
+        kernels.add(report.get("kernel", "?"))
+        return {r["impl"]: r for r in report["results"]}
 
+    kernels = set()  # the CPU kernel target bench reports (avx512, avx2, baseline)
     fast_ms = {n: [] for n in lengths}
     sdpa_ms = {n: [] for n in lengths}
     flops = {}  # n -> the work of one run, as bench counts it (its GFLOP/s times its time)
@@ -150,13 +156,15 @@ def main():
     rooflines = []
     peaks = []
     failures = 0
+    element = np.float32 if args.dtype == "f32" else np.float64  # what bench computes in and dumps
+    agree = 1e-4 if args.dtype == "f32" else 1e-10
     with tempfile.TemporaryDirectory() as dump, tempfile.TemporaryDirectory() as tools, torch.inference_mode():
         fma_peak = build_fma_peak(tools)
         inputs = {}
         for round_index in range(args.rounds):
-            rooflines.append(sgemm_gflops(args.threads))
+            rooflines.append(sgemm_gflops(args.threads, "float32" if args.dtype == "f32" else "float64"))
             if fma_peak:
-                peaks.append(fma_peak_gflops(fma_peak, args.threads))
+                peaks.append(fma_peak_gflops(fma_peak, args.threads) / (1 if args.dtype == "f32" else 2))
             for n in lengths:
                 print(f"round {round_index + 1}/{args.rounds}, n = {n} ...", file=sys.stderr, flush=True)
                 # attn-trace and PyTorch back to back, so a burst of noise on this shared
@@ -164,7 +172,7 @@ def main():
                 ours = bench(n, "naive,fast" if round_index == 0 else "fast", dump if round_index == 0 else None)
                 if n not in inputs:
                     shape = (n, args.heads, args.dk)
-                    q, k, v = (torch.from_numpy(np.fromfile(f"{dump}/n{n}_{name}.bin", dtype=np.float32).reshape(shape)).transpose(0, 1).contiguous()
+                    q, k, v = (torch.from_numpy(np.fromfile(f"{dump}/n{n}_{name}.bin", dtype=element).reshape(shape)).transpose(0, 1).contiguous()
                                for name in "qkv")  # (H, n, d)
                     inputs[n] = (q, k, v)
                 q, k, v = inputs[n]
@@ -175,7 +183,7 @@ def main():
                 if round_index:
                     continue
                 # The first round also checks the outputs and times the readable path.
-                fast_out = np.fromfile(f"{dump}/n{n}_out_fast.bin", dtype=np.float32).reshape(n, args.heads, args.dk).transpose(1, 0, 2)
+                fast_out = np.fromfile(f"{dump}/n{n}_out_fast.bin", dtype=element).reshape(n, args.heads, args.dk).transpose(1, 0, 2)
                 readable_ms, diffs = None, [float(np.abs(sdpa_out.numpy() - fast_out).max())]
                 if n * n * 4 * args.heads <= args.readable_limit_gib * 2**30:
                     def readable():
@@ -186,17 +194,20 @@ def main():
                     readable_ms, _, _, readable_out = timed(readable, repeats_for(n), args.warmup)
                     diffs.append(float(np.abs(readable_out.numpy() - fast_out).max()))
                 first[n] = (ours["naive"], readable_ms, max(diffs))
-                failures += not max(diffs) <= 1e-4  # NaN counts as a failure
+                failures += not max(diffs) <= agree  # NaN counts as a failure
 
     roofline = statistics.median(rooflines)
     print(f"$ {binary} bench --n N --dk {args.dk} --heads {args.heads} --threads {args.threads} --impl naive,fast --repeats R "
-          f"--warmup {args.warmup} --format json{' --causal' if args.causal else ''} [--dump DIR]")
+          f"--warmup {args.warmup} --format json --dtype {args.dtype}{' --causal' if args.causal else ''} [--dump DIR]")
     print(f"torch {torch.__version__}, numpy {np.__version__}, {args.threads} threads, d_k = {args.dk}, heads = {args.heads}, "
-          f"{'causal' if args.causal else 'no mask'}, float32; sgemm (numpy 4096^3) {roofline:.1f} GFLOP/s "
+          f"{'causal' if args.causal else 'no mask'}, {'float32' if args.dtype == 'f32' else 'float64'}; "
+          f"{'sgemm' if args.dtype == 'f32' else 'dgemm'} (numpy 4096^3) {roofline:.1f} GFLOP/s "
           f"(median of {args.rounds}: {', '.join(f'{r:.0f}' for r in rooflines)})")
     peak = statistics.median(peaks) if peaks else None
     if peak:
-        print(f"multiply-add peak (bench/fma_peak.cpp, {args.threads} threads) {peak:.1f} GFLOP/s: no attention can pass this")
+        print(f"multiply-add peak (bench/fma_peak.cpp, {args.threads} threads{', halved for float64' if args.dtype == 'f64' else ''}) "
+              f"{peak:.1f} GFLOP/s: no attention can pass this")
+    print(f"attn-trace's CPU kernel: {', '.join(sorted(kernels))} (ATTN_TRACE_KERNEL={os.environ.get('ATTN_TRACE_KERNEL', '')!s})")
     print(f"repeats R per setting: {', '.join(f'{repeats_for(n)} at n = {n}' for n in lengths)}")
     print(f"{args.rounds} round(s); ms are medians over the rounds of each round's median; sdpa/fast is the median of the rounds' ratios")
     print(f"{'n':>6} {'fast ms':>9} {'naive ms':>9} {'sdpa ms':>9} {'readable':>9} {'sdpa/fast':>9} {'rounds':>11} {'fast GF/s':>9} "
@@ -211,8 +222,8 @@ def main():
         print(f"{n:>6} {fast:9.2f} {naive_text} {statistics.median(sdpa_ms[n]):9.2f} {readable_text} {statistics.median(ratios):9.2f} "
               f"{f'{min(ratios):.2f}-{max(ratios):.2f}':>11} {gflops:9.1f} {100 * gflops / roofline:7.0f}% {f'{100 * gflops / peak:.0f}%' if peak else 'n/a':>7} {diff:10.2e}")
     if failures:
-        sys.exit(f"compare_torch.py: {failures} setting(s) where attn-trace and PyTorch differ by more than 1e-4")
-    print("outputs agree (max |diff| <= 1e-4 against SDPA and the readable path)")
+        sys.exit(f"compare_torch.py: {failures} setting(s) where attn-trace and PyTorch differ by more than {agree:g}")
+    print(f"outputs agree (max |diff| <= {agree:g} against SDPA and the readable path)")
 
 
 if __name__ == "__main__":

@@ -36,6 +36,21 @@ void check_exp2() {
     REQUIRE(panel::exp2_bounded(S::splat(0.0f))[0] == 1.0f);
 }
 
+void check_exp2_double() {
+    using S = panel::Simd<double>;
+    double worst = 0;
+    for (int step = 0; step <= 1022 * 16; ++step) {
+        const double x = -static_cast<double>(step) / 16.0 - 0.00037 * static_cast<double>(step % 11);
+        if (x < -1022.0) continue;
+        worst = std::max(worst, std::abs(panel::exp2_bounded(S::splat(x))[0] / std::exp2(x) - 1.0));
+    }
+    for (const double x : {0.25, 1.0, 7.5, 16.0, 63.9}) worst = std::max(worst, std::abs(panel::exp2_bounded(S::splat(x))[0] / std::exp2(x) - 1.0));
+    INFO("worst relative error " << worst);
+    REQUIRE(worst < 5e-16);  // about two double ulps
+    for (const double x : {-std::numeric_limits<double>::infinity(), -1022.6, -1023.0, -5000.0, -1e300}) REQUIRE(panel::exp2_bounded(S::splat(x))[0] == 0.0);
+    REQUIRE(panel::exp2_bounded(S::splat(0.0))[0] == 1.0);
+}
+
 void check_micro_kernel() {
     constexpr std::size_t NR = panel::NR<float>, MR = panel::MR, depth = 5;
     float a[depth * MR], b[depth * NR], c[MR * NR], d[MR * NR];
@@ -62,6 +77,7 @@ HWY_AFTER_NAMESPACE();
 namespace attn_trace {
 
 HWY_EXPORT(check_exp2);
+HWY_EXPORT(check_exp2_double);
 HWY_EXPORT(check_micro_kernel);
 
 namespace {
@@ -91,6 +107,10 @@ void on_every_target(Check check) {
 
 TEST_CASE("the kernel's 2^x is within float rounding of exp2, and exactly 0 where it must be, on every target", "[fast]") {
     on_every_target([] { HWY_DYNAMIC_DISPATCH(check_exp2)(); });
+}
+
+TEST_CASE("the kernel's float64 2^x is within two ulps of exp2, and exactly 0 where it must be, on every target", "[fast]") {
+    on_every_target([] { HWY_DYNAMIC_DISPATCH(check_exp2_double)(); });
 }
 
 TEST_CASE("the micro-kernel computes its MR × NR product, also with fewer rows, on every target", "[fast]") {

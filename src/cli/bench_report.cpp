@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "attn_trace/cpu_kernel.hpp"
 #include "attn_trace/errors.hpp"
 #include "attn_trace/problem.hpp"
 #include "report_error.hpp"
@@ -17,8 +18,8 @@ namespace attn_trace::cli {
 namespace {
 
 std::string describe_setting(const BenchConfig& c) {
-    return fmt::format("d_k = {}, heads = {}, {}, {}, {} thread{}, {} repeat{} after {} warm-up (ms: median, min–max)", c.d_k, c.heads,
-                       c.causal ? "causal" : "no mask", dtype_name(c.dtype), c.threads, c.threads == 1 ? "" : "s", c.repeats,
+    return fmt::format("d_k = {}, heads = {}, {}, {}, {} thread{}, CPU kernel {}, {} repeat{} after {} warm-up (ms: median, min–max)", c.d_k, c.heads,
+                       c.causal ? "causal" : "no mask", dtype_name(c.dtype), c.threads, c.threads == 1 ? "" : "s", kernel_target(), c.repeats,
                        c.repeats == 1 ? "" : "s", c.warmup);
 }
 
@@ -60,6 +61,7 @@ std::string bench_json(const BenchConfig& c, const std::vector<BenchResult>& res
     const nlohmann::ordered_json out = {{"attn_trace_bench", 1},
                                         {"dtype", dtype_name(c.dtype)},
                                         {"threads", c.threads},
+                                        {"kernel", kernel_target()},
                                         {"repeats", c.repeats},
                                         {"warmup", c.warmup},
                                         {"seed", c.seed},
