@@ -22,7 +22,7 @@ public:
     ExplainDocument explain() {
         check_head_and_batch();
         const std::string& name = target_.step;
-        const Step* s = grad_step(name);
+        const Step* s = target_step(name);
         if (!s && per_head(name))  // grad_k and grad_v have one per KV head
             throw InputError(fmt::format("⟦head⟧ {}: {} is per KV head and the problem has {} (0 to {})", options_.head, name, p_.kv_heads, p_.kv_heads - 1));
         if (!s) no_step(fmt::format("grad has no step '{}'", name));
@@ -48,11 +48,14 @@ private:
         return std::any_of(grad_.steps.begin(), grad_.steps.end(), [&](const Step& s) { return s.name == name && s.head; });
     }
     // This head's step, the sequence's step, or the problem's (the weight gradients sum over the batch).
-    const Step* grad_step(const std::string& name) const {
-        if (per_head(name)) return present(find_step(name, options_.head), name);
+    // The target's step, or null (explain() says why).
+    const Step* target_step(const std::string& name) const {
+        if (per_head(name)) return find_step(name, options_.head);
         if (const Step* s = find_step(name, std::nullopt)) return s;
-        return present(grad_.find(name, std::nullopt, std::nullopt, std::nullopt, std::nullopt), name);
+        return grad_.find(name, std::nullopt, std::nullopt, std::nullopt, std::nullopt);
     }
+    // A step the explanation reads.
+    const Step* grad_step(const std::string& name) const { return present(target_step(name), name); }
     // A step the explanation reads must be there (grad --tiled keeps no grad_scores, say).
     const Step* present(const Step* step, const std::string& name) const {
         if (step == nullptr) throw InputError(fmt::format("'{}': explaining it reads the backward's {} step, which this trace does not keep", target_.spec, name));

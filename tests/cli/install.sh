@@ -8,7 +8,7 @@ expect_exit 0 "" -- cmake --install "$build" --prefix "$prefix"
 B=$prefix/bin/attn-trace
 expect_exit 0 "^attn-trace [0-9.]+$" -- "$B" --version
 expect_exit 0 "^build: " -- "$B" --version
-expect_exit 0 "^CPU kernel: .*this CPU: AVX2 (yes|no)" -- "$B" --version
+expect_exit 0 "^CPU kernel: .*compiled for avx512, avx2, baseline; this CPU runs" -- "$B" --version
 expect_exit 0 "^CUDA: " -- "$B" --version
 expect_exit 0 "^[0-9]+ passed, 0 failed$" -- "$B" check "$SOURCE_DIR"/examples/*.json
 
