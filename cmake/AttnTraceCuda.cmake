@@ -9,12 +9,13 @@ if(ATTN_TRACE_CUDA AND NOT ATTN_TRACE_SANITIZE)
   check_language(CUDA)
   if(CMAKE_CUDA_COMPILER)
     if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
-      set(CMAKE_CUDA_ARCHITECTURES 90)  # H100/H200; pass -DCMAKE_CUDA_ARCHITECTURES=80 etc. for others
+      # A100 (sm_80) and H100/H200 (sm_90); the tensor-core kernel's bf16 WMMA needs sm_80 or later.
+      set(CMAKE_CUDA_ARCHITECTURES "80;90")
     endif()
     enable_language(CUDA)
     find_package(CUDAToolkit REQUIRED)
     set(CMAKE_CUDA_STANDARD 17)  # CMake 3.25 knows no CUDA20 dialect; the headers it includes need only C++17
-    add_library(attn_trace_cuda STATIC src/backend/cuda/backend_cuda.cu)
+    add_library(attn_trace_cuda STATIC src/backend/cuda/backend_cuda.cu src/backend/cuda/backend_cuda_tensor_cores.cu)
     target_include_directories(attn_trace_cuda PUBLIC include PRIVATE src)
     target_link_libraries(attn_trace_cuda PUBLIC CUDA::cudart_static)
     target_link_libraries(attn_trace_lib PUBLIC attn_trace_cuda)

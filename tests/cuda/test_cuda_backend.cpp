@@ -12,6 +12,7 @@
 #include "attn_trace/tolerances.hpp"
 #include "backend/cpu/backend_cpu.hpp"
 #include "backend/cuda/backend_cuda.hpp"
+#include "tensor_core_cases.hpp"
 
 using namespace attn_trace;
 
@@ -84,6 +85,28 @@ TEST_CASE("the cuda backend says what its fused kernel cannot do, and the fast p
     REQUIRE_THROWS_AS(pipeline_fast(p, {Dtype::f32, "cuda"}, {}), BackendUnavailable);
     REQUIRE_THROWS_AS(pipeline_fast(random_problem(4, 4, 4, 4, ""), {Dtype::f64, "cuda"}, {}), BackendUnavailable);
     CHECK_FALSE(cuda.supports(Operation::unfused_attention, nullptr, why));
+}
+
+TEST_CASE("the tensor-core kernel equals its CPU emulation and float64, fp16 and bf16, masks by ranges, GQA, edge sizes") {
+    const CudaBackend cuda;
+    for (const auto& c : testing::tensor_core_cases()) {
+        testing::TensorCoreProblem p;
+        testing::make_problem(c, p);
+        const Matrix want = testing::reference_out(p);
+        for (const HalfType type : {HalfType::fp16, HalfType::bf16}) {
+            INFO(c.name << " in " << half_type_name(type));
+            const AttentionResult gpu = cuda.fused_attention_tensor_cores(p.call, type);
+            const AttentionResult emulated = emulate_tensor_core_attention(p.call, type);
+            // Same roundings, sums in another order: P may round to the neighbouring value.
+            CHECK(testing::max_abs_difference(gpu.out, emulated.out) < (type == HalfType::fp16 ? 2e-3 : 1.5e-2));
+            CHECK(testing::max_abs_difference(gpu.row_max, emulated.row_max) < 1e-4);
+            CHECK(testing::max_abs_difference(gpu.out, want) < (type == HalfType::fp16 ? 3e-3 : 2e-2));
+        }
+    }
+    testing::TensorCoreCase wrong{"d = 32", 4, 4, 32, 1, 1, ""};
+    testing::TensorCoreProblem p;
+    testing::make_problem(wrong, p);
+    CHECK_THROWS_AS(cuda.fused_attention_tensor_cores(p.call, HalfType::bf16), InputError);
 }
 
 int main(int argc, char** argv) {

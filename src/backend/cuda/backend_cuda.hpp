@@ -5,6 +5,7 @@
 #include <string>
 
 #include "attn_trace/backend.hpp"
+#include "backend/tensor_core_emulation.hpp"
 
 namespace attn_trace {
 
@@ -23,6 +24,15 @@ public:
     // one launch per head. CPU twin: CpuBackend::fused_attention (fast_attention.cpp).
     AttentionResult fused_attention(const AttentionCall& call) const override;
     AttentionResult unfused_attention(const AttentionCall& call) const override;
+
+    // The tensor-core kernel (backend_cuda_tensor_cores.cu, sm_80 and later): Q, K
+    // and V rounded to fp16 or bf16, WMMA 16 × 16 × 16 products accumulating in
+    // float32, the online softmax in float32, 64 query rows (4 warps) per block
+    // against 64-key tiles, tiles outside a block's key ranges skipped, GQA; d_k =
+    // d_v = 64 or 128, masks by key ranges only, no softcap. CPU twin:
+    // emulate_tensor_core_attention. Not yet behind an operation of the table: its
+    // tests call it directly (tests/cuda). Throws InputError for what it cannot do.
+    AttentionResult fused_attention_tensor_cores(const AttentionCall& call, HalfType type) const;
 };
 
 // Whether a CUDA device can be used; when not, `why` says what is missing.

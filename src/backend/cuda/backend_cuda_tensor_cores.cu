@@ -1,0 +1,250 @@
+// The tensor-core fused attention kernel (FlashAttention-2's loop order with
+// WMMA): each block holds 64 query rows of one head, each of its 4 warps 16 rows;
+// per 64-key tile S = Q Kᵀ (16-bit inputs, float32 accumulators), the online
+// softmax in float32 by lane pairs (one row each, half its keys), P rounded to the
+// input type, O += P V with O kept in shared memory in float32 (WMMA fragments'
+// element layout is opaque, so the per-row rescale of O is done there). The tiles
+// and roundings are those of tensor_core_tiling.hpp and of its CPU emulation.
+// No fmt in this file: nvcc cannot evaluate fmt's compile-time format checks.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <mma.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "attn_trace/errors.hpp"
+#include "backend_cuda.hpp"
+#include "tensor_core_tiling.hpp"
+
+namespace attn_trace {
+
+namespace {
+
+using namespace nvcuda;
+using tensor_cores::block_rows;
+using tensor_cores::rows_per_warp;
+using tensor_cores::tile_keys;
+
+void check(cudaError_t status, const char* what) {
+    if (status != cudaSuccess) throw BackendUnavailable(std::string("CUDA: ") + what + " failed: " + cudaGetErrorString(status));
+}
+
+template <typename In>
+__host__ __device__ In to_input(float x);
+template <>
+__host__ __device__ __half to_input<__half>(float x) { return __float2half_rn(x); }
+template <>
+__host__ __device__ __nv_bfloat16 to_input<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
+
+struct TensorCoreArguments {
+    const void *q, *k, *v;      // In, row-major: (n, q_cols), (m, k_cols), (m, v_cols)
+    int q_cols, k_cols, v_cols;
+    float* out;                 // (n, heads · D)
+    float *row_max, *row_sum;   // (heads, n)
+    const int *first_key, *end_key;  // (n) each
+    int n, m, group;
+    float scale, empty_value;
+};
+
+// Shared memory of one block: Q (Br × D), K and V tiles (Bc × D), S (Br × Bc,
+// float), P (Br × Bc), O (Br × D, float), m and ℓ (Br each, float).
+template <typename In, int D>
+constexpr std::size_t shared_bytes() {
+    return sizeof(In) * (block_rows * D + 2 * tile_keys * D + block_rows * tile_keys) + sizeof(float) * (block_rows * tile_keys + block_rows * D + 2 * block_rows);
+}
+
+template <typename In, int D>
+__global__ void __launch_bounds__(tensor_cores::warps * 32) tensor_core_attention(TensorCoreArguments a) {
+    extern __shared__ __align__(128) unsigned char shared[];
+    In* q_s = reinterpret_cast<In*>(shared);
+    In* k_s = q_s + block_rows * D;
+    In* v_s = k_s + tile_keys * D;
+    float* s_s = reinterpret_cast<float*>(v_s + tile_keys * D);
+    In* p_s = reinterpret_cast<In*>(s_s + block_rows * tile_keys);
+    float* o_s = reinterpret_cast<float*>(p_s + block_rows * tile_keys);
+    float* m_s = o_s + block_rows * D;
+    float* l_s = m_s + block_rows;
+    const In* Q = static_cast<const In*>(a.q);
+    const In* K = static_cast<const In*>(a.k);
+    const In* V = static_cast<const In*>(a.v);
+    const int h = blockIdx.y, g = h / a.group;
+    const int row0 = blockIdx.x * block_rows, rows = min(block_rows, a.n - row0);
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+
+    for (int t = threadIdx.x; t < block_rows * D; t += blockDim.x) {
+        const int r = t / D, c = t % D;
+        q_s[t] = r < rows ? Q[static_cast<long>(row0 + r) * a.q_cols + h * D + c] : to_input<In>(0.0f);
+        o_s[t] = 0.0f;
+    }
+    for (int r = threadIdx.x; r < block_rows; r += blockDim.x) {
+        m_s[r] = -INFINITY;
+        l_s[r] = 0.0f;
+    }
+    __syncthreads();
+
+    const tensor_cores::KeySpan span = tensor_cores::block_keys(a.first_key, a.end_key, row0, rows, a.m);
+    for (int tile = tensor_cores::first_tile(span); tile < tensor_cores::end_tile(span); ++tile) {
+        const int j0 = tile * tile_keys;
+        for (int t = threadIdx.x; t < tile_keys * D; t += blockDim.x) {
+            const int j = j0 + t / D, c = t % D;
+            k_s[t] = j < a.m ? K[static_cast<long>(j) * a.k_cols + g * D + c] : to_input<In>(0.0f);
+            v_s[t] = j < a.m ? V[static_cast<long>(j) * a.v_cols + g * D + c] : to_input<In>(0.0f);
+        }
+        __syncthreads();
+
+        // S_w = Q_w K_tᵀ: K stored [key][d] is Kᵀ column-major.
+        for (int nf = 0; nf < tile_keys / 16; ++nf) {
+            wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+            wmma::fill_fragment(acc, 0.0f);
+            for (int kf = 0; kf < D / 16; ++kf) {
+                wmma::fragment<wmma::matrix_a, 16, 16, 16, In, wmma::row_major> qa;
+                wmma::fragment<wmma::matrix_b, 16, 16, 16, In, wmma::col_major> kb;
+                wmma::load_matrix_sync(qa, q_s + warp * rows_per_warp * D + kf * 16, D);
+                wmma::load_matrix_sync(kb, k_s + nf * 16 * D + kf * 16, D);
+                wmma::mma_sync(acc, qa, kb, acc);
+            }
+            wmma::store_matrix_sync(s_s + warp * rows_per_warp * tile_keys + nf * 16, acc, tile_keys, wmma::mem_row_major);
+        }
+        __syncwarp();
+
+        // The online softmax: lanes 2r and 2r + 1 take row r of the warp, half its keys each.
+        {
+            const int r = warp * rows_per_warp + lane / 2, half = lane % 2, i = row0 + r;
+            const int first = i < a.n ? a.first_key[i] : 0, end = i < a.n ? a.end_key[i] : 0;
+            float* s_row = s_s + r * tile_keys;
+            float tile_max = -INFINITY;
+            for (int c = half * (tile_keys / 2); c < (half + 1) * (tile_keys / 2); ++c) {
+                const int j = j0 + c;
+                const float z = j < first || j >= end ? -INFINITY : s_row[c] * a.scale;
+                s_row[c] = z;
+                tile_max = fmaxf(tile_max, z);
+            }
+            tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
+            const float m_old = m_s[r], m_new = fmaxf(m_old, tile_max);
+            const float shift = m_new == -INFINITY ? 0.0f : m_new;  // a row with no key yet keeps its zeros
+            float sum = 0.0f;
+            for (int c = half * (tile_keys / 2); c < (half + 1) * (tile_keys / 2); ++c) {
+                const float p = expf(s_row[c] - shift);
+                sum += p;
+                p_s[r * tile_keys + c] = to_input<In>(p);
+            }
+            sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+            const float rescale = expf(m_old - shift);
+            for (int c = half * (D / 2); c < (half + 1) * (D / 2); ++c) o_s[r * D + c] *= rescale;
+            __syncwarp();
+            if (half == 0) {
+                l_s[r] = l_s[r] * rescale + sum;
+                m_s[r] = m_new;
+            }
+        }
+        __syncwarp();
+
+        // O_w += P_w V_t
+        for (int nf = 0; nf < D / 16; ++nf) {
+            wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+            wmma::load_matrix_sync(acc, o_s + warp * rows_per_warp * D + nf * 16, D, wmma::mem_row_major);
+            for (int kf = 0; kf < tile_keys / 16; ++kf) {
+                wmma::fragment<wmma::matrix_a, 16, 16, 16, In, wmma::row_major> pa;
+                wmma::fragment<wmma::matrix_b, 16, 16, 16, In, wmma::row_major> vb;
+                wmma::load_matrix_sync(pa, p_s + warp * rows_per_warp * tile_keys + kf * 16, tile_keys);
+                wmma::load_matrix_sync(vb, v_s + kf * 16 * D + nf * 16, D);
+                wmma::mma_sync(acc, pa, vb, acc);
+            }
+            wmma::store_matrix_sync(o_s + warp * rows_per_warp * D + nf * 16, acc, D, wmma::mem_row_major);
+        }
+        __syncthreads();  // before the next tile's K and V overwrite these
+    }
+
+    for (int t = threadIdx.x; t < rows * D; t += blockDim.x) {
+        const int r = t / D, c = t % D;
+        const float l = l_s[r];
+        a.out[static_cast<long>(row0 + r) * (gridDim.y * D) + h * D + c] = l > 0.0f ? o_s[t] / l : a.empty_value;
+    }
+    for (int r = threadIdx.x; r < rows; r += blockDim.x) {
+        a.row_max[static_cast<long>(h) * a.n + row0 + r] = m_s[r];
+        a.row_sum[static_cast<long>(h) * a.n + row0 + r] = l_s[r];
+    }
+}
+
+// Device memory that frees itself.
+template <typename T>
+struct Buffer {
+    T* data = nullptr;
+    explicit Buffer(std::size_t count) { check(cudaMalloc(&data, std::max<std::size_t>(1, count) * sizeof(T)), "cudaMalloc"); }
+    ~Buffer() { cudaFree(data); }
+    Buffer(const Buffer&) = delete;
+    Buffer& operator=(const Buffer&) = delete;
+};
+
+template <typename T>
+void upload(Buffer<T>& buffer, const std::vector<T>& host) {
+    check(cudaMemcpy(buffer.data, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice), "upload");
+}
+
+template <typename In>
+std::vector<In> rounded(const Matrix& m) {
+    std::vector<In> out(m.data().size());
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = to_input<In>(static_cast<float>(m.data()[i]));
+    return out;
+}
+
+template <typename In, int D>
+AttentionResult run(const AttentionCall& call) {
+    const int n = static_cast<int>(call.n()), m = static_cast<int>(call.m()), heads = call.heads;
+    std::vector<int> first(static_cast<std::size_t>(n), 0), end(static_cast<std::size_t>(n), m);
+    if (call.mask && !call.mask->first_key.empty())
+        for (int i = 0; i < n; ++i) {
+            first[static_cast<std::size_t>(i)] = static_cast<int>(call.mask->first_key[static_cast<std::size_t>(i)]);
+            end[static_cast<std::size_t>(i)] = static_cast<int>(call.mask->end_key[static_cast<std::size_t>(i)]);
+        }
+    Buffer<In> q(call.q->data().size()), k(call.k->data().size()), v(call.v->data().size());
+    Buffer<float> out(static_cast<std::size_t>(n) * heads * D), row_max(static_cast<std::size_t>(heads) * n), row_sum(static_cast<std::size_t>(heads) * n);
+    Buffer<int> first_key(first.size()), end_key(end.size());
+    upload(q, rounded<In>(*call.q));
+    upload(k, rounded<In>(*call.k));
+    upload(v, rounded<In>(*call.v));
+    upload(first_key, first);
+    upload(end_key, end);
+    const TensorCoreArguments a{q.data, k.data, v.data, static_cast<int>(call.q->cols()), static_cast<int>(call.k->cols()), static_cast<int>(call.v->cols()),
+                                out.data, row_max.data, row_sum.data, first_key.data, end_key.data, n, m, heads / call.kv_heads,
+                                static_cast<float>(call.scale), call.empty_rows_nan ? NAN : 0.0f};
+    constexpr std::size_t bytes = shared_bytes<In, D>();
+    check(cudaFuncSetAttribute(tensor_core_attention<In, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)), "cudaFuncSetAttribute");
+    const dim3 grid(static_cast<unsigned>((n + block_rows - 1) / block_rows), static_cast<unsigned>(heads));
+    tensor_core_attention<In, D><<<grid, tensor_cores::warps * 32, bytes>>>(a);
+    check(cudaGetLastError(), "tensor_core_attention launch");
+    check(cudaDeviceSynchronize(), "tensor_core_attention");
+    auto download = [](const Buffer<float>& buffer, std::size_t rows, std::size_t cols) {
+        std::vector<float> host(rows * cols);
+        check(cudaMemcpy(host.data(), buffer.data, host.size() * sizeof(float), cudaMemcpyDeviceToHost), "download");
+        Matrix matrix(rows, cols);
+        for (std::size_t i = 0; i < host.size(); ++i) matrix.data()[i] = host[i];
+        return matrix;
+    };
+    AttentionResult result;
+    result.out = download(out, static_cast<std::size_t>(n), static_cast<std::size_t>(heads * D));
+    result.row_max = download(row_max, static_cast<std::size_t>(heads), static_cast<std::size_t>(n));
+    result.row_sum = download(row_sum, static_cast<std::size_t>(heads), static_cast<std::size_t>(n));
+    result.stats.block_q = block_rows;
+    result.stats.block_k = tile_keys;
+    result.stats.workers = 1;
+    return result;
+}
+
+}  // namespace
+
+AttentionResult CudaBackend::fused_attention_tensor_cores(const AttentionCall& call, HalfType type) const {
+    if (call.d_k != call.d_v || (call.d_k != 64 && call.d_k != 128))
+        throw InputError("the tensor-core kernel takes d_k = d_v = 64 or 128, found d_k = " + std::to_string(call.d_k) + ", d_v = " + std::to_string(call.d_v));
+    if (call.softcap) throw InputError("the tensor-core kernel has no softcap");
+    if (call.mask && call.mask->has_elementwise())
+        throw InputError("the tensor-core kernel masks by key ranges only (causal, window, lengths)");
+    if (call.n() == 0 || call.m() == 0) throw InputError("the tensor-core kernel needs n ≥ 1 and m ≥ 1");
+    if (type == HalfType::fp16) return call.d_k == 64 ? run<__half, 64>(call) : run<__half, 128>(call);
+    return call.d_k == 64 ? run<__nv_bfloat16, 64>(call) : run<__nv_bfloat16, 128>(call);
+}
+
+}  // namespace attn_trace

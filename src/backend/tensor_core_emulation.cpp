@@ -1,0 +1,120 @@
+// The tensor-core kernel's arithmetic on the CPU, tile by tile in the kernel's
+// order; the sums over d_k and over a tile's keys run in index order here and in
+// the tensor cores' own order there, so the two agree to float32 rounding, not bit
+// for bit.
+#include "tensor_core_emulation.hpp"
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "backend/cuda/tensor_core_tiling.hpp"
+
+namespace attn_trace {
+
+std::string half_type_name(HalfType type) { return type == HalfType::fp16 ? "fp16" : "bf16"; }
+
+namespace {
+
+std::uint32_t bits_of(float x) {
+    std::uint32_t u;
+    std::memcpy(&u, &x, sizeof u);
+    return u;
+}
+float float_of(std::uint32_t u) {
+    float x;
+    std::memcpy(&x, &u, sizeof x);
+    return x;
+}
+
+// Keeps the top 32 − dropped bits of a float's pattern, rounding to nearest, ties to even.
+float round_mantissa(float x, int dropped) {
+    const std::uint32_t u = bits_of(x), half = (1u << (dropped - 1)) - 1, lowest_kept = (u >> dropped) & 1u;
+    return float_of((u + half + lowest_kept) & ~((1u << dropped) - 1));
+}
+
+}  // namespace
+
+float round_to_half(float x, HalfType type) {
+    if (!std::isfinite(x)) return x;
+    if (type == HalfType::bf16) return round_mantissa(x, 16);
+    // fp16: 10 mantissa bits for normal values; below 2^−14 steps of 2^−24.
+    constexpr float smallest_normal = 6.103515625e-05f, largest = 65504.0f;
+    const float rounded = std::fabs(x) < smallest_normal ? std::nearbyint(x * 16777216.0f) / 16777216.0f : round_mantissa(x, 13);
+    return std::fabs(rounded) > largest ? std::copysign(std::numeric_limits<float>::infinity(), x) : rounded;
+}
+
+AttentionResult emulate_tensor_core_attention(const AttentionCall& call, HalfType type) {
+    using namespace tensor_cores;
+    const int n = static_cast<int>(call.n()), m = static_cast<int>(call.m()), d = static_cast<int>(call.d_k);
+    const int group = call.heads / call.kv_heads;
+    std::vector<int> first(static_cast<std::size_t>(n), 0), end(static_cast<std::size_t>(n), m);
+    if (call.mask && !call.mask->first_key.empty())
+        for (int i = 0; i < n; ++i) {
+            first[static_cast<std::size_t>(i)] = static_cast<int>(call.mask->first_key[static_cast<std::size_t>(i)]);
+            end[static_cast<std::size_t>(i)] = static_cast<int>(call.mask->end_key[static_cast<std::size_t>(i)]);
+        }
+    auto half = [&](double x) { return round_to_half(static_cast<float>(x), type); };
+    AttentionResult result;
+    result.out = Matrix(static_cast<std::size_t>(n), static_cast<std::size_t>(call.heads * d));
+    result.row_max = Matrix(static_cast<std::size_t>(call.heads), static_cast<std::size_t>(n));
+    result.row_sum = Matrix(static_cast<std::size_t>(call.heads), static_cast<std::size_t>(n));
+    const float scale = static_cast<float>(call.scale);
+    std::vector<float> s(tile_keys), o(static_cast<std::size_t>(d));
+    for (int h = 0; h < call.heads; ++h) {
+        const int g = h / group;
+        for (int row0 = 0; row0 < n; row0 += block_rows) {
+            const int rows = std::min(block_rows, n - row0);
+            const KeySpan span = block_keys(first.data(), end.data(), row0, rows, m);
+            for (int r = 0; r < rows; ++r) {
+                const int i = row0 + r;
+                float m_i = -std::numeric_limits<float>::infinity(), l_i = 0.0f;
+                std::fill(o.begin(), o.end(), 0.0f);
+                for (int t = first_tile(span); t < end_tile(span); ++t) {
+                    const int j0 = t * tile_keys;
+                    float tile_max = -std::numeric_limits<float>::infinity();
+                    for (int c = 0; c < tile_keys; ++c) {
+                        const int j = j0 + c;
+                        float z = 0.0f;
+                        if (j < m)
+                            for (int e = 0; e < d; ++e)
+                                z += half((*call.q)(static_cast<std::size_t>(i), static_cast<std::size_t>(h * d + e))) *
+                                     half((*call.k)(static_cast<std::size_t>(j), static_cast<std::size_t>(g * d + e)));
+                        z *= scale;
+                        if (j < first[static_cast<std::size_t>(i)] || j >= end[static_cast<std::size_t>(i)]) z = -std::numeric_limits<float>::infinity();
+                        s[static_cast<std::size_t>(c)] = z;
+                        tile_max = std::max(tile_max, z);
+                    }
+                    const float m_new = std::max(m_i, tile_max);
+                    const float shift = m_new == -std::numeric_limits<float>::infinity() ? 0.0f : m_new;
+                    const float rescale = std::exp(m_i - shift);
+                    float sum = 0.0f;
+                    for (float& e : o) e *= rescale;
+                    for (int c = 0; c < tile_keys; ++c) {
+                        const float p = std::exp(s[static_cast<std::size_t>(c)] - shift);
+                        sum += p;
+                        const float p_rounded = round_to_half(p, type);
+                        if (p_rounded == 0.0f) continue;
+                        for (int e = 0; e < d; ++e)
+                            o[static_cast<std::size_t>(e)] += p_rounded * half((*call.v)(static_cast<std::size_t>(j0 + c), static_cast<std::size_t>(g * d + e)));
+                    }
+                    l_i = l_i * rescale + sum;
+                    m_i = m_new;
+                }
+                const double empty = call.empty_rows_nan ? std::numeric_limits<double>::quiet_NaN() : 0.0;
+                for (int e = 0; e < d; ++e)
+                    result.out(static_cast<std::size_t>(i), static_cast<std::size_t>(h * d + e)) = l_i > 0.0f ? o[static_cast<std::size_t>(e)] / l_i : empty;
+                result.row_max(static_cast<std::size_t>(h), static_cast<std::size_t>(i)) = m_i;
+                result.row_sum(static_cast<std::size_t>(h), static_cast<std::size_t>(i)) = l_i;
+            }
+        }
+    }
+    result.stats.block_q = block_rows;
+    result.stats.block_k = tile_keys;
+    result.stats.workers = 1;
+    return result;
+}
+
+}  // namespace attn_trace
