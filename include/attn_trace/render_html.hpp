@@ -20,7 +20,7 @@ struct CellExplanations {
     std::string note;
 };
 
-// Text as HTML character data or an attribute value: & < > " ' escaped.
+// Text as HTML (or SVG, XML) character data or an attribute value: & < > " ' escaped.
 std::string html_escape(const std::string& text);
 
 // A whole page around `content` (the body's elements): the doctype, the title,

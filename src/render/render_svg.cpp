@@ -9,6 +9,7 @@
 
 #include "attn_trace/errors.hpp"
 #include "attn_trace/render.hpp"
+#include "attn_trace/render_html.hpp"
 #include "attn_trace/render_table.hpp"
 
 namespace attn_trace {
@@ -21,20 +22,6 @@ constexpr std::size_t max_svg_cells = 250000;
 constexpr int panels_per_row = 4;
 constexpr double char_width = 7.5;  // 12px sans-serif, on average, with room to spare
 constexpr double gutter = 30.0;
-
-std::string xml_escape(const std::string& text) {
-    std::string out;
-    for (char c : text) {
-        switch (c) {
-            case '&': out += "&amp;"; break;
-            case '<': out += "&lt;"; break;
-            case '>': out += "&gt;"; break;
-            case '"': out += "&quot;"; break;
-            default: out += c;
-        }
-    }
-    return out;
-}
 
 std::string hex(Rgb c) { return fmt::format("#{:02x}{:02x}{:02x}", c.r, c.g, c.b); }
 
@@ -73,23 +60,23 @@ std::string svg_panel(const HeatmapPanel& panel, const Layout& l, double x0, dou
     const Matrix& w = s.values;
     const std::size_t stride = label_stride(l.cell);
     std::string out = fmt::format("<g transform=\"translate({:.1f},{:.1f})\">\n", x0, y0);
-    out += fmt::format("<text x=\"{:.1f}\" y=\"14\" class=\"title\">{}</text>\n", l.left, xml_escape(panel.title()));
+    out += fmt::format("<text x=\"{:.1f}\" y=\"14\" class=\"title\">{}</text>\n", l.left, html_escape(panel.title()));
     for (std::size_t j = 0; j < w.cols(); j += stride) {
         const double x = l.left + (static_cast<double>(j) + 0.5) * l.cell, y = l.top - 6;
         out += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" transform=\"rotate(-45 {:.1f} {:.1f})\" class=\"key\">{}</text>\n", x, y, x, y,
-                           xml_escape(column_label(s, j)));
+                           html_escape(column_label(s, j)));
     }
     for (std::size_t i = 0; i < w.rows(); ++i) {
         const double y = l.top + static_cast<double>(i) * l.cell;
         if (i % stride == 0)
             out += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" class=\"query\">{}</text>\n", l.left - 6, y + l.cell / 2 + 4,
-                               xml_escape(row_label(s, i)));
+                               html_escape(row_label(s, i)));
         for (std::size_t j = 0; j < w.cols(); ++j) {
             const double x = l.left + static_cast<double>(j) * l.cell;
             const bool masked = panel.masked(i, j);
             out += fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"{}\"><title>{} → {}: {}</title></rect>\n",
-                               x, y, l.cell, l.cell, masked ? "url(#masked)" : hex(weight_colour(panel.shade(w(i, j)))), xml_escape(row_label(s, i)),
-                               xml_escape(column_label(s, j)), masked ? "masked" : format_number(w(i, j), precision));
+                               x, y, l.cell, l.cell, masked ? "url(#masked)" : hex(weight_colour(panel.shade(w(i, j)))), html_escape(row_label(s, i)),
+                               html_escape(column_label(s, j)), masked ? "masked" : format_number(w(i, j), precision));
             if (!l.numbers) continue;
             const std::string text = masked ? "×" : format_number(w(i, j), precision);
             out += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" class=\"{}\">{}</text>\n", x + l.cell / 2, y + l.cell / 2 + 4,
@@ -149,7 +136,7 @@ std::string render_weights_svg(const Trace& trace, const RenderOptions& options)
            " .frame{fill-opacity:0;stroke:#555;stroke-width:1}</style>\n";
     out += "<rect width=\"100%\" height=\"100%\" fill=\"#fff\"/>\n";
     out += svg_colour_scale(panels.front(), scale_x, l.top + 40, std::max(60.0, scale_height));
-    out += fmt::format("<text x=\"10\" y=\"20\" class=\"title\">{}</text>\n", xml_escape(heading));
+    out += fmt::format("<text x=\"10\" y=\"20\" class=\"title\">{}</text>\n", html_escape(heading));
     for (std::size_t k = 0; k < panels.size(); ++k)
         out += svg_panel(panels[k], l, static_cast<double>(k % panels_per_row) * l.panel_width, 30 + static_cast<double>(k / panels_per_row) * l.panel_height,
                          options.precision);
