@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "backend/cuda/tensor_core_tiling.hpp"
+#include "row_key_ranges.hpp"
 
 namespace attn_trace {
 
@@ -50,12 +51,9 @@ AttentionResult emulate_tensor_core_attention(const AttentionCall& call, HalfTyp
     using namespace tensor_cores;
     const int n = static_cast<int>(call.n()), m = static_cast<int>(call.m()), d = static_cast<int>(call.d_k);
     const int group = call.heads / call.kv_heads;
-    std::vector<int> first(static_cast<std::size_t>(n), 0), end(static_cast<std::size_t>(n), m);
-    if (call.mask && !call.mask->first_key.empty())
-        for (int i = 0; i < n; ++i) {
-            first[static_cast<std::size_t>(i)] = static_cast<int>(call.mask->first_key[static_cast<std::size_t>(i)]);
-            end[static_cast<std::size_t>(i)] = static_cast<int>(call.mask->end_key[static_cast<std::size_t>(i)]);
-        }
+    const RowKeyRanges ranges = row_key_ranges(call);
+    const std::vector<int>& first = ranges.first;
+    const std::vector<int>& end = ranges.end;
     auto half = [&](double x) { return round_to_half(static_cast<float>(x), type); };
     AttentionResult result;
     result.out = Matrix(static_cast<std::size_t>(n), static_cast<std::size_t>(call.heads * d));

@@ -11,48 +11,13 @@
 #include <string>
 
 #include "attn_trace/errors.hpp"
+#include "backend/row_key_ranges.hpp"
 #include "backend_cuda.hpp"
+#include "device_memory.hpp"
 
 namespace attn_trace {
 
 namespace {
-
-void check_cuda(cudaError_t status, const char* what) {
-    if (status != cudaSuccess) throw BackendUnavailable(std::string("CUDA: ") + what + " failed: " + cudaGetErrorString(status));
-}
-
-// Device memory that frees itself.
-template <typename T>
-class DeviceBuffer {
-public:
-    explicit DeviceBuffer(std::size_t count) : count_(count) { check_cuda(cudaMalloc(&data_, std::max<std::size_t>(1, count) * sizeof(T)), "cudaMalloc"); }
-    ~DeviceBuffer() { cudaFree(data_); }
-    DeviceBuffer(const DeviceBuffer&) = delete;
-    DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-    T* get() const { return data_; }
-    void upload(const std::vector<T>& host) { check_cuda(cudaMemcpy(data_, host.data(), count_ * sizeof(T), cudaMemcpyHostToDevice), "upload"); }
-    std::vector<T> download() const {
-        std::vector<T> host(count_);
-        check_cuda(cudaMemcpy(host.data(), data_, count_ * sizeof(T), cudaMemcpyDeviceToHost), "download");
-        return host;
-    }
-
-private:
-    T* data_ = nullptr;
-    std::size_t count_;
-};
-
-template <typename T>
-std::vector<T> to_host_vector(const Matrix& m) {
-    return std::vector<T>(m.data().begin(), m.data().end());
-}
-
-template <typename T>
-Matrix to_matrix(const std::vector<T>& data, std::size_t rows, std::size_t cols) {
-    Matrix out(rows, cols);
-    for (std::size_t i = 0; i < data.size(); ++i) out.data()[i] = static_cast<double>(data[i]);
-    return out;
-}
 
 constexpr int product_tile = 16;
 
@@ -207,21 +172,16 @@ bool CudaBackend::supports(Operation op, const AttentionCall* call, std::string&
 AttentionResult CudaBackend::fused_attention(const AttentionCall& call) const {
     const int n = static_cast<int>(call.n()), m = static_cast<int>(call.m()), d = static_cast<int>(call.d_k), dv = static_cast<int>(call.d_v);
     const int heads = call.heads, group = call.heads / call.kv_heads;
-    std::vector<int> first(static_cast<std::size_t>(n), 0), end(static_cast<std::size_t>(n), m);
-    if (call.mask && !call.mask->first_key.empty())
-        for (int i = 0; i < n; ++i) {
-            first[static_cast<std::size_t>(i)] = static_cast<int>(call.mask->first_key[static_cast<std::size_t>(i)]);
-            end[static_cast<std::size_t>(i)] = static_cast<int>(call.mask->end_key[static_cast<std::size_t>(i)]);
-        }
+    const RowKeyRanges ranges = row_key_ranges(call);
     const int out_stride = heads * dv;
     DeviceBuffer<float> dq(call.q->data().size()), dk(call.k->data().size()), dv_buffer(call.v->data().size()),
         dout(static_cast<std::size_t>(n) * out_stride), dmax(static_cast<std::size_t>(n) * heads), dsum(static_cast<std::size_t>(n) * heads);
-    DeviceBuffer<int> dfirst(first.size()), dend(end.size());
+    DeviceBuffer<int> dfirst(ranges.first.size()), dend(ranges.end.size());
     dq.upload(to_host_vector<float>(*call.q));
     dk.upload(to_host_vector<float>(*call.k));
     dv_buffer.upload(to_host_vector<float>(*call.v));
-    dfirst.upload(first);
-    dend.upload(end);
+    dfirst.upload(ranges.first);
+    dend.upload(ranges.end);
     const std::size_t shared_bytes = static_cast<std::size_t>(Bc) * (d + dv) * sizeof(float);
     for (int h = 0; h < heads; ++h) {
         const int g = h / group;

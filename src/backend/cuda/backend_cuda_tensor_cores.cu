@@ -16,7 +16,9 @@
 #include <vector>
 
 #include "attn_trace/errors.hpp"
+#include "backend/row_key_ranges.hpp"
 #include "backend_cuda.hpp"
+#include "device_memory.hpp"
 #include "tensor_core_tiling.hpp"
 
 namespace attn_trace {
@@ -27,10 +29,6 @@ using namespace nvcuda;
 using tensor_cores::block_rows;
 using tensor_cores::rows_per_warp;
 using tensor_cores::tile_keys;
-
-void check(cudaError_t status, const char* what) {
-    if (status != cudaSuccess) throw BackendUnavailable(std::string("CUDA: ") + what + " failed: " + cudaGetErrorString(status));
-}
 
 template <typename In>
 __host__ __device__ In to_input(float x);
@@ -169,21 +167,6 @@ __global__ void __launch_bounds__(tensor_cores::warps * 32) tensor_core_attentio
     }
 }
 
-// Device memory that frees itself.
-template <typename T>
-struct Buffer {
-    T* data = nullptr;
-    explicit Buffer(std::size_t count) { check(cudaMalloc(&data, std::max<std::size_t>(1, count) * sizeof(T)), "cudaMalloc"); }
-    ~Buffer() { cudaFree(data); }
-    Buffer(const Buffer&) = delete;
-    Buffer& operator=(const Buffer&) = delete;
-};
-
-template <typename T>
-void upload(Buffer<T>& buffer, const std::vector<T>& host) {
-    check(cudaMemcpy(buffer.data, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice), "upload");
-}
-
 template <typename In>
 std::vector<In> rounded(const Matrix& m) {
     std::vector<In> out(m.data().size());
@@ -194,40 +177,29 @@ std::vector<In> rounded(const Matrix& m) {
 template <typename In, int D>
 AttentionResult run(const AttentionCall& call) {
     const int n = static_cast<int>(call.n()), m = static_cast<int>(call.m()), heads = call.heads;
-    std::vector<int> first(static_cast<std::size_t>(n), 0), end(static_cast<std::size_t>(n), m);
-    if (call.mask && !call.mask->first_key.empty())
-        for (int i = 0; i < n; ++i) {
-            first[static_cast<std::size_t>(i)] = static_cast<int>(call.mask->first_key[static_cast<std::size_t>(i)]);
-            end[static_cast<std::size_t>(i)] = static_cast<int>(call.mask->end_key[static_cast<std::size_t>(i)]);
-        }
-    Buffer<In> q(call.q->data().size()), k(call.k->data().size()), v(call.v->data().size());
-    Buffer<float> out(static_cast<std::size_t>(n) * heads * D), row_max(static_cast<std::size_t>(heads) * n), row_sum(static_cast<std::size_t>(heads) * n);
-    Buffer<int> first_key(first.size()), end_key(end.size());
-    upload(q, rounded<In>(*call.q));
-    upload(k, rounded<In>(*call.k));
-    upload(v, rounded<In>(*call.v));
-    upload(first_key, first);
-    upload(end_key, end);
-    const TensorCoreArguments a{q.data, k.data, v.data, static_cast<int>(call.q->cols()), static_cast<int>(call.k->cols()), static_cast<int>(call.v->cols()),
-                                out.data, row_max.data, row_sum.data, first_key.data, end_key.data, n, m, heads / call.kv_heads,
+    const RowKeyRanges ranges = row_key_ranges(call);
+    DeviceBuffer<In> q(call.q->data().size()), k(call.k->data().size()), v(call.v->data().size());
+    DeviceBuffer<float> out(static_cast<std::size_t>(n) * heads * D), row_max(static_cast<std::size_t>(heads) * n),
+        row_sum(static_cast<std::size_t>(heads) * n);
+    DeviceBuffer<int> first_key(ranges.first.size()), end_key(ranges.end.size());
+    q.upload(rounded<In>(*call.q));
+    k.upload(rounded<In>(*call.k));
+    v.upload(rounded<In>(*call.v));
+    first_key.upload(ranges.first);
+    end_key.upload(ranges.end);
+    const TensorCoreArguments a{q.get(), k.get(), v.get(), static_cast<int>(call.q->cols()), static_cast<int>(call.k->cols()), static_cast<int>(call.v->cols()),
+                                out.get(), row_max.get(), row_sum.get(), first_key.get(), end_key.get(), n, m, heads / call.kv_heads,
                                 static_cast<float>(call.scale), call.empty_rows_nan ? NAN : 0.0f};
     constexpr std::size_t bytes = shared_bytes<In, D>();
-    check(cudaFuncSetAttribute(tensor_core_attention<In, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)), "cudaFuncSetAttribute");
+    check_cuda(cudaFuncSetAttribute(tensor_core_attention<In, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)), "cudaFuncSetAttribute");
     const dim3 grid(static_cast<unsigned>((n + block_rows - 1) / block_rows), static_cast<unsigned>(heads));
     tensor_core_attention<In, D><<<grid, tensor_cores::warps * 32, bytes>>>(a);
-    check(cudaGetLastError(), "tensor_core_attention launch");
-    check(cudaDeviceSynchronize(), "tensor_core_attention");
-    auto download = [](const Buffer<float>& buffer, std::size_t rows, std::size_t cols) {
-        std::vector<float> host(rows * cols);
-        check(cudaMemcpy(host.data(), buffer.data, host.size() * sizeof(float), cudaMemcpyDeviceToHost), "download");
-        Matrix matrix(rows, cols);
-        for (std::size_t i = 0; i < host.size(); ++i) matrix.data()[i] = host[i];
-        return matrix;
-    };
+    check_cuda(cudaGetLastError(), "tensor_core_attention launch");
+    check_cuda(cudaDeviceSynchronize(), "tensor_core_attention");
     AttentionResult result;
-    result.out = download(out, static_cast<std::size_t>(n), static_cast<std::size_t>(heads * D));
-    result.row_max = download(row_max, static_cast<std::size_t>(heads), static_cast<std::size_t>(n));
-    result.row_sum = download(row_sum, static_cast<std::size_t>(heads), static_cast<std::size_t>(n));
+    result.out = to_matrix(out.download(), static_cast<std::size_t>(n), static_cast<std::size_t>(heads * D));
+    result.row_max = to_matrix(row_max.download(), static_cast<std::size_t>(heads), static_cast<std::size_t>(n));
+    result.row_sum = to_matrix(row_sum.download(), static_cast<std::size_t>(heads), static_cast<std::size_t>(n));
     result.stats.block_q = block_rows;
     result.stats.block_k = tile_keys;
     result.stats.workers = 1;
