@@ -1,7 +1,8 @@
-# The optional CUDA backend (SPEC §13): built only when asked (-DATTN_TRACE_CUDA=ON)
-# and a CUDA compiler is found; otherwise the project builds and tests without it,
-# and --backend cuda exits 3. CI builds it once (.ci/run) so that it cannot rot.
-# Sanitizer builds leave it out: ASan's shadow memory and the CUDA runtime clash.
+# The optional CUDA backend (docs/COMMANDS.md#the-cuda-backend): built only when asked
+# (-DATTN_TRACE_CUDA=ON) and a CUDA compiler is found; otherwise the project builds and
+# tests without it, and --backend cuda exits 3. CI builds it once (.ci/run) so that it
+# cannot rot. Sanitizer builds leave it out: ASan's shadow memory and the CUDA runtime
+# clash.
 option(ATTN_TRACE_CUDA "Build the CUDA backend (needs nvcc)" OFF)
 set(ATTN_TRACE_HAS_CUDA OFF)
 if(ATTN_TRACE_CUDA AND NOT ATTN_TRACE_SANITIZE)

@@ -1,6 +1,7 @@
-# bash completion for attn-trace (SPEC §20): commands, each command's options, exercise
-# topics, step names (for --steps, comma-separated), formats, and problem files. The
-# words come from the binary itself (the hidden `attn-trace words`), so they never lag.
+# bash completion for attn-trace (docs/COMMANDS.md#installing): commands, each command's
+# options, exercise topics, step names (for --steps, comma-separated), formats, and
+# problem files. The words come from the binary itself (the hidden `attn-trace words`), so
+# they never lag.
 _attn_trace() {
   local bin=${COMP_WORDS[0]} cur=${COMP_WORDS[COMP_CWORD]} prev=""
   [ "$COMP_CWORD" -gt 0 ] && prev=${COMP_WORDS[COMP_CWORD-1]}

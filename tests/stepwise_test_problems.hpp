@@ -35,7 +35,7 @@ inline nlohmann::json random_qkv(const ProblemShape& s, std::uint64_t seed) {
     return p;
 }
 
-// Every mask form of SPEC §3 for n queries and m keys, random where it has a choice.
+// Every mask form of docs/PROBLEM.md#masks for n queries and m keys, random where it has a choice.
 inline std::vector<nlohmann::json> every_mask(std::size_t n, std::size_t m, std::uint64_t seed) {
     PortableRandom random(seed);
     auto booleans = [&](double p_true) {

@@ -1,6 +1,7 @@
-// The .npy and safetensors readers (SPEC §19): files numpy and the safetensors
-// library wrote (tests/arrays/, values.json holds what numpy reads back), bytes
-// built here for every dtype and layout, and every malformed form refused with a
+// The .npy and safetensors readers
+// (docs/PROBLEM.md#real-model-weights-npy-safetensors-checkpoint): files numpy and the
+// safetensors library wrote (tests/arrays/, values.json holds what numpy reads back),
+// bytes built here for every dtype and layout, and every malformed form refused with a
 // message naming the file (and tensor).
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-// cost (SPEC §11) against the figures of the seeds (001, 003) and a textbook KV cache.
+// cost (docs/COMMANDS.md#cost) against the figures of two teaching texts (the cost of attention, a KV cache) and a textbook KV cache.
 #include <catch2/catch.hpp>
 
 #include "attn_trace/cost.hpp"

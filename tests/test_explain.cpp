@@ -56,7 +56,7 @@ TEST_CASE("a weight row shows the max, the shifts, the exponentials, the sum and
                              format_rounded(step_values(trace, "row_sum")(0, 0), 4)));
     for (int j = 0; j < 3; ++j) CHECK(contains(text, "A_0" + std::to_string(j) + " = " + format_rounded(exp(0, j), 4) + " / "));
     CHECK(contains(text, "= " + format_rounded(weights(0, 2), 4)));
-    CHECK(contains(text, "0.7276"));  // seed 001: "damaged" reads "arrival" with 0.728
+    CHECK(contains(text, "0.7276"));  // damaged on arrival: "damaged" reads "arrival" with 0.728
 }
 
 TEST_CASE("a masked weight cell is exactly 0, and a masked row says so") {

@@ -1,6 +1,7 @@
-// The rest of the attention family (SPEC §15–§17): sparse patterns, MLA, dropout
-// and the permutation experiment, checked against their defining relations and
-// against the full computation (the PyTorch goldens are in tests/golden/).
+// The rest of the attention family (docs/FAMILY.md#the-rest-of-the-attention-family):
+// sparse patterns, MLA, dropout and the permutation experiment, checked against their
+// defining relations and against the full computation (the PyTorch goldens are in
+// tests/golden/).
 #include <algorithm>
 #include <cmath>
 #include <set>
@@ -81,7 +82,7 @@ TEST_CASE("reach counts the layers a window needs, and inf where the causal rule
 }
 
 TEST_CASE("cost counts the same scored pairs as the trace's mask", "[sparse][cost]") {
-    for (const std::string spec : {std::string(R"({"window": {"left": 2, "right": 1}, "global": [0, 5]})"), bigbird,
+    for (const std::string& spec : {std::string(R"({"window": {"left": 2, "right": 1}, "global": [0, 5]})"), bigbird,
                                    std::string(R"({"block": 3, "window": 2, "global": [1], "random": {"per_row": 2, "seed": 9}, "causal": true})")}) {
         INFO(spec);
         const Problem p = parse_problem(random_qkv(50, 1, ", \"sparse\": " + spec), "t.json");

@@ -1,4 +1,4 @@
-// The backward pass (SPEC §18) against finite differences of the forward pass,
+// The backward pass (docs/COMMANDS.md#grad) against finite differences of the forward pass,
 // independent of PyTorch (tests/golden/grad_*.json hold torch.autograd's values).
 #include <algorithm>
 #include <array>
@@ -97,7 +97,7 @@ TEST_CASE("weight, bias and input gradients equal finite differences through RoP
 
 TEST_CASE("the softmax backward is exactly 0 on blocked cells and its rows sum to 0; the Jacobian of a row", "[grad]") {
     const Problem p = parse_problem(direct, "t.json");
-    const Trace grad = pipeline_grad(p, {}, GradOptions{"", 3});
+    const Trace grad = pipeline_grad(p, {}, GradOptions{"", 3, std::nullopt});
     const Trace forward = pipeline_full(p, {});
     for (int h = 0; h < 2; ++h) {
         const Matrix& g = step_values(grad, "grad_masked", h);
@@ -130,13 +130,13 @@ TEST_CASE("grad's bad input names what is wrong", "[grad][errors]") {
     CHECK_THROWS_WITH(parse_problem(R"({"Q": [[1, 0]], "K": [[1, 0]], "V": [[1]], "d_out": [[1, 2]]})", "t.json"),
                       Catch::Contains("$.d_out") && Catch::Contains("(1, 1)"));
     const Problem p = parse_problem(R"({"Q": [[1, 0]], "K": [[1, 0]], "V": [[1]]})", "t.json");
-    CHECK_THROWS_WITH(pipeline_grad(p, {}, GradOptions{"", 1}), Catch::Contains("row 1: the problem has 1 query"));
-    CHECK_THROWS_WITH(pipeline_grad(p, {}, GradOptions{"random:x", std::nullopt}), Catch::Contains("expected ones or random:SEED"));
-    CHECK_THROWS_WITH(pipeline_grad(p, {}, GradOptions{"twos", std::nullopt}), Catch::Contains("expected ones or random:SEED"));
+    CHECK_THROWS_WITH(pipeline_grad(p, {}, GradOptions{"", 1, std::nullopt}), Catch::Contains("row 1: the problem has 1 query"));
+    CHECK_THROWS_WITH(pipeline_grad(p, {}, GradOptions{"random:x", std::nullopt, std::nullopt}), Catch::Contains("expected ones or random:SEED"));
+    CHECK_THROWS_WITH(pipeline_grad(p, {}, GradOptions{"twos", std::nullopt, std::nullopt}), Catch::Contains("expected ones or random:SEED"));
     // ones by default, and random:SEED is the portable generator's
     CHECK(step_values(pipeline_grad(p, {}, {}), "grad_concat", 0)(0, 0) == 1.0);
-    CHECK(step_values(pipeline_grad(p, {}, GradOptions{"random:3", std::nullopt}), "grad_concat", 0).data() ==
-          step_values(pipeline_grad(p, {}, GradOptions{"random:3", std::nullopt}), "grad_concat", 0).data());
+    CHECK(step_values(pipeline_grad(p, {}, GradOptions{"random:3", std::nullopt, std::nullopt}), "grad_concat", 0).data() ==
+          step_values(pipeline_grad(p, {}, GradOptions{"random:3", std::nullopt, std::nullopt}), "grad_concat", 0).data());
 }
 
 TEST_CASE("the tiled backward (FlashAttention-2) equals the untiled one and recomputes each tile's weights", "[grad][tiled]") {

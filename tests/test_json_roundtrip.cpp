@@ -1,5 +1,5 @@
-// The JSON trace is a contract (SPEC §4): full precision, non-finite values as
-// strings, and `check --golden` reads it back bit for bit.
+// The JSON trace is a contract (docs/COMMANDS.md#output-formats): full precision,
+// non-finite values as strings, and `check --golden` reads it back bit for bit.
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <nlohmann/json.hpp>
@@ -10,7 +10,7 @@
 using namespace attn_trace;
 using namespace attn_trace::testing;
 
-TEST_CASE("render_json writes the SPEC §4 layout with full-precision numbers") {
+TEST_CASE("render_json writes the documented JSON layout with full-precision numbers") {
     const Trace trace = run_json(R"({"title": "t", "Q": {"random": {"shape": [3, 2], "seed": 1}}, "K": {"random": {"shape": [3, 2], "seed": 2}},
                                     "V": {"random": {"shape": [3, 2], "seed": 3}}, "mask": "causal"})");
     const auto json = nlohmann::json::parse(render_json(trace, {}));

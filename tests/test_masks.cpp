@@ -1,4 +1,4 @@
-// Every mask form of SPEC §3, both causal alignments, and the invariants the
+// Every mask form of docs/PROBLEM.md#masks, both causal alignments, and the invariants the
 // weights must keep under them: blocked cells exactly 0, visible rows sum to 1.
 #include <catch2/catch.hpp>
 #include <fmt/format.h>

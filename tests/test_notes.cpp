@@ -28,7 +28,7 @@ TEST_CASE("every kind of note the pipelines record has its sentence", "[notes]")
     const std::string gqa = R"("Q": {"random": {"shape": [3, 8], "seed": 1}}, "K": {"random": {"shape": [5, 4], "seed": 2}},
                                "V": {"random": {"shape": [5, 4], "seed": 3}}, "heads": 4, "kv_heads": 2)";
     collect(pipeline_full(problem("{" + gqa + R"(, "mask": "causal"})"), {}), kinds);  // causal_alignment, kv_sharing
-    collect(pipeline_decode(problem("{" + gqa + R"(, "mask": "window:1"})"), {}, DecodeOptions{.prefill = 2}), kinds);  // decode, prefill, cache_offset, ...
+    collect(pipeline_decode(problem("{" + gqa + R"(, "mask": "window:1"})"), {}, DecodeOptions{.prefill = 2, .layers = 1, .bytes = std::nullopt, .tokens = std::nullopt}), kinds);  // decode, prefill, cache_offset, ...
     collect(pipeline_tiled(problem(R"({"Q": {"random": {"shape": [40, 2], "seed": 1}}, "K": {"random": {"shape": [40, 2], "seed": 2}},
                                        "V": {"random": {"shape": [40, 2], "seed": 3}}, "mask": "causal"})"),
                            {}, TiledOptions{1, 1}),

@@ -17,7 +17,7 @@ std::string with(const std::string& extra) { return damaged_keys + extra + "}"; 
 
 }  // namespace
 
-TEST_CASE("seed 001: the steps of 'damaged on arrival' by hand") {
+TEST_CASE("the steps of 'damaged on arrival' (a teaching text's worked example) by hand") {
     const Trace trace = run_json(with(""));
     REQUIRE(step_values(trace, "scores").data() == matrix({{0.5, 0.75, 3.0}, {0, 0, 0}, {1, 0, 0}}).data());
     // damaged's row: e^(z - max) / Σ with z = s·(0.5, 0.75, 3), s = 1/√2.
@@ -33,7 +33,7 @@ TEST_CASE("seed 001: the steps of 'damaged on arrival' by hand") {
     REQUIRE(matches(step_values(trace, "out"), matrix({{0.248, 0.728}, {0.667, 0.333}, {1.007, 0.248}}), 5e-4));
 }
 
-TEST_CASE("the steps come in SPEC §4 order with formulas and shapes") {
+TEST_CASE("the steps come in the documented order with formulas and shapes") {
     const Trace trace = run_json(with(R"(, "mask": "causal")"));
     std::vector<std::string> names;
     for (const auto& step : trace.steps) names.push_back(step.name);

@@ -1,4 +1,4 @@
-// Pitfalls: the wrong computations give seed 001's wrong numbers, the right ones its right numbers.
+// Pitfalls: the wrong computations give the wrong numbers of the teaching text "damaged on arrival", the right ones its right numbers.
 #include <catch2/catch.hpp>
 
 #include "attn_trace/errors.hpp"
@@ -25,13 +25,13 @@ double row_sum(const Matrix& m, std::size_t i) {
 
 }  // namespace
 
-TEST_CASE("zero-scores: row damaged under causal gives 0.416, 0.292, 0.292 (seed 001)") {
+TEST_CASE("zero-scores: row damaged under causal gives 0.416, 0.292, 0.292 (damaged on arrival)") {
     const auto p = pitfall("zero-scores");
     CHECK(matches(p.heads[0].wrong_weights.values.columns(0, 3), matrix({{0.416, 0.292, 0.292}, {1 / 3.0, 1 / 3.0, 1 / 3.0}, {0.5035, 0.2483, 0.2483}}), 5e-4));
     CHECK(matches(p.heads[0].right_weights.values, matrix({{1, 0, 0}, {0.5, 0.5, 0}, {0.5035, 0.2483, 0.2483}}), 5e-4));
 }
 
-TEST_CASE("bool-polarity: outputs (0, 0.8308), (0, 1), (0, 0) against (2, 0), (1, 0), (1.007, 0.2483) (seed 001)") {
+TEST_CASE("bool-polarity: outputs (0, 0.8308), (0, 1), (0, 0) against (2, 0), (1, 0), (1.007, 0.2483) (damaged on arrival)") {
     const auto p = pitfall("bool-polarity");
     CHECK(matches(p.heads[0].wrong_out.values, matrix({{0, 0.8308}, {0, 1}, {0, 0}}), 5e-4));
     CHECK(matches(p.heads[0].right_out.values, matrix({{2, 0}, {1, 0}, {1.007, 0.2483}}), 5e-4));

@@ -1,5 +1,5 @@
 // Bad input is never a crash and never a silent guess: every error names the
-// file, the JSON path, what was expected and what was found (SPEC §3).
+// file, the JSON path, what was expected and what was found (docs/PROBLEM.md#errors).
 #include <cmath>
 
 #include <catch2/catch.hpp>
@@ -31,7 +31,7 @@ std::string error_of(const std::string& json) {
 
 }  // namespace
 
-TEST_CASE("the SPEC's own example: a W_Q with the wrong number of rows") {
+TEST_CASE("the documented example: a W_Q with the wrong number of rows") {
     const std::string message = error_of("{" + good_x + R"(, "W_Q": [[1, 0], [0, 1], [1, 1]], "W_K": [[1], [0], [0], [0]], "W_V": [[1], [0], [0], [0]]})");
     REQUIRE(message == "damaged.json: $.W_Q: X is (3, 4) so W_Q needs 4 rows, found 3");
 }

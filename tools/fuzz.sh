@@ -21,11 +21,10 @@ usage() { sed -n '4,8p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 mode=$1 seconds=$2
 [[ "$seconds" =~ ^[0-9]+$ ]] || usage
 
-if ! command -v clang++ >/dev/null || ! dpkg -s libclang-rt-14-dev >/dev/null 2>&1; then
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq clang libclang-rt-14-dev >/dev/null
-fi
+# clang and libFuzzer's runtime are in tools/setup.sh's one list of packages.
+bash tools/setup.sh --check >/dev/null || bash tools/setup.sh --install
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DATTN_TRACE_FUZZ=ON \
-  -DATTN_TRACE_TESTS=OFF -DATTN_TRACE_CUDA=OFF >/dev/null
+  -DATTN_TRACE_TESTS=OFF -DATTN_TRACE_CUDA=OFF -DATTN_TRACE_WERROR="${ATTN_TRACE_WERROR:-OFF}" >/dev/null
 cmake --build build-fuzz --target "${targets[@]/%/_fuzzer}"
 
 # libFuzzer's options: 10 s is a hang, 2 GiB a leak of memory; inputs of up to 16 KiB.

@@ -4,9 +4,10 @@
 Usage:
     pip install torch numpy && python3 tools/make_golden.py
 
-Every file written is a complete attn-trace problem file (SPEC §3) whose
-`expect` list (SPEC §9) holds the intermediate steps (SPEC §4) computed by
-PyTorch in float64: nn.MultiheadAttention for the module cases,
+Every file written is a complete attn-trace problem file
+(docs/PROBLEM.md#the-problem-file) whose `expect` list
+(docs/PROBLEM.md#expect-values-for-attn-trace-check) holds the intermediate steps
+(docs/COMMANDS.md#run) computed by PyTorch in float64: nn.MultiheadAttention for the module cases,
 F.scaled_dot_product_attention (plus an explicit softmax for the weights) for
 the cases where Q, K, V are given directly, and a direct numpy formula for the
 RoPE rotation.  All inputs are written out as nested lists, so the files are
@@ -38,7 +39,7 @@ TORCH = f"torch {torch.__version__.split('+')[0]}"
 torch.set_default_dtype(torch.float64)
 torch.set_num_threads(1)      # same reduction order on every run
 
-# Top-level keys a problem file may contain (SPEC §3).
+# Top-level keys a problem file may contain (docs/PROBLEM.md#all-keys-at-a-glance).
 PROBLEM_KEYS = {
     "title", "tokens", "source_tokens", "X", "X_source", "W_Q", "W_K", "W_V",
     "b_Q", "b_K", "b_V", "W_O", "b_O", "weights_layout", "in_proj_weight",
@@ -47,7 +48,7 @@ PROBLEM_KEYS = {
     "source_positions", "softcap", "alibi", "expect", "sparse", "dropout", "mla", "d_out",
 }
 
-# Order of the steps in a trace (SPEC §4); `expect` lists follow it.
+# Order of the steps in a trace (docs/COMMANDS.md#run); `expect` lists follow it.
 STEP_ORDER = ["c_kv", "c_q", "q", "k", "v", "q_rope", "k_rope", "q_rot", "k_rot", "q_latent",
               "scores", "scaled", "capped", "mask", "reach", "masked", "weights", "keep", "dropped",
               "out", "concat", "final"]  # (gradients are listed as torch gives them)
@@ -75,7 +76,7 @@ def as_list(values, allow_nan=False):
 
 
 def step(name, data, head=None, batch=None, atol=ATOL, tile=None, row=None, allow_nan=False):
-    """One `expect` entry (SPEC §9)."""
+    """One `expect` entry (docs/PROBLEM.md#expect-values-for-attn-trace-check)."""
     entry = {"name": name}
     if head is not None:
         entry["head"] = head
@@ -142,9 +143,9 @@ def attend(q, k, v, allowed=None, bias=None, softcap=None, scale=None):
     """Scaled dot-product attention of one head, step by step, in torch.
 
     q (n, d_k), k (m, d_k), v (m, d_v); `allowed` a boolean (n, m) mask,
-    `bias` an additive (n, m) matrix (ALiBi).  Returns a dict of the SPEC §4
-    steps.  The output is taken from F.scaled_dot_product_attention whenever
-    it can express the problem (no softcap), and cross-checked against the
+    `bias` an additive (n, m) matrix (ALiBi).  Returns a dict of the steps
+    (docs/COMMANDS.md#run).  The output is taken from F.scaled_dot_product_attention
+    whenever it can express the problem (no softcap), and cross-checked against the
     explicit weights @ V.
     """
     n, m = q.shape[0], k.shape[0]
@@ -676,7 +677,8 @@ def np_trace(problem):
 
 
 # ---------------------------------------------------------------------------
-# The rest of the family (SPEC §15–§17): sparse patterns, MLA, dropout
+# The rest of the family: sparse patterns, MLA, dropout
+# (docs/FAMILY.md#the-rest-of-the-attention-family)
 # ---------------------------------------------------------------------------
 
 M64 = (1 << 64) - 1
@@ -713,9 +715,10 @@ class PortableRandom:
 
 
 def sparse_blocks(spec, n, m):
-    """The block-level pattern of a SPEC §15 spec as a boolean (query blocks, key blocks)
-    tensor, with the random blocks drawn as SPEC §15 says: per query block in order,
-    per_row of the key blocks its window and global parts leave unseen (with causal:
+    """The block-level pattern of a `sparse` spec as a boolean (query blocks, key
+    blocks) tensor, with the random blocks drawn as
+    docs/FAMILY.md#sparse-patterns-which-pairs-are-scored-at-all says: per query
+    block in order, per_row of the key blocks its window and global parts leave unseen (with causal:
     that hold a key it may read), by a partial Fisher-Yates shuffle in ascending order."""
     b = spec.get("block", 1)
     qb, kb = -(-n // b), -(-m // b)
@@ -906,7 +909,7 @@ def case_dropout():
 
 
 # ---------------------------------------------------------------------------
-# The backward pass (SPEC §18): torch.autograd in float64
+# The backward pass (docs/COMMANDS.md#grad): torch.autograd in float64
 # ---------------------------------------------------------------------------
 
 def autograd_attention(q, k, v, heads, kv_heads, allowed, scale, d_out, softcap=None, bias=None,

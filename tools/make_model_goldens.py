@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Real-model goldens (SPEC §19): tiny GPT-2, Llama (GQA, RoPE) and BERT models built
-from a config by Hugging Face transformers, with random weights and no download.
+"""Real-model goldens (docs/PROBLEM.md#real-model-weights-npy-safetensors-checkpoint):
+tiny GPT-2, Llama (GQA, RoPE) and BERT models built from a config by Hugging Face
+transformers, with random weights and no download.
 
 Usage:
     pip install torch numpy transformers safetensors && python3 tools/make_model_goldens.py

@@ -1,7 +1,8 @@
 """What tools/make_model_goldens.py and tools/export_layer.py share: where each model
 family's attention layer is, how to catch its input and output, and how to write the
-problem file attn-trace reads (SPEC §19). Needs torch and transformers (generator-side
-only, never a runtime dependency of attn-trace)."""
+problem file attn-trace reads (docs/PROBLEM.md#real-model-weights-npy-safetensors-checkpoint).
+Needs torch and transformers (generator-side only, never a runtime dependency of
+attn-trace)."""
 
 import json
 from pathlib import Path

@@ -4,28 +4,30 @@
 #        SANITIZE=1 bash tools/test.sh      a second build under ASan + UBSan, every test
 #        SANITIZE=thread bash tools/test.sh a third under ThreadSanitizer: the tests of
 #                                           the code that runs threads ([fast], [threads])
+# CC=clang CXX=clang++ chooses the compiler of a build's first configuration (CI builds
+# the sanitizer build with clang); ATTN_TRACE_WERROR=ON makes warnings errors (CI).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if ! command -v cmake >/dev/null || ! dpkg -s libcli11-dev catch2 texlive-latex-base cmark-gfm chromium-driver python3-selenium >/dev/null 2>&1; then
-  bash tools/setup.sh >/dev/null
-fi
+# The packages are tools/setup.sh's one list; it installs what is missing.
+bash tools/setup.sh --check >/dev/null || bash tools/setup.sh --install
+werror=(-DATTN_TRACE_WERROR="${ATTN_TRACE_WERROR:-OFF}")
 case "${SANITIZE:-0}" in
   1)
     dir=build-sanitize
-    cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DATTN_TRACE_SANITIZE=ON >/dev/null ;;
+    cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DATTN_TRACE_SANITIZE=ON "${werror[@]}" >/dev/null ;;
   thread)
     # Only the unit tests: the CLI scripts and fuzz replays run no threads of their own.
     # OpenBLAS (bench's naive baseline) is not built with TSan: one thread keeps it
     # from reporting its own workers.
     dir=build-tsan
-    cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DATTN_TRACE_TSAN=ON >/dev/null
+    cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DATTN_TRACE_TSAN=ON "${werror[@]}" >/dev/null
     cmake --build "$dir" --target attn_trace_tests
     TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" OPENBLAS_NUM_THREADS=1 "$dir/tests/attn_trace_tests" "[fast],[threads]"
     exit ;;
   *)
     dir=build
-    cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null ;;
+    cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release "${werror[@]}" >/dev/null ;;
 esac
 cmake --build "$dir"
 ctest --test-dir "$dir" --output-on-failure -j2

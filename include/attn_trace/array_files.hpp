@@ -1,8 +1,9 @@
 #pragma once
-// NumPy's .npy and Hugging Face's safetensors (SPEC §19): two small formats, a
-// header and raw little- (or big-) endian data, read strictly. Every value is
-// widened to f64 exactly (f16 and bf16 included); a malformed file is an
-// InputError naming the file (and the tensor) and what is wrong.
+// NumPy's .npy and Hugging Face's safetensors
+// (docs/PROBLEM.md#real-model-weights-npy-safetensors-checkpoint): two small formats, a
+// header and raw little- (or big-) endian data, read strictly. Every value is widened to
+// f64 exactly (f16 and bf16 included); a malformed file is an InputError naming the file
+// (and the tensor) and what is wrong.
 #include <array>
 #include <cstddef>
 #include <memory>

@@ -31,10 +31,11 @@ Matrix affine(const Matrix& x, const Matrix& w, const std::optional<std::vector<
 Projections project(const Problem& problem, std::size_t batch, const Backend& backend, Dtype dtype);
 Projections project(const Problem& problem, std::size_t batch, const Backend& backend, Dtype dtype, QueryRows rows);
 
-// MLA's products for one batch element (SPEC §16), what `run` shows: the latent
-// c_kv (m, d_c); c_q (rows, d_cq) with query compression, else empty; q (rows,
-// H·d_content), k (m, H·d_content), v (m, H·d_v); with rope_dims, q_rope (rows,
-// H·d_r) and k_rope (m, d_r) already turned by RoPE, else empty.
+// MLA's products for one batch element
+// (docs/FAMILY.md#mla-multi-head-latent-attention-deepseek-v2), what `run` shows: the
+// latent c_kv (m, d_c); c_q (rows, d_cq) with query compression, else empty; q (rows,
+// H·d_content), k (m, H·d_content), v (m, H·d_v); with rope_dims, q_rope (rows, H·d_r)
+// and k_rope (m, d_r) already turned by RoPE, else empty.
 struct MlaParts {
     Matrix c_kv, c_q, q, k, v, q_rope, k_rope;
 };
@@ -74,11 +75,12 @@ struct SoftmaxSteps {
 };
 SoftmaxSteps softmax_rows(const Matrix& masked, EmptyRows policy, Dtype dtype);
 
-// Dropout's keep (SPEC §17): 0 and 1, each 1 when the portable generator's draw
-// u ≥ p. One stream seeded by the problem's seed runs over every (batch, head) in
-// order, row-major within each, so the keep of a head does not depend on which
-// rows are asked for. Asked in stream order (as the full pipeline asks) it only
-// draws; asked out of order it starts the stream again and skips ahead.
+// Dropout's keep (docs/FAMILY.md#dropout-on-the-weights-and-the-traineval-trap): 0 and 1,
+// each 1 when the portable generator's draw u ≥ p. One stream seeded by the problem's
+// seed runs over every (batch, head) in order, row-major within each, so the keep of a
+// head does not depend on which rows are asked for. Asked in stream order (as the full
+// pipeline asks) it only draws; asked out of order it starts the stream again and skips
+// ahead.
 class DropoutDraws {
 public:
     explicit DropoutDraws(const Problem& problem);

@@ -1,6 +1,6 @@
 #pragma once
 // A backend is the small table of operations the pipelines and bench compute
-// with (SPEC §12 v2, §13), in the manner of ggml's backend table: every
+// with (docs/ARCHITECTURE.md#the-backend-table), in the manner of ggml's backend table: every
 // computation goes through one, and each answers `supports` before it is asked.
 // The CPU reference is the judge of every other backend; CUDA sits behind the
 // same table.
@@ -24,7 +24,7 @@ enum class Operation {
 std::string operation_name(Operation op);  // "fused attention"
 
 // Which keys each query may read, in the form a kernel can use tile by tile.
-// Combines like the additive mask M of SPEC §3: a key is visible only if every
+// Combines like a list of masks (docs/PROBLEM.md#lists-of-masks): a key is visible only if every
 // part allows it; biases add.
 struct KeyMask {
     // Query i reads only keys in [first_key[i], end_key[i]) (causal, window, `lengths`).
@@ -36,8 +36,9 @@ struct KeyMask {
     Matrix dense;
     // ALiBi slope per query head; empty = none. Adds −slope·|i + (m − n) − j|.
     std::vector<double> alibi_slopes;
-    // Sparse patterns (SPEC §15): key j is visible only if every pattern allows it.
-    // Tiles in which no pair is allowed are skipped whole.
+    // Sparse patterns (docs/FAMILY.md#sparse-patterns-which-pairs-are-scored-at-all): key
+    // j is visible only if every pattern allows it. Tiles in which no pair is allowed are
+    // skipped whole.
     std::vector<SparsePattern> patterns;
 
     // Whether some entries need more than the row ranges.
@@ -76,7 +77,7 @@ struct AttentionStats {
 };
 
 struct AttentionResult {
-    Matrix out;               // (n, H·d_v): head h in columns h·d_v … (the concat of SPEC §4)
+    Matrix out;               // (n, H·d_v): head h in columns h·d_v … (the concat step of docs/COMMANDS.md#run)
     Matrix row_max, row_sum;  // (H, n): each row's final m (−∞ when it read no key) and ℓ; empty for unfused attention
     AttentionStats stats;
 };

@@ -1,5 +1,5 @@
 #pragma once
-// `bench` (SPEC §12): the attention implementations timed side by side on the
+// `bench` (docs/COMMANDS.md#bench): the attention implementations timed side by side on the
 // same random inputs, one setting (n, d_k, heads, causal) after another.
 #include <cstddef>
 #include <cstdint>

@@ -1,5 +1,5 @@
 #pragma once
-// Regression checks (SPEC §9): the computed trace against a file's `expect`
+// Regression checks (docs/COMMANDS.md#check): the computed trace against a file's `expect`
 // entries, or against a golden trace written by `run --format json`.
 #include <optional>
 #include <string>

@@ -1,5 +1,5 @@
 #pragma once
-// The cost calculator (SPEC §11): FLOPs, score memory, KV-cache bytes and
+// The cost calculator (docs/COMMANDS.md#cost): FLOPs, score memory, KV-cache bytes and
 // parameter counts of one multi-head (or grouped-query) attention layer.
 // Counting convention: one multiply-add (a·b + c) counts 1; FLOPs that count the
 // multiply and the add separately are twice as many. Softmax and masking are left out.
@@ -46,8 +46,8 @@ struct CostAnswer {
 // dividing heads, and sizes whose counts would overflow 64 bits.
 CostAnswer compute_cost(const CostQuestion& question);
 
-// SPEC §15: the attention term of a sparse pattern, which scores only some pairs
-// (self-attention, n = m), beside the dense one, at each length in `lengths`.
+// The attention term of a sparse pattern, which scores only some pairs (self-attention,
+// n = m), beside the dense one, at each length in `lengths` (docs/FAMILY.md#tiles-and-cost).
 struct SparseCostRow {
     std::uint64_t n = 0, scored_pairs = 0, dense_pairs = 0;
     double density = 0;
@@ -64,8 +64,9 @@ struct SparseCost {
 // as compute_cost does, and for a global block past the last block of a length.
 SparseCost compute_sparse_cost(const CostQuestion& question, const SparsePattern& pattern, const std::vector<std::uint64_t>& lengths);
 
-// SPEC §16: the KV cache per token of one layer under MHA (2·H·d_h), GQA
-// (2·H_kv·d_h), MQA (2·d_h) and MLA (d_c + d_r: the latent and the shared RoPE key).
+// The KV cache per token of one layer under MHA (2·H·d_h), GQA (2·H_kv·d_h), MQA
+// (2·d_h) and MLA (d_c + d_r: the latent and the shared RoPE key)
+// (docs/FAMILY.md#mla-multi-head-latent-attention-deepseek-v2).
 struct CacheComparison {
     CostQuestion question;  // kv_heads filled in
     std::uint64_t d_head = 0, d_c = 0, d_r = 0;

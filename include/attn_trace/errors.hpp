@@ -1,5 +1,5 @@
 #pragma once
-// Typed errors, each carrying the exit code the CLI returns for it (SPEC §2):
+// Typed errors, each carrying the exit code the CLI returns for it (docs/COMMANDS.md#exit-codes):
 // 1 a check failed, 2 bad input or usage, 3 a requested backend is unavailable.
 //
 // The library names no command-line flag. Where a message speaks of a setting its

@@ -1,5 +1,5 @@
 #pragma once
-// Generated exercises (SPEC §10): a small problem with hand-friendly numbers
+// Generated exercises (docs/COMMANDS.md#exercise): a small problem with hand-friendly numbers
 // (integers; d_k = 4 in every topic so that 1/√d_k = 1/2 and the scaled scores are
 // halves) and its complete worked answer, computed by the pipelines themselves:
 // every number of the answer is read from the trace, every count from the

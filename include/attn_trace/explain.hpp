@@ -1,5 +1,5 @@
 #pragma once
-// `explain` (SPEC §8): the arithmetic behind one number or one row of a computed
+// `explain` (docs/COMMANDS.md#explain): the arithmetic behind one number or one row of a computed
 // trace, term by term. Every number printed is read from the trace (or is a product
 // of numbers read from it), so the explanation shows the arithmetic that was done.
 // Indices are 0-based, like the trace's row and column numbers and the JSON `head`.

@@ -1,5 +1,5 @@
 #pragma once
-// Mask specs (SPEC §3) and the additive matrix M they make: 0 where query i may
+// Mask specs (docs/PROBLEM.md#masks) and the additive matrix M they make: 0 where query i may
 // read key j, -inf where it may not, finite values acting as biases.
 #include <cstddef>
 #include <string>
@@ -20,7 +20,7 @@ struct MaskSpec {
         additive,             // explicit (n, m) matrix added to the scores
         allowed,              // (n, m) booleans, true = may read
         blocked,              // (n, m) booleans, true = may not read
-        sparse,               // a sparse pattern (SPEC §15): visible when any of its parts allows it
+        sparse,               // a sparse pattern (docs/FAMILY.md#sparse-patterns-which-pairs-are-scored-at-all): visible when any of its parts allows it
     };
     Kind kind = Kind::none;
     long window_left = 0, window_right = 0;

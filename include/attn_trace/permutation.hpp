@@ -1,10 +1,10 @@
 #pragma once
-// The permutation experiment (SPEC §17, `attn-trace permute`): run a problem and
-// the same problem with its token rows shuffled by P, and show out(P·X) beside
-// P·out(X). Attention without positions treats its input as a set: the two are
-// equal to rounding, unless something ties a token to its place (a causal,
-// window or sparse mask, RoPE at fixed positions, ALiBi, a padding or
-// per-position mask) — the trace names each such thing.
+// The permutation experiment (docs/FAMILY.md#the-permutation-experiment, `attn-trace
+// permute`): run a problem and the same problem with its token rows shuffled by P, and
+// show out(P·X) beside P·out(X). Attention without positions treats its input as a set:
+// the two are equal to rounding, unless something ties a token to its place (a causal,
+// window or sparse mask, RoPE at fixed positions, ALiBi, a padding or per-position mask)
+// — the trace names each such thing.
 #include <cstddef>
 #include <cstdint>
 #include <string>

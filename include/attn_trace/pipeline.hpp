@@ -1,7 +1,8 @@
 #pragma once
-// The pipelines: a validated problem in, a trace out. Full (SPEC §4), decode
-// (§6), tiled (§7), the fast path (§12), and the same restricted to a few query
-// rows for explain (§8). Each computes through the backend that RunOptions names.
+// The pipelines: a validated problem in, a trace out. Full (docs/COMMANDS.md#run), decode
+// (docs/COMMANDS.md#decode), tiled (docs/COMMANDS.md#tiled), the fast path
+// (docs/COMMANDS.md#run), and the same restricted to a few query rows for explain
+// (docs/COMMANDS.md#explain). Each computes through the backend that RunOptions names.
 #include <cstddef>
 #include <optional>
 #include <string>
@@ -16,10 +17,10 @@ struct RunOptions {
     std::string backend = "cpu";
 };
 
-// Every step of SPEC §4, for every batch element and head.
+// Every step of run (docs/COMMANDS.md#run), for every batch element and head.
 Trace pipeline_full(const Problem& problem, const RunOptions& options);
 
-// KV-cache decoding (SPEC §6): queries one at a time against a cache that grows
+// KV-cache decoding (docs/COMMANDS.md#decode): queries one at a time against a cache that grows
 // by one key and value per step.
 struct DecodeOptions {
     std::size_t prefill = 0;            // the first P query rows as one bottom-right-aligned causal block
@@ -36,7 +37,7 @@ struct DecodeOptions {
 // computation with those masks plus causal-bottom-right. Needs m >= n and no X_source.
 Trace pipeline_decode(const Problem& problem, const RunOptions& options, const DecodeOptions& decode);
 
-// The tiled pass with online softmax (SPEC §7), FlashAttention's Br × Bc tiles.
+// The tiled pass with online softmax (docs/COMMANDS.md#tiled), FlashAttention's Br × Bc tiles.
 // Small defaults so that a hand-sized example shows several tiles.
 struct TiledOptions {
     std::size_t block_q = 2;  // Br: query rows per block
@@ -50,7 +51,7 @@ void validate_tiles(const TiledOptions& tiled);
 // concat/final, and max_abs_diff_vs_full, scores_held, tiles_skipped.
 Trace pipeline_tiled(const Problem& problem, const RunOptions& options, const TiledOptions& tiled);
 
-// The fast path as a pipeline (SPEC §12): a problem in, a summary trace out.
+// The fast path as a pipeline (docs/COMMANDS.md#run): a problem in, a summary trace out.
 // It keeps what is O(n) per head — row_max (m), row_sum (ℓ) and out — and never
 // the (n, m) steps, so `run` can answer problems whose full trace would not fit.
 // The attention itself is the backend's fused kernel (Backend::fused_attention);
@@ -62,11 +63,11 @@ struct FastPathOptions {
 };
 
 // Steps per batch element and head: row_max, row_sum, out; then concat and
-// final as in SPEC §4. Equal to pipeline_full's steps of the same names up to
-// summation order.
+// final (docs/COMMANDS.md#run). Equal to pipeline_full's steps of the same names
+// up to summation order.
 Trace pipeline_fast(const Problem& problem, const RunOptions& options, const FastPathOptions& fast);
 
-// The backward pass (SPEC §18): the gradient of L = Σ d_out ⊙ output (output is
+// The backward pass (docs/COMMANDS.md#grad): the gradient of L = Σ d_out ⊙ output (output is
 // `final` with W_O, else concat), step by step from the forward trace's own values.
 struct GradOptions {
     std::string d_out;               // "ones" or "random:SEED"; empty = the problem's d_out, else ones
@@ -101,7 +102,7 @@ struct QueryRows {
 };
 inline QueryRows all_query_rows(const Problem& problem) { return {0, problem.n}; }
 
-// The pipelines restricted to what one explanation reads (SPEC §8, explain):
+// The pipelines restricted to what one explanation reads (docs/COMMANDS.md#explain):
 // the query rows it needs instead of all n, so memory is O((rows + m) · d + rows · m)
 // rather than n · m. Every number equals the whole pipeline's: each row keeps its
 // true index for the masks, RoPE positions and ALiBi distances, and a row of a

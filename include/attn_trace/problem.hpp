@@ -1,6 +1,7 @@
 #pragma once
-// A validated attention problem (SPEC §3): what the JSON file says, checked and
-// converted to one orientation (math: Q = X W + b), ready for the pipelines.
+// A validated attention problem (docs/PROBLEM.md#the-problem-file): what the JSON file
+// says, checked and converted to one orientation (math: Q = X W + b), ready for the
+// pipelines.
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -29,8 +30,9 @@ struct Rope {
     std::vector<double> angles_deg;  // one per pair; when given, base is not used
 };
 
-// Dropout on the attention weights (SPEC §17). In train mode `keep` (0 or 1, each
-// 1 with probability 1 − p) multiplies the weights, scaled by 1 / (1 − p); in
+// Dropout on the attention weights
+// (docs/FAMILY.md#dropout-on-the-weights-and-the-traineval-trap). In train mode `keep` (0
+// or 1, each 1 with probability 1 − p) multiplies the weights, scaled by 1 / (1 − p); in
 // eval mode (the default) nothing is dropped.
 struct Dropout {
     double p = 0.0;  // 0 ≤ p < 1
@@ -38,10 +40,11 @@ struct Dropout {
     bool train = false;
 };
 
-// Multi-head latent attention (SPEC §16, DeepSeek-V2), math orientation. The keys
-// and values of every head come from one latent c_kv = X_src W_DKV, the only
-// content that is cached; with rope_dims d_r a decoupled RoPE part is added to
-// the scores, its key part k_rope = RoPE(X_src W_KR) shared by every head.
+// Multi-head latent attention (DeepSeek-V2;
+// docs/FAMILY.md#mla-multi-head-latent-attention-deepseek-v2), math orientation. The keys
+// and values of every head come from one latent c_kv = X_src W_DKV, the only content that
+// is cached; with rope_dims d_r a decoupled RoPE part is added to the scores, its key
+// part k_rope = RoPE(X_src W_KR) shared by every head.
 // The pipelines see each head's query and key as [q_h, q_rope_h] and
 // [k_h, k_rope] (Problem::d_k = d_content + d_r), so q·k is exactly
 // q_h k_hᵀ + q_rope_h k_ropeᵀ and every pipeline computes MLA unchanged.
@@ -53,7 +56,7 @@ struct Mla {
     Rope rope;  // the decoupled part's angles (the problem's `rope`; default base 10000, interleaved)
 };
 
-// One `expect` entry (SPEC §9).
+// One `expect` entry (docs/PROBLEM.md#expect-values-for-attn-trace-check).
 struct Expectation {
     std::string name;
     std::optional<int> head, batch, t;
@@ -92,7 +95,8 @@ struct Problem {
     std::optional<Mla> mla;  // with it, `rope` lives in mla->rope and turns the decoupled part only
     std::vector<Matrix> d_out;  // grad's upstream gradient per batch element (n, output width); empty = not given
     std::vector<Expectation> expect;
-    // SPEC §3 v2: non-finite numbers in input matrices are an error unless allowed.
+    // Non-finite numbers in input matrices are an error unless allowed
+    // (docs/PROBLEM.md#non-finite-inputs-allow_nonfinite).
     bool allow_nonfinite = false;
     std::string first_nonfinite;  // "$.Q[0][1] is nan" when allowed and present, for the note
 
@@ -116,7 +120,7 @@ Problem parse_problem(const std::string& text, const std::string& file_label, bo
 // against the batch): called again after command-line options replace file values.
 void validate_masks(const Problem& problem);
 
-// A --mask value: a string form (SPEC §3) or JSON, one spec object or a list of
+// A --mask value: a string form (docs/PROBLEM.md#masks) or JSON, one spec object or a list of
 // them ({"sparse": {...}} among them), for n queries and m keys; "none" is no mask.
 std::vector<MaskSpec> parse_mask_option(const std::string& text, std::size_t n, std::size_t m, const std::string& where);
 

@@ -1,6 +1,6 @@
 #pragma once
-// Writing a problem file (SPEC §3) for people to read and edit: what `random
-// --literal` and `exercise --format json` print.
+// Writing a problem file (docs/PROBLEM.md#the-problem-file) for people to read and edit:
+// what `random --literal` and `exercise --format json` print.
 #include <string>
 
 #include <nlohmann/json.hpp>

@@ -24,8 +24,8 @@ private:
     double spare_ = 0.0;
 };
 
-// How the numbers of a random matrix are drawn: a problem file's
-// {"random": {"dist": ..., "mean": ..., ...}} (SPEC §3). The defaults are the file's.
+// How the numbers of a random matrix are drawn: a problem file's {"random": {"dist": ...,
+// "mean": ..., ...}} (docs/PROBLEM.md#matrix-forms). The defaults are the file's.
 struct RandomDraw {
     enum class Dist { normal, uniform, integers } dist = Dist::normal;
     double mean = 0.0, std = 1.0;  // normal: mean + std · N(0, 1)

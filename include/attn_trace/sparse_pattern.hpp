@@ -1,8 +1,9 @@
 #pragma once
-// Sparse attention patterns (SPEC §15): which (query, key) pairs are scored at
-// all, as Longformer (windows and global tokens) and BigBird (the same on blocks,
-// plus random blocks) choose them. A key is visible when ANY part allows it;
-// `causal` then intersects the union with j ≤ i + (m − n).
+// Sparse attention patterns
+// (docs/FAMILY.md#sparse-patterns-which-pairs-are-scored-at-all): which (query, key)
+// pairs are scored at all, as Longformer (windows and global tokens) and BigBird (the
+// same on blocks, plus random blocks) choose them. A key is visible when ANY part allows
+// it; `causal` then intersects the union with j ≤ i + (m − n).
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -13,7 +14,7 @@ namespace attn_trace {
 struct SparsePattern {
     std::size_t block = 1;  // b: the parts act on blocks of b queries × b keys (1 = single tokens)
     bool has_window = false;
-    long window_left = 0, window_right = 0;  // on block indices, bottom-right aligned (as §3's windows)
+    long window_left = 0, window_right = 0;  // on block indices, bottom-right aligned (as the window masks, docs/PROBLEM.md#window)
     std::vector<std::size_t> global;         // block indices that read every block and are read by every block
     bool has_random = false;
     std::size_t per_row = 0;                 // further key blocks drawn per query block

@@ -4,8 +4,9 @@
 
 namespace attn_trace::tolerances {
 
-// `check` when an expect entry gives none (SPEC §9): hand-worked examples print
-// 3-4 decimals, so 1e-4 accepts their rounding and nothing more.
+// `check` when an expect entry gives none
+// (docs/PROBLEM.md#expect-values-for-attn-trace-check): hand-worked examples print 3-4
+// decimals, so 1e-4 accepts their rounding and nothing more.
 inline constexpr Tolerance check_default{1e-4, 0.0};
 
 // Two float64 computations of the same formula in a different order (tiled vs

@@ -1,5 +1,5 @@
 #pragma once
-// The trace (SPEC §4): an ordered list of named steps, each a matrix with its
+// The trace (docs/COMMANDS.md#run): an ordered list of named steps, each a matrix with its
 // shape, formula and labels. Every pipeline produces one; every renderer reads one.
 #include <array>
 #include <map>
@@ -13,7 +13,7 @@
 namespace attn_trace {
 
 struct Step {
-    std::string name;     // a SPEC §4 step name: scores, weights, out, ...
+    std::string name;     // a step name (docs/COMMANDS.md#run): scores, weights, out, ...
     std::optional<int> head, batch, t;
     std::optional<std::array<int, 2>> tile;  // [query block, key tile]
     std::string formula;  // "Q Kᵀ", "softmax(masked)", ...
@@ -34,9 +34,10 @@ struct TraceSummary {
     std::string empty_rows = "error";
 };
 
-// Every step name a trace can hold, in trace order: run's (SPEC §4), then decode's
-// caches (§6) and tiled's running state (§7). The one list that --steps, `expect`
-// and explain check names against.
+// Every step name a trace can hold, in trace order: run's (docs/COMMANDS.md#run), then
+// decode's caches (docs/COMMANDS.md#decode) and tiled's running state
+// (docs/COMMANDS.md#tiled). The one list that --steps, `expect` and explain check names
+// against.
 const std::vector<std::string>& step_names();
 
 // Where a step sits: a part for each of its batch, head, t and tile that is set,

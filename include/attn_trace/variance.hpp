@@ -1,5 +1,5 @@
 #pragma once
-// The √d_k experiment (SPEC §11): for random queries and keys with N(0, 1)
+// The √d_k experiment (docs/COMMANDS.md#variance): for random queries and keys with N(0, 1)
 // entries, how large q·k gets with and without 1/√d_k, and what that does to
 // softmax (its largest weight, how often it saturates, how much gradient passes).
 #include <cstddef>

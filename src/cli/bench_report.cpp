@@ -117,7 +117,8 @@ std::string bench_svg(const BenchConfig& c, const std::vector<BenchResult>& resu
     svg += fmt::format(R"(<text x="{}" y="{}" text-anchor="middle">n (log scale)</text>)" "\n", left + (width - left - right) / 2, height - 10);
 
     // The n² reference: ms = ms_ref · (n / n_ref)², clipped to the plot.
-    const auto& [n_ref, ms_ref] = lines.begin()->second.back();
+    // Plain variables, not a structured binding: the lambda below captures them (clang < 16 refuses bindings).
+    const double n_ref = lines.begin()->second.back().first, ms_ref = lines.begin()->second.back().second;
     auto reference = [&](double n) { return ms_ref * (n / n_ref) * (n / n_ref); };
     const double n_from = std::max(std::pow(10, x0), n_ref * std::sqrt(std::pow(10, y0) / ms_ref));
     svg += fmt::format(R"(<line x1="{:.1f}" y1="{:.1f}" x2="{:.1f}" y2="{:.1f}" stroke="#999" stroke-dasharray="5,4"/>)" "\n", px(n_from),

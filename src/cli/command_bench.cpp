@@ -1,4 +1,4 @@
-// `bench` (SPEC §12): the attention implementations timed side by side.
+// `bench` (docs/COMMANDS.md#bench): the attention implementations timed side by side.
 #include <cstdio>
 #include <fstream>
 #include <iostream>

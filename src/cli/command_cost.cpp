@@ -1,4 +1,4 @@
-// `cost`: FLOPs, score memory, KV-cache bytes and parameter counts (SPEC §11).
+// `cost`: FLOPs, score memory, KV-cache bytes and parameter counts (docs/COMMANDS.md#cost).
 #include <algorithm>
 #include <iostream>
 #include <sstream>

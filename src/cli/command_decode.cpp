@@ -1,4 +1,4 @@
-// `decode`: KV-cache decoding, one query at a time (SPEC §6).
+// `decode`: KV-cache decoding, one query at a time (docs/COMMANDS.md#decode).
 #include <iostream>
 
 #include <fmt/format.h>

@@ -1,4 +1,5 @@
-// `exercise`: a generated problem with hand-friendly numbers and its worked answer (SPEC §10).
+// `exercise`: a generated problem with hand-friendly numbers and its worked answer
+// (docs/COMMANDS.md#exercise).
 #include <iostream>
 
 #include <fmt/format.h>

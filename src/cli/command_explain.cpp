@@ -1,4 +1,4 @@
-// `explain`: the arithmetic behind one cell or one row of the trace (SPEC §8).
+// `explain`: the arithmetic behind one cell or one row of the trace (docs/COMMANDS.md#explain).
 #include <array>
 #include <iostream>
 #include <optional>

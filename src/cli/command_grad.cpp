@@ -1,4 +1,4 @@
-// `grad`: the backward pass, step by step (SPEC §18).
+// `grad`: the backward pass, step by step (docs/COMMANDS.md#grad).
 #include <fmt/format.h>
 
 #include "attn_trace/errors.hpp"

@@ -1,4 +1,4 @@
-// `permute`: the permutation experiment (SPEC §17).
+// `permute`: the permutation experiment (docs/COMMANDS.md#permute).
 #include <fmt/format.h>
 
 #include "attn_trace/errors.hpp"

@@ -11,7 +11,7 @@ namespace attn_trace::cli {
 
 namespace {
 
-// Past the memory budget `run` takes the fast path (SPEC §12) instead, which never
+// Past the memory budget `run` takes the fast path (docs/COMMANDS.md#run) instead, which never
 // holds n×m, rather than swapping or being killed.
 // Why `run` takes the fast path, or "" for the full trace.
 std::string fast_path_reason(const Problem& p, bool requested, const Budget& budget) {

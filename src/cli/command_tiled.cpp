@@ -1,4 +1,4 @@
-// `tiled`: the tiled pass with online softmax (SPEC §7).
+// `tiled`: the tiled pass with online softmax (docs/COMMANDS.md#tiled).
 #include <fmt/format.h>
 
 #include "commands.hpp"

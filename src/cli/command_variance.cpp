@@ -1,4 +1,4 @@
-// `variance`: the √d_k experiment (SPEC §11).
+// `variance`: the √d_k experiment (docs/COMMANDS.md#variance).
 #include <fstream>
 #include <iostream>
 

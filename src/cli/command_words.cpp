@@ -1,4 +1,4 @@
-// `words`, a hidden command: the words the shell completion offers (SPEC §20),
+// `words`, a hidden command: the words the shell completion offers (docs/COMMANDS.md#installing),
 // asked of the binary itself so that completion never lags behind it:
 //   attn-trace words commands | steps | topics | formats | options COMMAND
 #include <iostream>

@@ -49,7 +49,7 @@ Run `attn-trace COMMAND --help` for each command's options and examples.)");
         return app.exit(success);  // --help, --version
     } catch (const CLI::ParseError& error) {
         app.exit(error);
-        return 2;  // usage errors share the bad-input exit code (SPEC §2)
+        return 2;  // usage errors share the bad-input exit code (docs/COMMANDS.md#exit-codes)
     } catch (...) {
         return attn_trace::cli::report_error(std::current_exception(), std::cerr);
     }

@@ -12,7 +12,7 @@ std::string flag_of(const std::string& setting);
 // Writes one line to `out` and returns the exit code. An Error carries its own
 // code, and its settings are worded as this CLI's flags; running out of memory is
 // 2 (the problem is too large); anything else, of any type, is a bug in
-// attn-trace: 4 with "internal error" (SPEC §2 v2), never an abort.
+// attn-trace: 4 with "internal error" (docs/COMMANDS.md#exit-codes), never an abort.
 int report_error(std::exception_ptr error, std::ostream& out);
 
 }  // namespace attn_trace::cli

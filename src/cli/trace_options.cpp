@@ -115,8 +115,9 @@ RenderOptions render_options(const TraceOptions& o, const Problem&) {
     return r;
 }
 
-// SPEC §2 v2: --steps naming a step this trace does not produce (after --head and
-// --batch) is an error listing what it does produce, never an empty output.
+// --steps naming a step this trace does not produce (after --head and --batch) is an
+// error listing what it does produce, never an empty output
+// (docs/COMMANDS.md#options-shared-by-run-decode-and-tiled).
 void check_steps_present(const Trace& trace, const RenderOptions& r, const Problem& problem) {
     for (const auto& name : r.steps) {
         RenderOptions just_this = r;

@@ -1,6 +1,7 @@
 #pragma once
-// The options shared by run, decode, tiled and explain (SPEC §2), and how they
-// override what the problem file says.
+// The options shared by run, decode, tiled and explain
+// (docs/COMMANDS.md#options-shared-by-run-decode-and-tiled), and how they override what
+// the problem file says.
 #include <optional>
 #include <string>
 

@@ -3,7 +3,7 @@
 
 namespace attn_trace::cli {
 
-// What --version prints (SPEC §20): the version, the build type, the CPU kernel
+// What --version prints (docs/COMMANDS.md#commands): the version, the build type, the CPU kernel
 // and what this CPU offers it, and whether CUDA is built in and a GPU usable.
 std::string version_text();
 

@@ -12,7 +12,7 @@ namespace attn_trace {
 namespace {
 
 // How many blocks the query blocks sit from the start of the key blocks when
-// aligned to their end (bottom-right), as §3's windows do with tokens.
+// aligned to their end (bottom-right), as the window masks do with tokens (docs/PROBLEM.md#window).
 long block_offset(const SparsePattern& p, std::size_t n, std::size_t m) {
     return static_cast<long>(block_count(m, p.block)) - static_cast<long>(block_count(n, p.block));
 }

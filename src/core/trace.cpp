@@ -38,7 +38,8 @@ const Step* Trace::find(const std::string& name, std::optional<int> head, std::o
                         std::optional<std::array<int, 2>> tile) const {
     for (const auto& step : steps) {
         if (step.name != name) continue;
-        // An entry without `head` means head 0 (SPEC §9); likewise batch 0.
+        // An entry without `head` means head 0
+        // (docs/PROBLEM.md#expect-values-for-attn-trace-check); likewise batch 0.
         if (step.head.has_value() && step.head.value_or(0) != head.value_or(0)) continue;
         if (!step.head.has_value() && head.has_value() && *head != 0) continue;
         if (step.batch.value_or(0) != batch.value_or(0)) continue;

@@ -20,9 +20,10 @@ public:
 
     [[noreturn]] void fail(const std::string& path, const std::string& what) const;
 
-    // Matrices kept in files ({"npy": …}, {"safetensors": …}, SPEC §19) are read by
-    // the problem layer, which knows where the problem file lies; a reader without
-    // these refuses them.
+    // Matrices kept in files ({"npy": …}, {"safetensors": …},
+    // docs/PROBLEM.md#real-model-weights-npy-safetensors-checkpoint) are read by the
+    // problem layer, which knows where the problem file lies; a reader without these
+    // refuses them.
     struct ArrayFiles {
         std::function<NumericArray(const nlohmann::json&, const std::string&)> read;
         std::function<std::vector<std::size_t>(const nlohmann::json&, const std::string&)> shape;

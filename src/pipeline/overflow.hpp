@@ -1,7 +1,8 @@
 #pragma once
-// Overflow is reported, not printed as numbers (SPEC §3 v2): every input of the
-// problem was finite, yet a product, a scale or an exponential passed the dtype's
-// range and a step holds a NaN or an infinity that no mask put there.
+// Overflow is reported, not printed as numbers
+// (docs/COMMANDS.md#options-shared-by-run-decode-and-tiled): every input of the problem
+// was finite, yet a product, a scale or an exponential passed the dtype's range and a
+// step holds a NaN or an infinity that no mask put there.
 #include "attn_trace/problem.hpp"
 #include "attn_trace/trace.hpp"
 

@@ -1,4 +1,4 @@
-// KV-cache decoding (SPEC §6): the queries one at a time (after an optional
+// KV-cache decoding (docs/COMMANDS.md#decode): the queries one at a time (after an optional
 // prefill block), each scored against a cache that holds only the past.
 #include <cmath>
 #include <limits>

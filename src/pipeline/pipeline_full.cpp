@@ -1,4 +1,4 @@
-// The full trace (SPEC §4): every intermediate of every head of every sequence.
+// The full trace (docs/COMMANDS.md#run): every intermediate of every head of every sequence.
 #include <algorithm>
 #include <cmath>
 
@@ -95,8 +95,9 @@ private:
         steps_.record_concat_and_final(outs, b, *backend_, dtype_, rows_.first);
     }
 
-    // MLA's own steps (SPEC §16) in place of q, k, v: the pipeline's q and k are
-    // their [content, rope] concatenations, which nobody needs to read.
+    // MLA's own steps (docs/FAMILY.md#mla-multi-head-latent-attention-deepseek-v2) in
+    // place of q, k, v: the pipeline's q and k are their [content, rope] concatenations,
+    // which nobody needs to read.
     void record_mla_parts(std::size_t b) {
         const auto& queries = queries_;
         const auto& keys = key_labels(p_);

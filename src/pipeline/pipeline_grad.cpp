@@ -1,4 +1,4 @@
-// The backward pass (SPEC §18): every gradient of L = Σ d_out ⊙ output, from the
+// The backward pass (docs/COMMANDS.md#grad): every gradient of L = Σ d_out ⊙ output, from the
 // forward trace's own values, in the order reverse-mode differentiation meets them.
 #include <algorithm>
 #include <array>

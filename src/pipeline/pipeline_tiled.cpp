@@ -1,4 +1,4 @@
-// The tiled pass with online softmax (SPEC §7), in the symbols of the
+// The tiled pass with online softmax (docs/COMMANDS.md#tiled), in the symbols of the
 // FlashAttention papers: query blocks of Br rows, key tiles of Bc keys, and per
 // query row the running max m, the running sum ℓ and the running weighted sum u.
 // The n × m scores are never needed at once: only one Br × Bc tile of them.

@@ -1,6 +1,7 @@
 #pragma once
-// What a sparse pattern (SPEC §15) connects: how many pairs are scored, and
-// through how many stacked layers key j's information reaches query i.
+// What a sparse pattern (docs/FAMILY.md#sparse-patterns-which-pairs-are-scored-at-all)
+// connects: how many pairs are scored, and through how many stacked layers key j's
+// information reaches query i.
 #include <cstddef>
 #include <optional>
 

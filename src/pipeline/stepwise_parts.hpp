@@ -1,7 +1,7 @@
 #pragma once
 // What the step-by-step pipelines (decode, tiled) share on top of
 // attention_parts: recording steps, one head's q, k, v, blocks of a matrix, the
-// concat/final steps of SPEC §4, and the comparison with the full computation.
+// concat/final steps of docs/COMMANDS.md#run, and the comparison with the full computation.
 #include <cstddef>
 #include <optional>
 #include <string>
@@ -21,7 +21,7 @@ public:
                  std::vector<std::string> rows = {}, std::vector<std::string> columns = {});
 
     // outs: H matrices (n, d_v). Records concat [O_0 … O_{H−1}] (n, H·d_v) and
-    // final = concat W_O + b_O, where SPEC §4 has them (H > 1, or W_O given).
+    // final = concat W_O + b_O, where docs/COMMANDS.md#run has them (H > 1, or W_O given).
     // With outs of fewer rows (explain), they are the query rows from first_row on.
     void record_concat_and_final(const std::vector<Matrix>& outs, std::size_t batch, const Backend& backend, Dtype dtype,
                                  std::size_t first_row = 0);

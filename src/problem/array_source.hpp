@@ -1,8 +1,9 @@
 #pragma once
-// The matrix forms that live in files (SPEC §19): {"npy": FILE} and {"safetensors":
-// FILE, "tensor": NAME, "rows": [a, b], "cols": [a, b], "transpose": false}, their
-// paths relative to the problem file. A safetensors file is opened (mapped) once
-// however many tensors a problem reads from it.
+// The matrix forms that live in files
+// (docs/PROBLEM.md#real-model-weights-npy-safetensors-checkpoint): {"npy": FILE} and
+// {"safetensors": FILE, "tensor": NAME, "rows": [a, b], "cols": [a, b], "transpose":
+// false}, their paths relative to the problem file. A safetensors file is opened (mapped)
+// once however many tensors a problem reads from it.
 #include <functional>
 #include <map>
 #include <memory>

@@ -1,6 +1,7 @@
 #pragma once
-// "checkpoint": {"safetensors": FILE, "family": F, "layer": L, "prefix": P} (SPEC §19):
-// one attention layer of a real model's checkpoint, mapped to W_Q … b_O.
+// "checkpoint": {"safetensors": FILE, "family": F, "layer": L, "prefix": P}
+// (docs/PROBLEM.md#real-model-weights-npy-safetensors-checkpoint): one attention layer of
+// a real model's checkpoint, mapped to W_Q … b_O.
 #include <nlohmann/json.hpp>
 
 #include "array_source.hpp"

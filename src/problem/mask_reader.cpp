@@ -1,4 +1,6 @@
-// Mask specs from JSON (SPEC §3, §15), with errors that name the JSON path.
+// Mask specs from JSON (docs/PROBLEM.md#masks,
+// docs/FAMILY.md#sparse-patterns-which-pairs-are-scored-at-all), with errors that name
+// the JSON path.
 #include "mask_reader.hpp"
 
 #include <algorithm>
@@ -131,7 +133,8 @@ MaskSpec read_sparse_spec(const json& body, const std::string& path, const JsonR
             p.window_left = w.contains("left") ? side(w["left"], path + ".window.left") : 0;
             p.window_right = w.contains("right") ? side(w["right"], path + ".window.right") : 0;
         } else {
-            // W blocks including the query's own, as {"window": W} of §3: causal on blocks.
+            // W blocks including the query's own, as {"window": W}
+            // (docs/PROBLEM.md#window): causal on blocks.
             const long width = reader.whole_number(w, path + ".window", -(1L << 40), 1L << 40);
             if (width < 1) reader.fail(path + ".window", fmt::format("a window holds at least 1 block (the query's own), found {}", width));
             p.window_left = width - 1;

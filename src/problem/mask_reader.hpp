@@ -1,6 +1,7 @@
 #pragma once
-// Mask specs read from JSON (SPEC §3, §15): a problem file's `mask` and `sparse`
-// and a --mask given as JSON share this one reader.
+// Mask specs read from JSON (docs/PROBLEM.md#masks,
+// docs/FAMILY.md#sparse-patterns-which-pairs-are-scored-at-all): a problem file's `mask`
+// and `sparse` and a --mask given as JSON share this one reader.
 #include <cstddef>
 #include <string>
 

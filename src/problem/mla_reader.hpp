@@ -1,6 +1,6 @@
 #pragma once
-// The `mla` key (SPEC §16): its matrices read and their inner sizes checked
-// against one another and against X.
+// The `mla` key (docs/PROBLEM.md#sparse-mla-dropout): its matrices read and their inner
+// sizes checked against one another and against X.
 #include <cstddef>
 #include <string>
 

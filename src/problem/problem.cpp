@@ -1,5 +1,6 @@
-// JSON → Problem (SPEC §3): every key read with its JSON path, converted to math
-// orientation, and checked against the others so the pipelines can trust it.
+// JSON → Problem (docs/PROBLEM.md#all-keys-at-a-glance): every key read with its JSON
+// path, converted to math orientation, and checked against the others so the pipelines
+// can trust it.
 #include <algorithm>
 #include <cmath>
 #include <fstream>
@@ -33,8 +34,9 @@ const std::vector<std::string> known_keys = {
     "heads", "kv_heads", "scale", "mask", "empty_rows", "lengths", "rope", "positions", "source_positions",
     "softcap", "alibi", "expect", "allow_nonfinite", "sparse", "dropout", "mla", "d_out", "checkpoint"};
 
-// The keys whose numbers are inputs (SPEC §3 v2): a non-finite number in them is an
-// error unless allowed. Masks are not among them: −∞ is their job.
+// The keys whose numbers are inputs (docs/PROBLEM.md#non-finite-inputs-allow_nonfinite):
+// a non-finite number in them is an error unless allowed. Masks are not among them: −∞ is
+// their job.
 const std::vector<std::string> input_keys = {"X", "X_source", "Q", "K", "V", "W_Q", "W_K", "W_V", "W_O", "b_Q", "b_K", "b_V", "b_O",
                                              "in_proj_weight", "in_proj_bias", "out_proj.weight", "out_proj.bias"};
 
@@ -129,8 +131,9 @@ private:
         }
     }
 
-    // SPEC §3 v2: by default a NaN or infinity in an input is a mistake in the file;
-    // "allow_nonfinite" asks to trace how it spreads instead (the note says so).
+    // By default a NaN or infinity in an input is a mistake in the file;
+    // "allow_nonfinite" asks to trace how it spreads instead (the note says so;
+    // docs/PROBLEM.md#non-finite-inputs-allow_nonfinite).
     void check_finite_inputs() {
         if (has("allow_nonfinite")) problem_.allow_nonfinite |= reader_.boolean(at("allow_nonfinite"), "$.allow_nonfinite");
         // The inputs, and the MLA matrices inside "mla".
@@ -419,7 +422,8 @@ private:
         }
     }
 
-    // MLA (SPEC §16): keys and values from the latent, queries from W_Q or W_DQ W_UQ.
+    // MLA (docs/FAMILY.md#mla-multi-head-latent-attention-deepseek-v2): keys and values
+    // from the latent, queries from W_Q or W_DQ W_UQ.
     void derive_mla_sizes(const DeclaredShapes& d) {
         auto& p = problem_;
         need(has("X"), "$.mla", "MLA projects token vectors: it needs X (and X_source for cross-attention), not Q, K, V");

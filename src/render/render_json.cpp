@@ -1,6 +1,7 @@
-// SPEC §4 JSON (contract): {"attn_trace": 1, "problem": {...}, "steps": [...]}.
-// nlohmann writes doubles with the shortest round-trip representation, so every
-// number reads back bit for bit; non-finite values become "-inf", "inf", "nan".
+// The JSON trace (docs/COMMANDS.md#output-formats, a contract): {"attn_trace": 1,
+// "problem": {...}, "steps": [...]}. nlohmann writes doubles with the shortest round-trip
+// representation, so every number reads back bit for bit; non-finite values become
+// "-inf", "inf", "nan".
 #include <cmath>
 
 #include <nlohmann/json.hpp>
@@ -47,7 +48,7 @@ std::string render_json(const Trace& trace, const RenderOptions& options) {
         s["data"] = matrix_json(step->values);
         steps.push_back(std::move(s));
     }
-    nlohmann::ordered_json notes = nlohmann::ordered_json::array();  // sentences, as SPEC §5 has them
+    nlohmann::ordered_json notes = nlohmann::ordered_json::array();  // sentences, as docs/COMMANDS.md#output-formats has them
     for (const Note& note : trace.notes) notes.push_back(note_text(note));
     nlohmann::ordered_json out = {{"attn_trace", 1}, {"command", trace.command}, {"problem", problem}, {"notes", notes}, {"steps", steps}};
     for (const auto& [key, value] : trace.numbers) out[key] = number_json(value);

@@ -54,9 +54,10 @@ std::string render_matrix(const Step& step, const RenderOptions& options, const 
     return out;
 }
 
-// A sparse pattern as a picture (SPEC §15): █ where a pair is scored, · where it
-// is not. Past 64 rows or columns each character stands for a block of cells,
-// ▒ for a block with some scored.
+// A sparse pattern as a picture
+// (docs/FAMILY.md#sparse-patterns-which-pairs-are-scored-at-all): █ where a pair is
+// scored, · where it is not. Past 64 rows or columns each character stands for a block of
+// cells, ▒ for a block with some scored.
 std::string pattern_grid(const Step& mask) {
     const Matrix& m = mask.values;
     const std::size_t most = 64, row_step = (m.rows() + most - 1) / most, col_step = (m.cols() + most - 1) / most;

@@ -278,7 +278,8 @@ std::string inline_rows(const Matrix& m) {
     return fmt::format("{}", fmt::join(rows, ", "));
 }
 
-// SPEC §15: a Longformer-style pattern on six tokens.
+// A Longformer-style pattern on six tokens
+// (docs/FAMILY.md#longformer-a-window-and-one-global-token).
 ExercisePlan sparse_topic(HandNumbers& numbers) {
     ExercisePlan plan;
     plan.title = "A sparse pattern: which pairs are scored, and what two layers reach";
@@ -303,7 +304,8 @@ ExercisePlan sparse_topic(HandNumbers& numbers) {
     return plan;
 }
 
-// SPEC §16: one head of MLA without RoPE, hand-sized.
+// One head of MLA without RoPE, hand-sized
+// (docs/FAMILY.md#mla-multi-head-latent-attention-deepseek-v2).
 ExercisePlan mla_topic(HandNumbers& numbers) {
     ExercisePlan plan;
     plan.title = "Multi-head latent attention: keys and values from one cached latent";
@@ -339,7 +341,8 @@ ExercisePlan mla_topic(HandNumbers& numbers) {
     return plan;
 }
 
-// SPEC §17: dropout on the weights, with the keep matrix given.
+// Dropout on the weights, with the keep matrix given
+// (docs/FAMILY.md#dropout-on-the-weights-and-the-traineval-trap).
 ExercisePlan dropout_topic(HandNumbers& numbers) {
     ExercisePlan plan;
     plan.title = "Dropout on the attention weights, and the train/eval trap";
@@ -361,7 +364,8 @@ ExercisePlan dropout_topic(HandNumbers& numbers) {
     return plan;
 }
 
-// SPEC §17: shuffle the tokens of an unmasked, position-free layer.
+// Shuffle the tokens of an unmasked, position-free layer
+// (docs/FAMILY.md#the-permutation-experiment).
 ExercisePlan permutation_topic(HandNumbers& numbers) {
     ExercisePlan plan;
     plan.title = "The permutation experiment: attention treats its tokens as a set";
@@ -386,7 +390,7 @@ ExercisePlan permutation_topic(HandNumbers& numbers) {
     return plan;
 }
 
-// SPEC §18: one head backward, with a hand-sized d_out.
+// One head backward, with a hand-sized d_out (docs/COMMANDS.md#grad).
 ExercisePlan grad_topic(HandNumbers& numbers) {
     ExercisePlan plan;
     plan.title = "The backward pass: from dL/dO to dL/dQ, dL/dK, dL/dV";

@@ -1,5 +1,5 @@
 #pragma once
-// The explanations of the backward pass's cells (SPEC §8 v2 on §18): each grad_
+// The explanations of the backward pass's cells (docs/COMMANDS.md#grad): each grad_
 // cell written term by term from the grad trace and the forward trace it came from.
 #include "explain_context.hpp"
 

@@ -91,7 +91,7 @@ private:
 
     // Row i of the head's slice of a side-by-side step (q, k, v), or of its RoPE step.
     std::vector<double> head_row(const std::string& name, std::size_t i, int column_head, std::size_t width) const {
-        if (p_.mla && (name == "q" || name == "k")) {  // MLA's head: [content, rope] (SPEC §16)
+        if (p_.mla && (name == "q" || name == "k")) {  // MLA's head: [content, rope] (docs/FAMILY.md#mla-multi-head-latent-attention-deepseek-v2)
             const std::size_t d = p_.mla->d_content, d_r = p_.mla->d_r, h = static_cast<std::size_t>(column_head);
             auto row = row_of(name, i, h * d, d);
             if (d_r) {
@@ -170,8 +170,9 @@ private:
         return finish(d);
     }
 
-    // MLA's products (SPEC §16): c_kv = X_src W_DKV, c_q = X W_DQ, q = c_q W_UQ (or X W_Q + b_Q),
-    // k = c_kv W_UK, v = c_kv W_UV, q_latent = q_h W_UK,hᵀ: a row of the left times a column of the right.
+    // MLA's products (docs/FAMILY.md#mla-multi-head-latent-attention-deepseek-v2): c_kv =
+    // X_src W_DKV, c_q = X W_DQ, q = c_q W_UQ (or X W_Q + b_Q), k = c_kv W_UK, v = c_kv
+    // W_UV, q_latent = q_h W_UK,hᵀ: a row of the left times a column of the right.
     ExplainDocument mla_product_cell() {
         const std::string& name = target_.step;
         const Mla& mla = *p_.mla;

@@ -1,5 +1,5 @@
 #pragma once
-// The explanations of run's steps (SPEC §4), read from a trace that holds every
+// The explanations of run's steps (docs/COMMANDS.md#explain), read from a trace that holds every
 // query row (pipeline_full) or only some (pipeline_full_rows, from first_row on).
 #include "explain_context.hpp"
 

@@ -1,6 +1,6 @@
 #pragma once
-// The explanations of decode's steps at one t (SPEC §6) and of the tiled pass's
-// steps at one tile (SPEC §7), each computed on its own: decode step t reads
+// The explanations (docs/COMMANDS.md#explain) of decode's steps at one t and of the tiled
+// pass's steps at one tile, each computed on its own: decode step t reads
 // query t and keys 0 … t; tile [qb, kt] reads query block qb and tiles 0 … kt.
 #include "explain_context.hpp"
 

@@ -1,4 +1,4 @@
-# The trace as a document (SPEC §10 v2): the LaTeX of run, decode and tiled on
+# The trace as a document (docs/COMMANDS.md#output-formats): the LaTeX of run, decode and tiled on
 # every example and golden problem compiles with pdflatex in a plain article with
 # amsmath, without lines running far into the margin, and has no raw Unicode (ℓ, ᵀ
 # stopped pdflatex); the Markdown renders with cmark-gfm with nothing read as HTML.
@@ -58,12 +58,12 @@ expect_exit 0 "&lt;pad&gt;" -- cat labels.html
 # issue 11, finding 10: the project's own docs refer to nothing a user does not have
 for doc in "$SOURCE_DIR/README.md" "$SOURCE_DIR"/docs/*.md; do
   checks=$((checks + 1))
-  grep -nE 'SPEC( §|\.md)|the SPEC|seed 00[0-9]|§[0-9]' "$doc" > refs.txt
+  grep -nE 'SP[E]C( §|\.md)|the SP[E]C|seed 00[0-9]|§[0-9]' "$doc" > refs.txt
   [ ! -s refs.txt ] || { fail "$(basename "$doc") refers to a text users do not have:"; head -3 refs.txt | sed 's/^/    /'; }
 done
 for command in run decode tiled permute grad explain check exercise cost variance bench random; do
   checks=$((checks + 1))
-  ! "$A" "$command" --help | grep -nE 'SPEC( §|\.md)|the SPEC|seed 00[0-9]|§[0-9]' || fail "$command --help refers to a text users do not have"
+  ! "$A" "$command" --help | grep -nE 'SP[E]C( §|\.md)|the SP[E]C|seed 00[0-9]|§[0-9]' || fail "$command --help refers to a text users do not have"
 done
 
 finish

@@ -1,5 +1,6 @@
-# The rest of the family from the command line (SPEC §15–§17): sparse patterns,
-# MLA, dropout and the permutation experiment, with their bad input (exit 2).
+# The rest of the family from the command line
+# (docs/FAMILY.md#the-rest-of-the-attention-family): sparse patterns, MLA, dropout and the
+# permutation experiment, with their bad input (exit 2).
 source "$SOURCE_DIR/tests/cli/lib.sh"
 T=$ATTN_TRACE
 cd "$SOURCE_DIR"

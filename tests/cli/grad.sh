@@ -1,4 +1,4 @@
-# The backward pass from the command line (SPEC §18): every step, every format,
+# The backward pass from the command line (docs/COMMANDS.md#grad): every step, every format,
 # the budget, and bad input (exit 2).
 source "$SOURCE_DIR/tests/cli/lib.sh"
 T=$ATTN_TRACE

@@ -1,6 +1,6 @@
-# cmake --install into a temporary prefix (SPEC §20): the installed binary runs from
-# there, its man page renders without warnings and covers every command, and the
-# bash completion offers commands, options, topics and step names.
+# cmake --install into a temporary prefix (docs/COMMANDS.md#installing): the installed
+# binary runs from there, its man page renders without warnings and covers every command,
+# and the bash completion offers commands, options, topics and step names.
 source "$SOURCE_DIR/tests/cli/lib.sh"
 build=$(dirname "$ATTN_TRACE")
 prefix=$PWD/prefix
@@ -21,6 +21,16 @@ for command in $("$B" words commands); do
   grep -Eq "^   $command$" <<<"$rendered" || fail "the man page has no section for $command"
 done
 expect_exit 0 "Examples:" -- man -l "$page"
+# docs/, the contract, is installed beside the page, and the page names the folder.
+docdir=$prefix/share/doc/attn-trace
+for doc in "$SOURCE_DIR"/docs/*.md; do
+  checks=$((checks + 1))
+  cmp -s "$doc" "$docdir/$(basename "$doc")" || fail "docs/$(basename "$doc") is not installed in $docdir"
+done
+checks=$((checks + 1))
+grep -qF "$docdir" <<<"$(MANWIDTH=200 man -l "$page" 2>&1)" || fail "the man page does not name $docdir"
+checks=$((checks + 1))
+grep -q "@ATTN_TRACE_DOCDIR@" "$page" && fail "the installed man page still holds the placeholder"
 checks=$((checks + 1))
 warnings=$(groff -man -Tutf8 -ww -z "$page" 2>&1)
 [ -z "$warnings" ] || fail "the man page has roff warnings: $warnings"

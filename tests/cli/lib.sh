@@ -46,7 +46,7 @@ require_document_tools() {
   done
 }
 
-# The plain document every LaTeX output must compile in (SPEC §10 v2).
+# The plain document every LaTeX output must compile in (docs/COMMANDS.md#output-formats).
 latex_preamble() { printf '%s\n' '\documentclass{article}' '\usepackage{amsmath}' '\begin{document}'; }
 
 # Overfull boxes wider than 20pt (text visibly running into the margin) in LOG, each

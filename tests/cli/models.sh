@@ -1,6 +1,7 @@
-# Real models' weights (SPEC §19): the tiny GPT-2, Llama and BERT goldens of
-# tools/make_model_goldens.py checked from their safetensors, and corrupted copies of
-# each file kind refused with exit 2 and a message naming the file (and tensor).
+# Real models' weights (docs/PROBLEM.md#real-model-weights-npy-safetensors-checkpoint):
+# the tiny GPT-2, Llama and BERT goldens of tools/make_model_goldens.py checked from their
+# safetensors, and corrupted copies of each file kind refused with exit 2 and a message
+# naming the file (and tensor).
 source "$SOURCE_DIR/tests/cli/lib.sh"
 T=$ATTN_TRACE
 M=$SOURCE_DIR/tests/models

@@ -1,5 +1,6 @@
 # Issue 11: outputs that were silently empty or wrong with exit 0, and non-finite
-# inputs (SPEC §2 v2, §3 v2). Each line failed on the main of 2026-11-30.
+# inputs (docs/COMMANDS.md#options-shared-by-run-decode-and-tiled,
+# docs/PROBLEM.md#non-finite-inputs-allow_nonfinite). Each line failed on the main of 2026-11-30.
 source "$SOURCE_DIR/tests/cli/lib.sh"
 A=$ATTN_TRACE
 E=$SOURCE_DIR/examples/damaged_on_arrival.json

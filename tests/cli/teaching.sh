@@ -4,7 +4,7 @@ A=$ATTN_TRACE
 E=$SOURCE_DIR/examples/damaged_on_arrival.json
 G=$SOURCE_DIR/examples/gqa_8q_2kv.json
 
-# explain: the numbers of seed 001, 0-based indices
+# explain: the numbers of "damaged on arrival" (examples/), 0-based indices
 expect_exit 0 "S_02 = q_0 · k_2 = 0.5 × 0 \+ 1.5 × 2 = 0 \+ 3 = 3" -- "$A" explain "$E" --cell 'scores[0,2]'
 expect_exit 0 "A_02 = .* = 1 / 1.3744 = 0.7276" -- "$A" explain "$E" --cell 'weights[0,2]'
 expect_exit 0 "A_10 = 1 / 2 = 0.5" -- "$A" explain "$E" --row 'weights[1]' --mask causal
@@ -47,7 +47,7 @@ fi
 expect_exit 2 "cannot write" -- "$A" run "$E" --svg /nonexistent/dir/w.svg
 expect_exit 2 "--batch 3: the problem has 1 sequence" -- "$A" run "$E" --batch 3
 
-# pitfalls: seed 001's wrong numbers next to the right ones
+# pitfalls: "damaged on arrival"'s wrong numbers next to the right ones
 expect_exit 0 "damaged   0.4159  0.2920   0.2920" -- "$A" run "$E" --mask causal --pitfall zero-scores
 expect_exit 0 "damaged  0  0.8308" -- "$A" run "$E" --mask causal --pitfall bool-polarity
 expect_exit 0 "row sums: 0.1242, 0.6667, 1" -- "$A" run "$E" --mask causal --pitfall mask-after-softmax

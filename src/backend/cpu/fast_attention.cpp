@@ -1,7 +1,7 @@
-// The fused, tiled attention kernel of the fast path (SPEC §7 without the
-// printing, §12). Paper symbols (FlashAttention): Br query rows per block, Bc keys
-// per tile; per row the running max m, the running sum ℓ and the running
-// weighted sum u (here U, Br × d_v).
+// The fused, tiled attention kernel of the fast path (docs/COMMANDS.md#tiled without the
+// printing; docs/PERFORMANCE.md#design-and-why). Paper symbols (FlashAttention): Br query
+// rows per block, Bc keys per tile; per row the running max m, the running sum ℓ and the
+// running weighted sum u (here U, Br × d_v).
 //
 // Per (head h, query block Q_b):                                  shapes
 //   m = −∞, ℓ = 0, U = 0                                          (Br), (Br), (Br, d_v)
@@ -357,10 +357,11 @@ private:
         }
     }
 
-    // Over keys [a, b) of the tile at j0, rows first_row …: z = c·tanh(z / c) before
-    // the mask (SPEC §3: after it, tanh(−∞)·c = −c would unmask), then −∞ outside
-    // the row's key range or for an invalid key, else + the ALiBi and dense biases
-    // (summed in double, as the reference's M); then into base-2 units.
+    // Over keys [a, b) of the tile at j0, rows first_row …: z = c·tanh(z / c) before the
+    // mask (docs/PROBLEM.md#scale-softcap-empty-rows; after it, tanh(−∞)·c = −c would
+    // unmask), then −∞ outside the row's key range or for an invalid key, else + the
+    // ALiBi and dense biases (summed in double, as the reference's M); then into base-2
+    // units.
     void adjust_scores(T* s, int h, std::size_t first_row, std::size_t panel_rows, std::size_t j0, std::size_t a, std::size_t b, bool patterned) const {
         const KeyMask* mask = in_.mask;
         const double slope = mask && !mask->alibi_slopes.empty() ? mask->alibi_slopes[static_cast<std::size_t>(h)] : 0.0;

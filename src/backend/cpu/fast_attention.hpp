@@ -1,10 +1,10 @@
 #pragma once
-// The CPU's fused attention kernel (SPEC §12), private to the CPU backend
-// (CpuBackend::fused_attention is the way in): the tiled online-softmax algorithm of SPEC §7 without
-// the printing. Queries go in blocks of Br rows, keys in tiles of Bc; per query
-// row it keeps the running max m, the running sum ℓ and the running weighted sum
-// u, so it holds one panel's scores per worker (Bc × 16 floats) and never the
-// n × m matrix.
+// The CPU's fused attention kernel (docs/PERFORMANCE.md#design-and-why), private to the
+// CPU backend (CpuBackend::fused_attention is the way in): the tiled online-softmax
+// algorithm of docs/COMMANDS.md#tiled without the printing. Queries go in blocks of Br
+// rows, keys in tiles of Bc; per query row it keeps the running max m, the running sum ℓ
+// and the running weighted sum u, so it holds one panel's scores per worker (Bc × 16
+// floats) and never the n × m matrix.
 // Block products are register-tiled micro-kernels on packed panels
 // (src/backend/cpu/panel_kernels-inl.hpp); the (head, query block) pairs are shared
 // out among worker threads. float32 and float64.
@@ -37,7 +37,7 @@ struct FastAttentionInput {
 
 template <typename T>
 struct FastAttentionOutput {
-    T* out = nullptr;            // (n, H·d_v): head h in columns h·d_v … (the concat of SPEC §4)
+    T* out = nullptr;            // (n, H·d_v): head h in columns h·d_v … (the concat step of docs/COMMANDS.md#run)
     T* row_max = nullptr;        // (H, n) the final m of each row (−∞ when it read no key); may be null
     T* row_sum = nullptr;        // (H, n) the final ℓ = Σ_j e^(z_ij − m_i); may be null
     T empty_row_value = 0;       // out of a row that reads no key: 0 or NaN (the empty-row policy)
