@@ -20,7 +20,7 @@ if(ATTN_TRACE_CUDA AND NOT ATTN_TRACE_SANITIZE)
     target_include_directories(attn_trace_cuda PUBLIC include PRIVATE src)
     target_link_libraries(attn_trace_cuda PUBLIC CUDA::cudart_static)
     target_link_libraries(attn_trace_lib PUBLIC attn_trace_cuda)
-    # The one place code asks whether CUDA was built: src/backend/backend_registry.cpp.
+    # The one place code asks whether CUDA was built: src/backend/backend.cpp.
     target_compile_definitions(attn_trace_lib PRIVATE ATTN_TRACE_HAS_CUDA)
     set(ATTN_TRACE_HAS_CUDA ON)
   endif()

@@ -36,7 +36,7 @@ const Matrix& decode_step(const Trace& trace, const std::string& name, int t, in
 
 }  // namespace
 
-TEST_CASE("decode: the causal weights of "damaged on arrival" and outputs, one step at a time") {
+TEST_CASE("decode: the causal weights and outputs of damaged on arrival, one step at a time") {
     const Trace trace = decode(damaged);
     REQUIRE(matches(decode_step(trace, "weights", 0), matrix({{1}}), 1e-15));
     REQUIRE(matches(decode_step(trace, "weights", 1), matrix({{0.5, 0.5}}), 1e-15));

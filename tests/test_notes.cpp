@@ -4,6 +4,7 @@
 
 #include <set>
 
+#include "attn_trace/permutation.hpp"
 #include "attn_trace/pipeline.hpp"
 #include "attn_trace/render.hpp"
 
@@ -39,9 +40,20 @@ TEST_CASE("every kind of note the pipelines record has its sentence", "[notes]")
     collect(pipeline_full(problem(R"({"Q": [[1e308]], "K": [[1e308]], "V": [[1]], "allow_nonfinite": true})"), {}), kinds);  // overflow
     collect(pipeline_full(problem(R"({"Q": [[1]], "K": [[1]], "V": [[1]], "dropout": {"p": 0.5, "mode": "train"}})"), {}), kinds);  // dropout_train
     collect(pipeline_full(problem(R"({"Q": [[1]], "K": [[1]], "V": [[1]], "dropout": {"p": 0.5}})"), {}), kinds);  // dropout_eval
+    const Problem mla = load_problem(ATTN_TRACE_SOURCE_DIR "/examples/mla_small.json");
+    collect(pipeline_full(mla, {}), kinds);                   // mla
+    collect(pipeline_decode(mla, {}, {}), kinds);             // mla_cache_size
+    const Problem two = problem(R"({"Q": [[1, 0], [0, 1]], "K": [[1, 0], [0, 1]], "V": [[1], [2]]})");
+    collect(permutation_trace(two, {}, PermuteOptions{{1, 0}, false}), kinds);  // permutation
+    // grad --tiled compares with the untiled gradients only up to 2048² scores: one query
+    // over 2048² + 1 keys, in one tile, is past that.
+    const std::string many_keys = R"({"Q": [[1]], "K": {"random": {"shape": [4194305, 1], "seed": 2}},
+                                      "V": {"random": {"shape": [4194305, 1], "seed": 3}}})";
+    collect(pipeline_grad(problem(many_keys), {}, GradOptions{"", std::nullopt, TiledOptions{1, 4194305}}), kinds);  // grad_tiled_unchecked
     for (const char* kind : {"causal_alignment", "kv_sharing", "decode", "prefill", "cache_offset", "decode_reference", "cache_heads", "kv_cache_size",
                              "kv_cache_sharing", "tiled", "tile_legend", "tile_skipped", "more_tiles_skipped", "fast_path", "empty_rows",
-                             "nonfinite_inputs", "overflow", "dropout_train", "dropout_eval"}) {
+                             "nonfinite_inputs", "overflow", "dropout_train", "dropout_eval", "mla", "mla_cache_size", "permutation",
+                             "grad_tiled_unchecked"}) {
         INFO("kind " << kind);
         CHECK(kinds.count(kind) == 1);
     }

@@ -30,7 +30,7 @@ bool any_nan(const Matrix& m) {
 
 }  // namespace
 
-TEST_CASE("tiled: "damaged on arrival" with two key tiles equals the full computation") {
+TEST_CASE("tiled: damaged on arrival with two key tiles equals the full computation") {
     const std::string problem = damaged_keys + "}";
     const Trace trace = tiled(problem, 3, 2);
     REQUIRE(matches(step_values(trace, "out"), matrix({{0.248, 0.728}, {0.667, 0.333}, {1.007, 0.248}}), 5e-4));

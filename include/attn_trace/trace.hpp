@@ -73,7 +73,7 @@ struct Note {
 std::string overflow_text(const Note& note);
 
 struct Trace {
-    std::string command = "run";  // run, decode, tiled
+    std::string command = "run";  // run, decode, tiled, grad, permute
     TraceSummary problem;
     std::vector<Step> steps;
     std::vector<Note> notes;  // alignment of causal masks, empty rows, head sharing, ...

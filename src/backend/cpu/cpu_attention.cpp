@@ -88,7 +88,8 @@ AttentionResult unfused(const AttentionCall& call) {
 
 bool CpuBackend::supports(Operation op, const AttentionCall* call, std::string& why) const {
     if (op != Operation::unfused_attention) return true;  // the fused kernel takes every mask, dtype and width
-    if (!blas_available(why)) return false;
+    // What the call asks for first, then whether this machine has OpenBLAS: the first
+    // answer is the same everywhere.
     if (call && (call->softcap || (call->mask && (!call->mask->dense.empty() || !call->mask->alibi_slopes.empty())))) {
         why = "the unfused baseline masks by key ranges and key_valid only (no softcap, ALiBi, dense masks or sparse patterns)";
         return false;
@@ -97,7 +98,7 @@ bool CpuBackend::supports(Operation op, const AttentionCall* call, std::string& 
         why = "the unfused baseline needs n ≥ 1 and m ≥ 1";
         return false;
     }
-    return true;
+    return blas_available(why);
 }
 
 AttentionResult CpuBackend::fused_attention(const AttentionCall& call) const {

@@ -11,10 +11,10 @@
 //     ℓ = r·ℓ + rowsum P;  U = r·U + P V_t;  m = m'               (Br), (Br, d_v)
 //   O_b = U / ℓ                                                   (Br, d_v)
 //
-// How it is laid out (panel_kernels.hpp): K and V are packed tile by tile once,
+// How it is laid out (panel_kernels-inl.hpp): K and V are packed tile by tile once,
 // before any block starts, in the order the micro-kernels read them; the block's
-// queries go in panels of NR (16 floats), packed once per block, and every panel
-// reads every K and V tile it needs. Per panel and tile the scores are a (Bc, NR)
+// queries go in panels of NR (two vectors: 16 floats with AVX2, 32 with AVX-512),
+// packed once per block, and every panel reads every K and V tile it needs. Per panel and tile the scores are a (Bc, NR)
 // column of the block, in L1, which the softmax walks down lane by lane and the
 // second product reads as it is. The softmax works in base 2: the scores are
 // scaled by log₂e once (folded into the packed queries when nothing else touches

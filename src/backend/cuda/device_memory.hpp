@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -26,7 +27,13 @@ public:
     DeviceBuffer(const DeviceBuffer&) = delete;
     DeviceBuffer& operator=(const DeviceBuffer&) = delete;
     T* get() const { return data_; }
-    void upload(const std::vector<T>& host) { check_cuda(cudaMemcpy(data_, host.data(), count_ * sizeof(T), cudaMemcpyHostToDevice), "upload"); }
+    // A host vector of another length is a bug in the caller (it would read past its end
+    // or leave device memory unset): an internal error, not a copy.
+    void upload(const std::vector<T>& host) {
+        if (host.size() != count_)
+            throw std::logic_error("DeviceBuffer::upload: " + std::to_string(host.size()) + " values for a buffer of " + std::to_string(count_));
+        check_cuda(cudaMemcpy(data_, host.data(), count_ * sizeof(T), cudaMemcpyHostToDevice), "upload");
+    }
     std::vector<T> download() const {
         std::vector<T> host(count_);
         check_cuda(cudaMemcpy(host.data(), data_, count_ * sizeof(T), cudaMemcpyDeviceToHost), "download");
