@@ -10,6 +10,10 @@
 # their end is printed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+case "${1:-}" in
+  "" | --check | --install) ;;
+  *) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+esac
 
 # The one list of Debian packages that the build and the tests read. CI checks it
 # against what a finished build actually read (../shared/tools/setup-covers-build.sh).
@@ -28,12 +32,19 @@ packages=(
 )
 
 missing=()
-for p in "${packages[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+# Installed means dpkg's status "ii" (a removed package whose configuration stayed is "rc").
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${db:Status-Abbrev}' "$p" 2>/dev/null | grep -q '^ii' || missing+=("$p")
+done
 if [ "${1:-}" = "--check" ]; then
   [ ${#missing[@]} -eq 0 ] || { echo "missing packages: ${missing[*]}"; exit 1; }
   exit 0
 fi
 mkdir -p build
+if [ ${#missing[@]} -gt 0 ] && [ "$(id -u)" != 0 ]; then
+  echo "missing packages: ${missing[*]}; as root: apt-get install ${missing[*]}" >&2
+  exit 1
+fi
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing: ${missing[*]} (log: build/setup.log)"
   { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}"; } > build/setup.log 2>&1 ||

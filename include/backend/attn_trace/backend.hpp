@@ -10,8 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "attn_trace/dtype.hpp"
 #include "attn_trace/matrix.hpp"
-#include "attn_trace/problem.hpp"
+#include "attn_trace/sparse_pattern.hpp"
 
 namespace attn_trace {
 

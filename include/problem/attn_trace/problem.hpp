@@ -9,13 +9,13 @@
 #include <string>
 #include <vector>
 
+#include "attn_trace/dtype.hpp"  // not part of a Problem: what its callers run one in
 #include "attn_trace/mask.hpp"
 #include "attn_trace/matrix.hpp"
 #include "attn_trace/tolerances.hpp"
 
 namespace attn_trace {
 
-enum class Dtype { f64, f32 };
 enum class EmptyRows { error, zero, nan };
 
 struct Scale {
@@ -124,8 +124,6 @@ void validate_masks(const Problem& problem);
 // them ({"sparse": {...}} among them), for n queries and m keys; "none" is no mask.
 std::vector<MaskSpec> parse_mask_option(const std::string& text, std::size_t n, std::size_t m, const std::string& where);
 
-std::string dtype_name(Dtype dtype);
-Dtype parse_dtype(const std::string& text, const std::string& where);  // "f64", "f32"; `where` prefixes the error
 std::string empty_rows_name(EmptyRows policy);
 EmptyRows parse_empty_rows(const std::string& text, const std::string& where);
 Scale parse_scale(const std::string& text, const std::string& where);
