@@ -17,11 +17,12 @@ if(ATTN_TRACE_CUDA AND NOT ATTN_TRACE_SANITIZE)
     find_package(CUDAToolkit REQUIRED)
     set(CMAKE_CUDA_STANDARD 17)  # CMake 3.25 knows no CUDA20 dialect; the headers it includes need only C++17
     add_library(attn_trace_cuda STATIC src/backend/cuda/backend_cuda.cu src/backend/cuda/backend_cuda_tensor_cores.cu)
-    target_include_directories(attn_trace_cuda PUBLIC include PRIVATE src)
-    target_link_libraries(attn_trace_cuda PUBLIC CUDA::cudart_static)
-    target_link_libraries(attn_trace_lib PUBLIC attn_trace_cuda)
+    # Part of the backend layer: it sees the layers below and the backend's own headers.
+    target_include_directories(attn_trace_cuda PRIVATE include/backend src)
+    target_link_libraries(attn_trace_cuda PUBLIC attn_trace_problem PRIVATE CUDA::cudart_static)
+    target_link_libraries(attn_trace_backend PUBLIC attn_trace_cuda)
     # The one place code asks whether CUDA was built: src/backend/backend.cpp.
-    target_compile_definitions(attn_trace_lib PRIVATE ATTN_TRACE_HAS_CUDA)
+    target_compile_definitions(attn_trace_backend PRIVATE ATTN_TRACE_HAS_CUDA)
     set(ATTN_TRACE_HAS_CUDA ON)
   endif()
 endif()

@@ -13,16 +13,16 @@ cd "$(dirname "$0")/.."
 # Lowest first. A folder of src/, or a public header by its name.
 layer_of() {
   case "$1" in
-    src/core/* | include/attn_trace/@(matrix|numeric_array|trace|compare|tolerances|errors|random|cost|parallel|version|sparse_pattern).hpp) echo "1 core" ;;
+    src/core/* | include/core/*) echo "1 core" ;;
     src/json/*) echo "2 json" ;;
-    src/arrays/* | include/attn_trace/array_files.hpp) echo "3 arrays" ;;
-    src/problem/* | include/attn_trace/@(problem|mask|problem_file).hpp) echo "4 problem" ;;
-    src/backend/* | include/attn_trace/@(backend|cpu_kernel).hpp) echo "5 backend" ;;
-    src/pipeline/* | include/attn_trace/@(pipeline|attention_parts).hpp) echo "6 pipeline" ;;
-    src/render/* | include/attn_trace/@(render|render_table|render_html).hpp) echo "7 render" ;;
-    src/check/* | include/attn_trace/check.hpp) echo "8 check" ;;
-    src/bench/* | include/attn_trace/bench.hpp) echo "8 bench" ;;
-    src/teach/* | include/attn_trace/@(explain|exercise|pitfalls|variance|permutation).hpp) echo "9 teach" ;;
+    src/arrays/* | include/arrays/*) echo "3 arrays" ;;
+    src/problem/* | include/problem/*) echo "4 problem" ;;
+    src/backend/* | include/backend/*) echo "5 backend" ;;
+    src/pipeline/* | include/pipeline/*) echo "6 pipeline" ;;
+    src/render/* | include/render/*) echo "7 render" ;;
+    src/check/* | include/check/*) echo "8 check" ;;
+    src/bench/* | include/bench/*) echo "8 bench" ;;
+    src/teach/* | include/teach/*) echo "9 teach" ;;
     src/cli/*) echo "10 cli" ;;
     *) echo "0 unknown" ;;
   esac
@@ -31,7 +31,7 @@ layer_of() {
 # The file an include names: a public header, one under src/, or one beside the includer.
 resolve() {
   local from=$1 name=$2
-  for candidate in "include/$name" "src/$name" "$(dirname "$from")/$name"; do
+  for candidate in include/*/"$name" "src/$name" "$(dirname "$from")/$name"; do
     [ -f "$candidate" ] && { realpath --relative-to=. "$candidate"; return; }
   done
 }

@@ -1,0 +1,162 @@
+// The version-2 topics: members of the attention family (sparse, mla, dropout,
+// permutation; docs/FAMILY.md) and the backward pass (grad).
+#include <optional>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "attn_trace/attention_parts.hpp"
+#include "attn_trace/permutation.hpp"
+#include "attn_trace/pipeline.hpp"
+#include "exercise_topics_parts.hpp"
+
+namespace attn_trace::topic_plans {
+
+namespace {
+
+// "(0, 1, 1), (0, 1, 0)": a small matrix's rows written inline.
+std::string inline_rows(const Matrix& m) {
+    std::vector<std::string> rows;
+    for (std::size_t i = 0; i < m.rows(); ++i) {
+        std::vector<std::string> cells;
+        for (std::size_t j = 0; j < m.cols(); ++j) cells.push_back(fmt::format("{:.4g}", m(i, j)));
+        rows.push_back(fmt::format("({})", fmt::join(cells, ", ")));
+    }
+    return fmt::format("{}", fmt::join(rows, ", "));
+}
+
+// A Longformer-style pattern on six tokens
+// (docs/FAMILY.md#longformer-a-window-and-one-global-token).
+ExercisePlan sparse_topic(HandNumbers& numbers) {
+    ExercisePlan plan = qkv_plan("A sparse pattern: which pairs are scored, and what two layers reach", numbers, 6, 6);
+    const auto global = numbers.integer(0, 1) == 0 ? 0 : 5;
+    plan.problem["sparse"] = {{"window", {{"left", 1}, {"right", 1}}}, {"global", {global}}};
+    plan.question = fmt::format("Six tokens attend through a Longformer-style pattern: each token reads its neighbours (a window of one token on each "
+                                "side) and token {} is global (it reads every token and every token reads it). No other pair is scored.",
+                                global);
+    plan.tasks = {"the mask M: 0 for each scored pair, −∞ elsewhere; how many pairs are scored, out of 36?",
+                  "reach: through how many stacked layers does each key reach each query? Which pairs need two layers?",
+                  "the weights (exactly 0 off the pattern) and the outputs O = A V"};
+    plan.expect_steps = {"mask", "reach", "weights", "out"};
+    plan.answer_steps = {"mask", "reach", "weights", "out"};
+    plan.worked = {{row("weights", 3)}};
+    plan.computed_notes = [](const Problem&, const Trace& trace) {
+        return std::vector<std::string>{fmt::format(
+            "The pattern scores {} of the 36 pairs (density {:.3g}); every pair is connected within {} layers, because any two tokens share the "
+            "global token as a neighbour of both.",
+            trace_number(trace, "scored_pairs"), trace_number(trace, "density"), trace_number(trace, "reach_max"))};
+    };
+    return plan;
+}
+
+// One head of MLA without RoPE, hand-sized
+// (docs/FAMILY.md#mla-multi-head-latent-attention-deepseek-v2).
+ExercisePlan mla_topic(HandNumbers& numbers) {
+    ExercisePlan plan;
+    plan.title = "Multi-head latent attention: keys and values from one cached latent";
+    const std::size_t n = 3, d_model = 4, d_c = 2;
+    plan.problem["tokens"] = numbers.words(n);
+    plan.problem["X"] = numbers.matrix(n, d_model, {0, 1});
+    plan.problem["W_Q"] = numbers.matrix(d_model, d_k, key_values);
+    plan.problem["mla"] = {{"W_DKV", numbers.matrix(d_model, d_c, key_values)},
+                           {"W_UK", numbers.matrix(d_c, d_k, key_values)},
+                           {"W_UV", numbers.matrix(d_c, d_v, key_values)}};
+    plan.problem["mask"] = "causal";
+    plan.question = fmt::format("A decoder layer in the style of DeepSeek-V2 compresses each token x_i to a latent c_kv,i = x_i W_DKV of only d_c = {} "
+                                "numbers. The keys and values are expanded from it (k = c_kv W_UK, v = c_kv W_UV); the query is q = x W_Q (d_k = {}).",
+                                d_c, d_k);
+    plan.tasks = {"c_kv = X W_DKV, then k = c_kv W_UK and v = c_kv W_UV", "q = X W_Q, the scores q kᵀ, the causal weights and the outputs",
+                  "the absorbed form: q_latent = q W_UKᵀ, and check that q_latent c_kvᵀ equals the scores",
+                  "what the cache holds per token, against multi-head attention's k and v"};
+    plan.expect_steps = {"c_kv", "k", "v", "q_latent", "scores", "weights", "out"};
+    plan.answer_steps = {"c_kv", "q", "k", "v", "q_latent", "scores", "weights", "out"};
+    plan.worked = {{"k[1,0]"}, {cell(2, 1)}};
+    plan.computed_notes = [](const Problem& problem, const Trace& trace) {
+        // The cache sizes as decode counts them.
+        const Trace decode = pipeline_decode(problem, RunOptions{}, DecodeOptions{});
+        const double bytes = trace_number(decode, "kv_cache_bytes_per_number");
+        return std::vector<std::string>{
+            fmt::format("The absorbed scores differ from the explicit ones by {:.2g}: W_UK can be folded into the query, so the keys never need to be "
+                        "expanded.",
+                        trace_number(trace, "max_abs_diff_absorbed")),
+            fmt::format("Per token and layer the cache holds c_kv: {:g} numbers, where multi-head attention with this head would hold k and v: {:g} "
+                        "(as attn-trace decode counts them).",
+                        trace_number(decode, "kv_cache_elements_per_token"), trace_number(decode, "kv_cache_bytes_per_token_without_mla") / bytes)};
+    };
+    return plan;
+}
+
+// Dropout on the weights, with the keep matrix given
+// (docs/FAMILY.md#dropout-on-the-weights-and-the-traineval-trap).
+ExercisePlan dropout_topic(HandNumbers& numbers) {
+    ExercisePlan plan = qkv_plan("Dropout on the attention weights, and the train/eval trap", numbers, 3, 3);
+    const auto seed = numbers.integer(0, 1000);
+    plan.problem["dropout"] = {{"p", 0.5}, {"seed", seed}, {"mode", "train"}};
+    // The keep matrix is given in the question: the draws are the generator's, not the student's.
+    const Problem problem = parse_problem(plan.problem.dump(), "exercise");
+    plan.question = fmt::format("In training, dropout with p = 0.5 zeroes each attention weight with probability p and divides the kept ones by 1 − p. "
+                                "This step's draws kept the weights where keep is 1; keep has the rows {}.",
+                                inline_rows(DropoutDraws(problem).keep(0, 0, {0, problem.n})));
+    plan.tasks = {"the weights A (no mask)", "dropped = A ⊙ keep / (1 − p); do its rows still add up to 1?", "the outputs O = dropped V",
+                  "what the same layer computes in eval mode"};
+    plan.expect_steps = {"weights", "keep", "dropped", "out"};
+    plan.answer_steps = {"weights", "keep", "dropped", "out"};
+    plan.worked = {{"dropped[0,1]"}, {row("out", 0)}};
+    plan.notes = {"In eval mode nothing is dropped and out = A V. F.scaled_dot_product_attention applies its dropout_p whatever the module's mode, "
+                  "so a module passes dropout_p = p if self.training else 0.0: forgetting it drops weights at inference."};
+    return plan;
+}
+
+// Shuffle the tokens of an unmasked, position-free layer
+// (docs/FAMILY.md#the-permutation-experiment).
+ExercisePlan permutation_topic(HandNumbers& numbers) {
+    ExercisePlan plan = qkv_plan("The permutation experiment: attention treats its tokens as a set", numbers, 3, 3);
+    plan.question = "Three tokens, no mask and no positions. Compute the outputs; then reorder the tokens as P = (2, 0, 1) (the new row i is the old "
+                    "row P[i]) and compute them again.";
+    plan.tasks = {"the weights and the outputs O = A V", "the outputs for the reordered tokens: are they new numbers, or the old rows reordered?",
+                  "which of a causal mask, RoPE or ALiBi would change the answer, and why"};
+    plan.expect_steps = {"weights", "out"};
+    plan.answer_steps = {"scaled", "weights", "out"};
+    plan.worked = {{row("out", 0)}};
+    plan.computed_notes = [](const Problem& problem, const Trace&) {
+        const Trace permuted = permutation_trace(problem, RunOptions{}, {{2, 0, 1}, false});
+        const Step* moved = permuted.find("out_of_permuted", 0, std::nullopt, std::nullopt, std::nullopt);
+        return std::vector<std::string>{
+            fmt::format("With the tokens reordered the outputs are {}: the rows of O in the order 2, 0, 1, unchanged in value (largest difference {:.2g}, "
+                        "as attn-trace permute reports).",
+                        inline_rows(moved->values), trace_number(permuted, "max_abs_diff_equivariance")),
+            "A causal mask, a window, RoPE at fixed positions or ALiBi ties scores to positions, which stay put while the tokens move: then the "
+            "outputs change value, and attn-trace permute names the cause."};
+    };
+    return plan;
+}
+
+// One head backward, with a hand-sized d_out (docs/COMMANDS.md#grad).
+ExercisePlan grad_topic(HandNumbers& numbers) {
+    ExercisePlan plan = qkv_plan("The backward pass: from dL/dO to dL/dQ, dL/dK, dL/dV", numbers, 2, 2);
+    plan.problem["mask"] = "causal";
+    plan.problem["d_out"] = numbers.matrix(2, d_v, {-1, 0, 1});
+    plan.pipeline = "grad";
+    plan.question = fmt::format("Two tokens of a decoder (causal mask, d_k = {}). The loss L adds up every cell of the output O times the matching cell "
+                                "of the matrix d_out given below. Compute the gradient of L with respect to Q, K and V, step by step.",
+                                d_k);
+    plan.tasks = {"the forward weights A and the outputs O = A V", "grad_v = Aᵀ d_out and grad_weights = d_out Vᵀ",
+                  "the softmax backward grad_masked: in each row, subtract from grad_weights the row's sum of grad_weights times A, "
+                  "then multiply by A, cell by cell; why is the first row 0?",
+                  "grad_scores = s · grad_masked, then grad_q = grad_scores K and grad_k = grad_scoresᵀ Q"};
+    plan.expect_steps = {"grad_v", "grad_weights", "grad_masked", "grad_q", "grad_k"};
+    plan.answer_steps = {"grad_out", "grad_v", "grad_weights", "grad_masked", "grad_scores", "grad_q", "grad_k"};
+    plan.worked = {{row("weights", 1)}, {"grad_masked[1,0]"}, {"grad_q[1,0]"}, {"grad_k[0,0]"}};
+    plan.notes = {"Row 0 reads only key 0, so its weight is 1 whatever its score: a softmax of one visible key passes no gradient to the scores, "
+                  "and the blocked cell passes exactly 0.",
+                  "Each row of grad_masked sums to 0: the softmax only redistributes weight among the keys a row reads."};
+    return plan;
+}
+
+}  // namespace
+
+std::map<std::string, TopicPlanner> family_topics() {
+    return {{"sparse", sparse_topic}, {"mla", mla_topic}, {"dropout", dropout_topic}, {"permutation", permutation_topic}, {"grad", grad_topic}};
+}
+
+}  // namespace attn_trace::topic_plans
