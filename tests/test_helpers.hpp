@@ -13,7 +13,7 @@ namespace attn_trace::testing {
 
 inline constexpr double inf = std::numeric_limits<double>::infinity();
 
-// Seed 001's "damaged on arrival" (X and the three W matrices) without its closing
+// The teaching example "damaged on arrival" (X and the three W matrices) without its closing
 // brace, so a test can add keys: damaged_keys + R"(, "mask": "causal"})".
 inline const std::string damaged_keys = R"({"tokens": ["damaged", "on", "arrival"],
   "X": [[1, 0, 0, 1], [0, 1, 0, 0], [0, 0, 1, 0]],

@@ -66,7 +66,7 @@ Examples:
     random->add_option("--kv-heads", o.kv_heads, "key/value heads (default heads; must divide heads)");
     random->add_option("--seed", o.seed, "seed of the first matrix; the others use seed+1, seed+2, ...")->capture_default_str();
     random->add_option("--dist", o.dist, "normal, uniform or integers")->check(CLI::IsMember({"normal", "uniform", "integers"}))->capture_default_str();
-    random->add_option("--mask", o.mask, "a mask spec to include (causal, window:W, ..., or JSON such as '{\"sparse\": {\"window\": 1}}')");
+    random->add_option("--mask", o.mask, "a mask spec to include (" + mask_string_forms() + R"(, or JSON such as '{"sparse": {"window": 1}}'))");
     random->add_flag("--literal", o.literal, "write the numbers, not generator specs");
     random->add_option("-o,--output", o.output, "output file, - for standard output")->capture_default_str();
     random->callback([&exit_code] {

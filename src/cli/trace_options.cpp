@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "attn_trace/errors.hpp"
+#include "attn_trace/mask.hpp"
 #include "attn_trace/pitfalls.hpp"
 #include "attn_trace/render_html.hpp"
 #include "size_text.hpp"
@@ -35,7 +36,7 @@ bool use_color(const std::string& setting) {
 
 void add_problem_options(CLI::App& command, TraceOptions& o) {
     command.add_option("PROBLEM", o.problem_path, "problem file (JSON; its keys: docs/PROBLEM.md), or - for standard input")->required();
-    command.add_option("--mask", o.mask, "mask, overriding the file: none, causal, causal-bottom-right, window:W, padding:1,1,0, or JSON such as '{\"sparse\": {\"window\": 1, \"global\": [0]}}'");
+    command.add_option("--mask", o.mask, "mask, overriding the file: " + mask_string_forms() + R"(, or JSON such as '{"sparse": {"window": 1, "global": [0]}}')");
     command.add_option("--scale", o.scale, "auto (1/sqrt(d_k)), none (1) or a number, overriding the file");
     command.add_option("--dtype", o.dtype, "f64 or f32")->check(CLI::IsMember({"f64", "f32"}))->capture_default_str();
     command.add_option("--backend", o.backend, "cpu or cuda")->capture_default_str();

@@ -34,11 +34,10 @@ Matrix rotate_heads(const Matrix& x, int heads, std::size_t d, const Rope& rope,
 std::optional<KeyMask> key_mask(const Problem& p, std::size_t batch) {
     KeyMask mask;
     const std::size_t key_length = p.lengths.empty() ? p.m : p.lengths[batch];
-    const long offset = static_cast<long>(p.m) - static_cast<long>(p.n);  // query i sits at key position i + offset (bottom-right)
     bool ranged = key_length < p.m;
     std::vector<MaskSpec> dense_specs;
     for (const auto& spec : p.masks) {
-        if (spec.is_causal() || spec.kind == MaskSpec::Kind::window) ranged = true;
+        if (spec.is_key_range()) ranged = true;
         if (spec.needs_shape()) dense_specs.push_back(spec);
         if (spec.kind == MaskSpec::Kind::sparse) mask.patterns.push_back(spec.sparse);
         if (spec.kind == MaskSpec::Kind::key_valid) {
@@ -50,15 +49,12 @@ std::optional<KeyMask> key_mask(const Problem& p, std::size_t batch) {
         mask.first_key.resize(p.n);
         mask.end_key.resize(p.n);
         for (std::size_t i = 0; i < p.n; ++i) {
-            const long row = static_cast<long>(i) + offset;
             long first = 0, end = static_cast<long>(key_length);
             for (const auto& spec : p.masks) {
-                if (spec.kind == MaskSpec::Kind::causal_upper_left) end = std::min(end, static_cast<long>(i) + 1);  // j ≤ i
-                if (spec.kind == MaskSpec::Kind::causal_bottom_right) end = std::min(end, row + 1);  // j ≤ i + (m − n)
-                if (spec.kind == MaskSpec::Kind::window) {  // row − left ≤ j ≤ row + right
-                    first = std::max(first, row - spec.window_left);
-                    end = std::min(end, row + spec.window_right + 1);
-                }
+                if (!spec.is_key_range()) continue;
+                const KeyRange range = key_range(spec, i, p.n, p.m);
+                first = std::max(first, range.first);
+                end = std::min(end, range.end);
             }
             first = std::clamp(first, 0L, static_cast<long>(p.m));
             mask.first_key[i] = static_cast<std::size_t>(first);

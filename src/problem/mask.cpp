@@ -28,16 +28,16 @@ long parse_whole_number(const std::string& text, const std::string& where, const
 }
 
 // Whether query i (of n) may read key j (of m) under one spec.
-// `offset` = m - n: how far the query block sits from the start of the keys when
-// it is aligned to their end (bottom-right).
-bool visible(const MaskSpec& spec, std::size_t i, std::size_t j, std::size_t n, std::size_t m, long offset) {
-    const long row = static_cast<long>(i) + offset;  // query i's position among the keys
+bool visible(const MaskSpec& spec, std::size_t i, std::size_t j, std::size_t n, std::size_t m) {
     const long key = static_cast<long>(j);
     switch (spec.kind) {
         case MaskSpec::Kind::none: return true;
-        case MaskSpec::Kind::causal_upper_left: return j <= i;
-        case MaskSpec::Kind::causal_bottom_right: return key <= row;
-        case MaskSpec::Kind::window: return row - spec.window_left <= key && key <= row + spec.window_right;
+        case MaskSpec::Kind::causal_upper_left:
+        case MaskSpec::Kind::causal_bottom_right:
+        case MaskSpec::Kind::window: {
+            const KeyRange range = key_range(spec, i, n, m);
+            return range.first <= key && key < range.end;
+        }
         case MaskSpec::Kind::key_valid: return spec.key_valid[j];
         case MaskSpec::Kind::allowed: return spec.matrix(i, j) != 0.0;
         case MaskSpec::Kind::blocked: return spec.matrix(i, j) == 0.0;
@@ -48,6 +48,48 @@ bool visible(const MaskSpec& spec, std::size_t i, std::size_t j, std::size_t n, 
 }
 
 }  // namespace
+
+KeyRange key_range(const MaskSpec& spec, std::size_t i, std::size_t n, std::size_t m) {
+    const long row = static_cast<long>(i) + static_cast<long>(m) - static_cast<long>(n);  // bottom-right: query i's key position
+    switch (spec.kind) {
+        case MaskSpec::Kind::causal_upper_left: return {0, static_cast<long>(i) + 1};  // j ≤ i
+        case MaskSpec::Kind::causal_bottom_right: return {0, row + 1};                 // j ≤ i + (m − n)
+        case MaskSpec::Kind::window: return {row - spec.window_left, row + spec.window_right + 1};
+        default: return {0, static_cast<long>(m)};
+    }
+}
+
+std::string key_range_rule(const MaskSpec& spec, std::size_t i, std::size_t n, std::size_t m) {
+    const long offset = static_cast<long>(m) - static_cast<long>(n), row = static_cast<long>(i) + offset;
+    const KeyRange range = key_range(spec, i, n, m);
+    switch (spec.kind) {
+        case MaskSpec::Kind::causal_upper_left:
+            return fmt::format("{} (top-left aligned): query {} reads keys j <= {}", spec.label, i, range.end - 1);
+        case MaskSpec::Kind::causal_bottom_right:
+            return fmt::format("{} (bottom-right aligned, m - n = {}): query {} reads keys j <= {} + {} = {}", spec.label, offset, i, i, offset,
+                               range.end - 1);
+        case MaskSpec::Kind::window:
+            return fmt::format("{}: query {} (position {}) reads keys {} to {}", spec.label, i, row, range.first, range.end - 1);
+        default: return "";
+    }
+}
+
+std::string position_dependence(const MaskSpec& spec) {
+    switch (spec.kind) {
+        case MaskSpec::Kind::none: return "";
+        case MaskSpec::Kind::causal_upper_left:
+        case MaskSpec::Kind::causal_bottom_right: return "a causal mask";
+        case MaskSpec::Kind::window: return "a window mask";
+        case MaskSpec::Kind::sparse: return "a sparse pattern";
+        case MaskSpec::Kind::key_valid: return "a padding mask (key_valid)";
+        case MaskSpec::Kind::additive:
+        case MaskSpec::Kind::allowed:
+        case MaskSpec::Kind::blocked: return fmt::format("a per-position mask ({})", spec.label);
+    }
+    return spec.label;
+}
+
+std::string mask_string_forms() { return "none, causal, causal-bottom-right, window:W, padding:1,1,0"; }
 
 MaskSpec parse_mask_string(const std::string& text, const std::string& where) {
     MaskSpec spec;
@@ -115,7 +157,7 @@ Matrix build_mask_rows(const std::vector<MaskSpec>& masks, std::size_t n, std::s
             bool hidden = j >= key_length;
             for (const auto& spec : masks) {
                 if (spec.kind == MaskSpec::Kind::additive) value += spec.matrix(i, j);
-                else if (!visible(spec, i, j, n, m, offset)) hidden = true;
+                else if (!visible(spec, i, j, n, m)) hidden = true;
             }
             mask(r, j) = hidden ? minus_infinity : value;
         }

@@ -60,7 +60,7 @@ private:
     // The score side: scores, scaled, capped, masked and the mask (explain_run_scores.cpp).
     ExplainDocument score_cell();
     ExplainDocument mask_cell();
-    std::string mask_rule(const MaskSpec& spec, std::size_t i, std::size_t j, long offset, double alone) const;
+    std::string mask_rule(const MaskSpec& spec, std::size_t i, std::size_t j, double alone) const;
 
     // The softmax and dropout: row_max, exp, row_sum, weights, dropped (explain_run_softmax.cpp).
     std::string z_row_terms(std::size_t i, std::size_t per_line) const;

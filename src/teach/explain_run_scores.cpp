@@ -54,7 +54,7 @@ ExplainDocument RunExplainer::mask_cell() {
     for (const MaskSpec& spec : p_.masks) {
         // The rule on its own, through the same code that built M.
         const double alone = build_mask_rows({spec}, p_.n, p_.m, p_.m, 0.0, i, 1)(0, j);
-        d.lines.push_back({mask_rule(spec, i, j, offset, alone), ""});
+        d.lines.push_back({mask_rule(spec, i, j, alone), ""});
     }
     if (!p_.lengths.empty()) {
         const std::size_t length = p_.lengths[static_cast<std::size_t>(options_.batch)];
@@ -78,18 +78,13 @@ ExplainDocument RunExplainer::mask_cell() {
     return finish(d);
 }
 
-std::string RunExplainer::mask_rule(const MaskSpec& spec, std::size_t i, std::size_t j, long offset, double alone) const {
+std::string RunExplainer::mask_rule(const MaskSpec& spec, std::size_t i, std::size_t j, double alone) const {
     const std::string verdict = std::isinf(alone) ? "hidden (-inf)" : "visible (0)";
     switch (spec.kind) {
         case MaskSpec::Kind::none: return "none: every key is visible";
         case MaskSpec::Kind::causal_upper_left:
-            return fmt::format("{} (top-left aligned): query {} reads keys j <= {}, so key {} is {}", spec.label, i, i, j, verdict);
         case MaskSpec::Kind::causal_bottom_right:
-            return fmt::format("{} (bottom-right aligned, m - n = {}): query {} reads keys j <= {} + {} = {}, so key {} is {}", spec.label, offset, i, i,
-                               offset, static_cast<long>(i) + offset, j, verdict);
-        case MaskSpec::Kind::window:
-            return fmt::format("{}: query {} (position {}) reads keys {} to {}, so key {} is {}", spec.label, i, static_cast<long>(i) + offset,
-                               static_cast<long>(i) + offset - spec.window_left, static_cast<long>(i) + offset + spec.window_right, j, verdict);
+        case MaskSpec::Kind::window: return fmt::format("{}, so key {} is {}", key_range_rule(spec, i, p_.n, p_.m), j, verdict);
         case MaskSpec::Kind::key_valid: return fmt::format("{}: key {} is marked {}, so it is {}", spec.label, j, spec.key_valid[j] ? 1 : 0, verdict);
         case MaskSpec::Kind::allowed:
         case MaskSpec::Kind::blocked:

@@ -120,19 +120,8 @@ std::vector<std::string> symmetry_breakers(const Problem& p, bool source) {
     const auto add = [&](const std::string& what) {
         if (std::find(found.begin(), found.end(), what) == found.end()) found.push_back(what);
     };
-    for (const auto& spec : p.masks) {
-        switch (spec.kind) {
-            case MaskSpec::Kind::none: break;
-            case MaskSpec::Kind::causal_upper_left:
-            case MaskSpec::Kind::causal_bottom_right: add("a causal mask"); break;
-            case MaskSpec::Kind::window: add("a window mask"); break;
-            case MaskSpec::Kind::sparse: add("a sparse pattern"); break;
-            case MaskSpec::Kind::key_valid: add("a padding mask (key_valid)"); break;
-            case MaskSpec::Kind::additive:
-            case MaskSpec::Kind::allowed:
-            case MaskSpec::Kind::blocked: add(fmt::format("a per-position mask ({})", spec.label)); break;
-        }
-    }
+    for (const auto& spec : p.masks)
+        if (const std::string words = position_dependence(spec); !words.empty()) add(words);
     if (!p.lengths.empty()) add("lengths (padding past each sequence's length)");
     if (p.alibi_slopes) add("ALiBi (a bias on the distance between positions)");
     // RoPE turns each row by its position: positions that travel with the rows

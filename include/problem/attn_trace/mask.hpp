@@ -32,7 +32,26 @@ struct MaskSpec {
 
     bool needs_shape() const { return kind == Kind::additive || kind == Kind::allowed || kind == Kind::blocked; }
     bool is_causal() const { return kind == Kind::causal_upper_left || kind == Kind::causal_bottom_right; }
+    // Whether each query reads one contiguous range of keys (key_range below).
+    bool is_key_range() const { return is_causal() || kind == Kind::window; }
 };
+
+// The one definition of the range masks' arithmetic: the keys first ≤ j < end that
+// query i (of n, against m keys) may read under a range mask (is_key_range), with the
+// query at key position i + (m − n) where the mask is bottom-right aligned; all keys
+// [0, m) for any other kind. build_mask, the fast path's key ranges and explain read it.
+struct KeyRange {
+    long first = 0, end = 0;
+};
+KeyRange key_range(const MaskSpec& spec, std::size_t i, std::size_t n, std::size_t m);
+// The range rule in words for query i, as explain writes it: "window:3: query 2
+// (position 2) reads keys 0 to 2". Empty for a kind that is not a range.
+std::string key_range_rule(const MaskSpec& spec, std::size_t i, std::size_t n, std::size_t m);
+// How a mask depends on positions, for the permutation experiment: "a causal mask";
+// empty for none.
+std::string position_dependence(const MaskSpec& spec);
+// The string forms of --mask, for help texts: "none, causal, …".
+std::string mask_string_forms();
 
 // Parses the string forms: none, causal, causal-upper-left, causal-bottom-right,
 // causal-lower-right, window:W, padding:1,1,0. `where` prefixes error messages.
