@@ -19,7 +19,7 @@ _attn_trace() {
       COMPREPLY=($(compgen -P "$done" -W "$("$bin" words steps 2>/dev/null)" -- "$last"))
       compopt -o nospace 2>/dev/null
       return ;;
-    --mask) COMPREPLY=($(compgen -W "none causal causal-bottom-right window: padding:" -- "$cur")); return ;;
+    --mask) COMPREPLY=($(compgen -W "none causal causal-bottom-right window: chunked: padding:" -- "$cur")); return ;;
     --dtype) COMPREPLY=($(compgen -W "f64 f32" -- "$cur")); return ;;
     --backend) COMPREPLY=($(compgen -W "cpu cuda" -- "$cur")); return ;;
     --color) COMPREPLY=($(compgen -W "auto always never" -- "$cur")); return ;;

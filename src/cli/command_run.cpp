@@ -33,6 +33,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
   echo '{"Q": [[1, 0]], "K": [[1, 0], [0, 1]], "V": [[1, 2], [3, 4]]}' | attn-trace run -
   attn-trace random --n 65536 --dk 64 -o big.json && attn-trace run big.json --dtype f32
   attn-trace run examples/sparse_bigbird.json --steps mask,reach
+  attn-trace run examples/chunked_local_attention.json --steps masked,weights
   attn-trace run examples/damaged_on_arrival.json --mask '{"sparse": {"window": {"left": 1, "right": 1}, "global": [0]}}'
   attn-trace run examples/mla_small.json --steps c_kv,q_latent,scores
   attn-trace run examples/dropout_train.json --steps keep,dropped

@@ -14,6 +14,10 @@ namespace {
 constexpr double minus_infinity = -std::numeric_limits<double>::infinity();
 constexpr long max_window = 1L << 40;  // far past any n that fits in memory
 
+// The first position of the chunk of C positions that holds `position` (floor
+// division: a query before the first key, at a negative position, is in no key's chunk).
+long chunk_start(long position, long chunk) { return (position >= 0 ? position : position - chunk + 1) / chunk * chunk; }
+
 long parse_whole_number(const std::string& text, const std::string& where, const std::string& spec) {
     std::size_t used = 0;
     long value = 0;
@@ -34,7 +38,8 @@ bool visible(const MaskSpec& spec, std::size_t i, std::size_t j, std::size_t n, 
         case MaskSpec::Kind::none: return true;
         case MaskSpec::Kind::causal_upper_left:
         case MaskSpec::Kind::causal_bottom_right:
-        case MaskSpec::Kind::window: {
+        case MaskSpec::Kind::window:
+        case MaskSpec::Kind::chunked: {
             const KeyRange range = key_range(spec, i, n, m);
             return range.first <= key && key < range.end;
         }
@@ -55,6 +60,7 @@ KeyRange key_range(const MaskSpec& spec, std::size_t i, std::size_t n, std::size
         case MaskSpec::Kind::causal_upper_left: return {0, static_cast<long>(i) + 1};  // j ≤ i
         case MaskSpec::Kind::causal_bottom_right: return {0, row + 1};                 // j ≤ i + (m − n)
         case MaskSpec::Kind::window: return {row - spec.window_left, row + spec.window_right + 1};
+        case MaskSpec::Kind::chunked: return {chunk_start(row, spec.chunk), row + 1};  // causal inside the chunk
         default: return {0, static_cast<long>(m)};
     }
 }
@@ -70,6 +76,9 @@ std::string key_range_rule(const MaskSpec& spec, std::size_t i, std::size_t n, s
                                range.end - 1);
         case MaskSpec::Kind::window:
             return fmt::format("{}: query {} (position {}) reads keys {} to {}", spec.label, i, row, range.first, range.end - 1);
+        case MaskSpec::Kind::chunked:
+            return fmt::format("{}: query {} (position {}) is in chunk {} (positions {} to {}) and reads keys {} to {}", spec.label, i, row,
+                               range.first / spec.chunk, range.first, range.first + spec.chunk - 1, range.first, range.end - 1);
         default: return "";
     }
 }
@@ -80,6 +89,7 @@ std::string position_dependence(const MaskSpec& spec) {
         case MaskSpec::Kind::causal_upper_left:
         case MaskSpec::Kind::causal_bottom_right: return "a causal mask";
         case MaskSpec::Kind::window: return "a window mask";
+        case MaskSpec::Kind::chunked: return "a chunked mask";
         case MaskSpec::Kind::sparse: return "a sparse pattern";
         case MaskSpec::Kind::key_valid: return "a padding mask (key_valid)";
         case MaskSpec::Kind::additive:
@@ -89,7 +99,7 @@ std::string position_dependence(const MaskSpec& spec) {
     return spec.label;
 }
 
-std::string mask_string_forms() { return "none, causal, causal-bottom-right, window:W, padding:1,1,0"; }
+std::string mask_string_forms() { return "none, causal, causal-bottom-right, window:W, chunked:C, padding:1,1,0"; }
 
 MaskSpec parse_mask_string(const std::string& text, const std::string& where) {
     MaskSpec spec;
@@ -118,6 +128,15 @@ MaskSpec parse_mask_string(const std::string& text, const std::string& where) {
         spec.window_right = 0;
         return spec;
     }
+    if (head == "chunked" && colon != std::string::npos) {
+        const long chunk = parse_whole_number(tail, where, text);
+        if (chunk < 1) throw InputError(fmt::format("{}: mask '{}': a chunk holds at least 1 position, found {}", where, text, chunk));
+        if (chunk > max_window)
+            throw InputError(fmt::format("{}: mask '{}': a chunk holds at most {} positions, found {}", where, text, max_window, chunk));
+        spec.kind = MaskSpec::Kind::chunked;
+        spec.chunk = chunk;
+        return spec;
+    }
     if (head == "padding" && colon != std::string::npos) {
         spec.kind = MaskSpec::Kind::key_valid;
         std::size_t start = 0;
@@ -134,7 +153,7 @@ MaskSpec parse_mask_string(const std::string& text, const std::string& where) {
     }
     throw InputError(fmt::format(
         "{}: unknown mask '{}': expected none, causal, causal-upper-left, causal-bottom-right, "
-        "causal-lower-right, window:W or padding:1,1,0 (objects: window, key_valid, additive, allowed, blocked)",
+        "causal-lower-right, window:W, chunked:C or padding:1,1,0 (objects: window, chunked, key_valid, additive, allowed, blocked)",
         where, text));
 }
 

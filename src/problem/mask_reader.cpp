@@ -25,7 +25,7 @@ namespace {
 MaskSpec read_spec(const json& value, const std::string& path, const JsonReader& reader_, std::size_t n, std::size_t m) {
     if (value.is_string()) return parse_mask_string(value.get<std::string>(), reader_.file() + ": " + path);
     if (!value.is_object() || value.size() != 1)
-        reader_.fail(path, "expected a mask name such as \"causal\" or an object with one key (window, key_valid, additive, allowed, blocked, sparse), found " +
+        reader_.fail(path, "expected a mask name such as \"causal\" or an object with one key (window, chunked, key_valid, additive, allowed, blocked, sparse), found " +
                                describe_json(value));
     const std::string kind = value.begin().key();  // the object has exactly one key
     const json& body = value.begin().value();
@@ -44,6 +44,10 @@ MaskSpec read_spec(const json& value, const std::string& path, const JsonReader&
             spec.window_left = width - 1;  // W keys, the query's own included
             spec.label = fmt::format("window:{}", width);
         }
+    } else if (kind == "chunked") {
+        spec.kind = MaskSpec::Kind::chunked;
+        spec.chunk = reader_.whole_number(body, at, 1, 1L << 40);
+        spec.label = fmt::format("chunked:{}", spec.chunk);
     } else if (kind == "key_valid") {
         spec.kind = MaskSpec::Kind::key_valid;
         if (!body.is_array()) reader_.fail(at, "expected one 1/0 (or true/false) per key, found " + describe_json(body));
@@ -77,9 +81,9 @@ MaskSpec read_spec(const json& value, const std::string& path, const JsonReader&
     } else if (kind == "sparse") {
         return read_sparse_spec(body, at, reader_, n, m);
     } else {
-        const auto near = nearest_word(kind, {"window", "key_valid", "additive", "allowed", "blocked", "sparse"});
+        const auto near = nearest_word(kind, {"window", "chunked", "key_valid", "additive", "allowed", "blocked", "sparse"});
         reader_.fail(at, "unknown mask kind \"" + kind + "\"" + (near.empty() ? "" : " (did you mean \"" + near + "\"?)") +
-                             ": expected window, key_valid, additive, allowed, blocked or sparse");
+                             ": expected window, chunked, key_valid, additive, allowed, blocked or sparse");
     }
     return spec;
 }

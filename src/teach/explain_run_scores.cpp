@@ -84,7 +84,8 @@ std::string RunExplainer::mask_rule(const MaskSpec& spec, std::size_t i, std::si
         case MaskSpec::Kind::none: return "none: every key is visible";
         case MaskSpec::Kind::causal_upper_left:
         case MaskSpec::Kind::causal_bottom_right:
-        case MaskSpec::Kind::window: return fmt::format("{}, so key {} is {}", key_range_rule(spec, i, p_.n, p_.m), j, verdict);
+        case MaskSpec::Kind::window:
+        case MaskSpec::Kind::chunked: return fmt::format("{}, so key {} is {}", key_range_rule(spec, i, p_.n, p_.m), j, verdict);
         case MaskSpec::Kind::key_valid: return fmt::format("{}: key {} is marked {}, so it is {}", spec.label, j, spec.key_valid[j] ? 1 : 0, verdict);
         case MaskSpec::Kind::allowed:
         case MaskSpec::Kind::blocked:

@@ -20,10 +20,12 @@ struct MaskSpec {
         additive,             // explicit (n, m) matrix added to the scores
         allowed,              // (n, m) booleans, true = may read
         blocked,              // (n, m) booleans, true = may not read
+        chunked,              // j <= i + (m-n) in the same chunk of C positions (Llama 4)
         sparse,               // a sparse pattern (docs/FAMILY.md#sparse-patterns-which-pairs-are-scored-at-all): visible when any of its parts allows it
     };
     Kind kind = Kind::none;
     long window_left = 0, window_right = 0;
+    long chunk = 0;  // C, the chunked mask's positions per chunk
     std::vector<bool> key_valid;
     Matrix matrix;       // additive values, or 1/0 for allowed/blocked
     SparsePattern sparse;
@@ -33,7 +35,7 @@ struct MaskSpec {
     bool needs_shape() const { return kind == Kind::additive || kind == Kind::allowed || kind == Kind::blocked; }
     bool is_causal() const { return kind == Kind::causal_upper_left || kind == Kind::causal_bottom_right; }
     // Whether each query reads one contiguous range of keys (key_range below).
-    bool is_key_range() const { return is_causal() || kind == Kind::window; }
+    bool is_key_range() const { return is_causal() || kind == Kind::window || kind == Kind::chunked; }
 };
 
 // The one definition of the range masks' arithmetic: the keys first ≤ j < end that
