@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "attn_trace/number_text.hpp"
 #include "attn_trace/errors.hpp"
 
 namespace attn_trace {
@@ -56,7 +57,7 @@ void check_overflow(Trace& trace, const Problem& p, Dtype dtype) {
     const double largest = dtype == Dtype::f32 ? std::numeric_limits<float>::max() : std::numeric_limits<double>::max();
     const Note note{"overflow",
                     {{"row", static_cast<double>(found->row)}, {"col", static_cast<double>(found->col)}, {"limit", largest}},
-                    {{"step", step_label(*found->step)}, {"value", std::isnan(found->value) ? "nan" : (found->value > 0 ? "inf" : "-inf")},
+                    {{"step", step_label(*found->step)}, {"value", nonfinite_name(found->value)},
                      {"dtype", dtype_name(dtype)}}};
     if (p.allow_nonfinite) {
         trace.notes.push_back(note);

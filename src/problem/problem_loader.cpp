@@ -9,6 +9,8 @@
 
 #include <fmt/format.h>
 
+#include "attn_trace/number_text.hpp"
+
 namespace attn_trace {
 
 using nlohmann::json;

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "attn_trace/number_text.hpp"
 #include "attn_trace/render.hpp"
 #include "attn_trace/render_html.hpp"
 
@@ -43,8 +44,7 @@ std::string format_trace_number(double x) {
 }
 
 std::string format_number(double x, int precision) {
-    if (std::isnan(x)) return "nan";
-    if (std::isinf(x)) return x < 0 ? "-inf" : "inf";
+    if (!std::isfinite(x)) return nonfinite_name(x);
     if (x == 0.0) return "0";  // exact zeros (blocked weights) stay visibly exact
     std::string text = fmt::format("{:.{}f}", x, precision);
     if (text.find_first_not_of("-0.") == std::string::npos) return fmt::format("{:.{}e}", x, std::max(1, precision - 2));  // tiny, not zero

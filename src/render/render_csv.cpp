@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "attn_trace/number_text.hpp"
 #include "attn_trace/errors.hpp"
 #include "attn_trace/render.hpp"
 #include "attn_trace/render_table.hpp"
@@ -19,12 +20,6 @@ std::string csv_field(const std::string& text) {
     std::string out = "\"";
     for (char c : text) out += c == '"' ? std::string("\"\"") : std::string(1, c);
     return out + "\"";
-}
-
-std::string csv_number(double x) {
-    if (std::isnan(x)) return "nan";
-    if (std::isinf(x)) return x < 0 ? "-inf" : "inf";
-    return fmt::format("{}", x);
 }
 
 }  // namespace
@@ -44,7 +39,7 @@ std::string render_csv(const Trace& trace, const RenderOptions& options) {
     out += "\n";
     for (std::size_t i = 0; i < step.values.rows(); ++i) {
         out += csv_field(row_label(step, i));
-        for (std::size_t j = 0; j < step.values.cols(); ++j) out += "," + csv_number(step.values(i, j));
+        for (std::size_t j = 0; j < step.values.cols(); ++j) out += "," + full_precision_text(step.values(i, j));
         out += "\n";
     }
     return out;

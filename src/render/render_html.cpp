@@ -10,18 +10,13 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "attn_trace/number_text.hpp"
 #include "attn_trace/render_html.hpp"
 #include "attn_trace/render_table.hpp"
 
 namespace attn_trace {
 
 namespace {
-
-std::string full_number(double x) {
-    if (std::isnan(x)) return "nan";
-    if (std::isinf(x)) return x < 0 ? "-inf" : "inf";
-    return fmt::format("{}", x);
-}
 
 // Where a step sits, as one key: the masked step of the same place tells which
 // zeros of weights (or exp, dropped) are the mask's.
@@ -92,7 +87,7 @@ std::string cell_html(const Step& step, std::size_t i, std::size_t j, const Cell
         if (h > 0.55) classes += " hi";
     }
     const std::string shown = std::isinf(x) ? (x < 0 ? "−∞" : "∞") : format(x);
-    return fmt::format("<td data-i=\"{}\" data-j=\"{}\" title=\"{}\"{}{}{}>{}</td>", i, j, full_number(x), classes.empty() ? "" : " class=\"" + classes.substr(1) + "\"",
+    return fmt::format("<td data-i=\"{}\" data-j=\"{}\" title=\"{}\"{}{}{}>{}</td>", i, j, full_precision_text(x), classes.empty() ? "" : " class=\"" + classes.substr(1) + "\"",
                        style, clickable ? " tabindex=\"0\"" : "", shown);
 }
 
@@ -211,7 +206,7 @@ std::string render_html(const Trace& trace, const RenderOptions& options, const 
     if (!trace.numbers.empty()) {
         body += "<section class=\"numbers\"><h2>numbers</h2>\n<dl>\n";
         for (const auto& [key, value] : trace.numbers)
-            body += fmt::format("<dt>{}</dt><dd title=\"{}\">{}</dd>\n", html_escape(key), full_number(value), format_trace_number(value));
+            body += fmt::format("<dt>{}</dt><dd title=\"{}\">{}</dd>\n", html_escape(key), full_precision_text(value), format_trace_number(value));
         body += "</dl>\n</section>\n";
     }
     body += "</main>\n";

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "attn_trace/number_text.hpp"
 #include "attn_trace/render.hpp"
 
 namespace attn_trace {
@@ -13,8 +14,7 @@ namespace attn_trace {
 namespace {
 
 nlohmann::json number_json(double x) {
-    if (std::isnan(x)) return "nan";
-    if (std::isinf(x)) return x < 0 ? "-inf" : "inf";
+    if (!std::isfinite(x)) return nonfinite_name(x);
     return x;
 }
 

@@ -9,9 +9,6 @@
 
 namespace attn_trace {
 
-namespace {
-
-// A cell as the text renderer writes it, in math mode: "-inf" → -\infty, "1.2e-05" → 1.2\times10^{-5}.
 std::string latex_number(const std::string& text) {
     if (text == "-inf") return "-\\infty";
     if (text == "inf") return "\\infty";
@@ -20,6 +17,8 @@ std::string latex_number(const std::string& text) {
     if (e == std::string::npos) return text;
     return fmt::format("{}\\times10^{{{}}}", text.substr(0, e), std::stoi(text.substr(e + 1)));
 }
+
+namespace {
 
 std::string latex_heading(const Step& step) {
     std::string where;  // t and the tile's indices in math mode

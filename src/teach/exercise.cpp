@@ -10,6 +10,7 @@
 
 #include "attn_trace/check.hpp"
 #include "attn_trace/errors.hpp"
+#include "attn_trace/number_text.hpp"
 #include "attn_trace/problem_file.hpp"
 #include "attn_trace/render.hpp"
 #include "attn_trace/render_html.hpp"
@@ -37,8 +38,7 @@ nlohmann::ordered_json rounded_json(const Matrix& m) {
         nlohmann::ordered_json row = nlohmann::ordered_json::array();
         for (std::size_t j = 0; j < m.cols(); ++j) {
             const double x = m(i, j);
-            if (std::isinf(x)) row.push_back(x < 0 ? "-inf" : "inf");
-            else if (std::isnan(x)) row.push_back("nan");
+            if (!std::isfinite(x)) row.push_back(nonfinite_name(x));
             else row.push_back(std::stod(format_rounded(x, expect_decimals)));
         }
         rows.push_back(std::move(row));

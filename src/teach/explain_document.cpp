@@ -5,14 +5,14 @@
 
 #include <fmt/format.h>
 
+#include "attn_trace/number_text.hpp"
 #include "attn_trace/render.hpp"
 #include "attn_trace/render_html.hpp"
 
 namespace attn_trace {
 
 std::string Notation::number(double x) const {
-    if (std::isinf(x)) return latex_ ? (x < 0 ? "-\\infty" : "\\infty") : (x < 0 ? "-inf" : "inf");
-    if (std::isnan(x)) return latex_ ? "\\mathrm{NaN}" : "nan";
+    if (!std::isfinite(x)) return latex_ ? latex_number(nonfinite_name(x)) : nonfinite_name(x);
     return format_rounded(x, precision_);
 }
 

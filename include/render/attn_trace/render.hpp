@@ -79,6 +79,9 @@ std::string format_rounded(double x, int precision);
 // Text-mode LaTeX for a formula or label: escapes LaTeX's special characters and
 // writes the Unicode symbols the trace uses (ᵀ, ·, √, −, …, Σ, ∞) as LaTeX.
 std::string latex_text(const std::string& text);
+// A number as the text renderer writes it, in math mode: "-inf" → -\infty, "nan" →
+// \mathrm{NaN}, "1.2e-05" → 1.2\times10^{-5}.
+std::string latex_number(const std::string& text);
 // A step's formula ("ℓ_new = e^(m_old − m_new) ℓ_old + Σ_j e^(S_ij − m_new)") as
 // LaTeX: the mathematics in math mode ($\ell_{\mathrm{new}} = e^{m_{\mathrm{old}} - …}$),
 // a trailing remark in parentheses or a tail of plain words as text after it.
