@@ -61,8 +61,14 @@ KeyRange key_range(const MaskSpec& spec, std::size_t i, std::size_t n, std::size
         case MaskSpec::Kind::causal_bottom_right: return {0, row + 1};                 // j ≤ i + (m − n)
         case MaskSpec::Kind::window: return {row - spec.window_left, row + spec.window_right + 1};
         case MaskSpec::Kind::chunked: return {chunk_start(row, spec.chunk), row + 1};  // causal inside the chunk
-        default: return {0, static_cast<long>(m)};
+        case MaskSpec::Kind::none:
+        case MaskSpec::Kind::key_valid:
+        case MaskSpec::Kind::additive:
+        case MaskSpec::Kind::allowed:
+        case MaskSpec::Kind::blocked:
+        case MaskSpec::Kind::sparse: break;  // not a range: every key, narrowed elsewhere
     }
+    return {0, static_cast<long>(m)};
 }
 
 std::string key_range_rule(const MaskSpec& spec, std::size_t i, std::size_t n, std::size_t m) {
@@ -79,8 +85,14 @@ std::string key_range_rule(const MaskSpec& spec, std::size_t i, std::size_t n, s
         case MaskSpec::Kind::chunked:
             return fmt::format("{}: query {} (position {}) is in chunk {} (positions {} to {}) and reads keys {} to {}", spec.label, i, row,
                                range.first / spec.chunk, range.first, range.first + spec.chunk - 1, range.first, range.end - 1);
-        default: return "";
+        case MaskSpec::Kind::none:
+        case MaskSpec::Kind::key_valid:
+        case MaskSpec::Kind::additive:
+        case MaskSpec::Kind::allowed:
+        case MaskSpec::Kind::blocked:
+        case MaskSpec::Kind::sparse: break;
     }
+    return "";
 }
 
 std::string position_dependence(const MaskSpec& spec) {

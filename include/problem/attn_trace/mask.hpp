@@ -56,7 +56,7 @@ std::string position_dependence(const MaskSpec& spec);
 std::string mask_string_forms();
 
 // Parses the string forms: none, causal, causal-upper-left, causal-bottom-right,
-// causal-lower-right, window:W, padding:1,1,0. `where` prefixes error messages.
+// causal-lower-right, window:W, chunked:C, padding:1,1,0. `where` prefixes error messages.
 MaskSpec parse_mask_string(const std::string& text, const std::string& where);
 
 // The combined additive mask for n queries and m keys: masks add, so a key is
