@@ -25,6 +25,7 @@
 #include "attn_trace/mask.hpp"
 #include "attn_trace/pipeline.hpp"
 #include "attn_trace/random.hpp"
+#include "attn_trace/size_text.hpp"
 #include "attn_trace/tolerances.hpp"
 
 namespace attn_trace {
@@ -155,8 +156,8 @@ private:
                 result.reason = why;
             } else if (which.op == Operation::unfused_attention && naive_bytes > c_.naive_budget_bytes) {
                 result.status = "skipped";
-                result.reason = fmt::format("one (n, m) score matrix would take {:.1f} GiB, over the {:.0f} GiB budget", naive_bytes / (1 << 30),
-                                            c_.naive_budget_bytes / (1 << 30));
+                result.reason = fmt::format("one (n, m) score matrix would take {}, over the {} budget", size_text(naive_bytes),
+                                            size_text(c_.naive_budget_bytes, ByteUnit::GiB));
             } else {
                 AttentionResult out;
                 time_runs(setting, impl, result, [&] { out = attend(*backend, which.op, call); });

@@ -10,8 +10,8 @@
 #include "attn_trace/cpu_kernel.hpp"
 #include "attn_trace/errors.hpp"
 #include "attn_trace/problem.hpp"
+#include "attn_trace/size_text.hpp"
 #include "report_error.hpp"
-#include "size_text.hpp"
 
 namespace attn_trace::cli {
 

@@ -12,7 +12,7 @@
 #include "attn_trace/pipeline.hpp"
 #include "attn_trace/problem.hpp"
 #include "attn_trace/render.hpp"
-#include "size_text.hpp"
+#include "attn_trace/size_text.hpp"
 
 namespace attn_trace::cli {
 

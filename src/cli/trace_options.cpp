@@ -12,7 +12,8 @@
 #include "attn_trace/mask.hpp"
 #include "attn_trace/pitfalls.hpp"
 #include "attn_trace/render_html.hpp"
-#include "size_text.hpp"
+#include "attn_trace/size_text.hpp"
+#include "attn_trace/split_list.hpp"
 
 namespace attn_trace::cli {
 
@@ -103,16 +104,12 @@ RenderOptions render_options(const TraceOptions& o, const Problem&) {
     r.color = o.format == "text" && use_color(o.color);
     r.head = o.head;
     r.batch = o.batch;
-    std::size_t start = 0;
-    while (!o.steps.empty() && start <= o.steps.size()) {
-        const auto comma = o.steps.find(',', start);
-        const std::string name = o.steps.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-        if (std::find(step_names().begin(), step_names().end(), name) == step_names().end())
-            throw InputError(fmt::format("--steps: unknown step '{}': expected some of {}", name, fmt::join(step_names(), ", ")));
-        r.steps.push_back(name);
-        if (comma == std::string::npos) break;
-        start = comma + 1;
-    }
+    if (!o.steps.empty())
+        for (const std::string& name : split_list(o.steps, ',')) {
+            if (std::find(step_names().begin(), step_names().end(), name) == step_names().end())
+                throw InputError(fmt::format("--steps: unknown step '{}': expected some of {}", name, fmt::join(step_names(), ", ")));
+            r.steps.push_back(name);
+        }
     return r;
 }
 

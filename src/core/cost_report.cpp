@@ -5,45 +5,16 @@
 #include <nlohmann/json.hpp>
 
 #include "attn_trace/cost.hpp"
+#include "attn_trace/number_text.hpp"
+#include "attn_trace/size_text.hpp"
 
 namespace attn_trace {
 
 namespace {
 
-// 1050624 -> "1,050,624"
-std::string grouped(std::uint64_t value) {
-    std::string digits = std::to_string(value), out;
-    for (std::size_t i = 0; i < digits.size(); ++i) {
-        if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-        out += digits[i];
-    }
-    return out;
-}
-
-std::string grouped(double value) {
-    return value == std::floor(value) && value < 1.8e19 ? grouped(static_cast<std::uint64_t>(value)) : fmt::format("{:.1f}", value);
-}
-
 std::string plural(std::uint64_t count, const char* word) { return fmt::format("{} {}{}", grouped(count), word, count == 1 ? "" : "s"); }
 
 }  // namespace
-
-// The natural decimal unit first (kB below a megabyte, GB above a gigabyte), the MB
-// figure beside kB from 0.01 MB on (teaching texts tabulate score memory in MB), and
-// the binary unit in parentheses from a MiB on: no "0.00 MB", no 2147.48 MB.
-std::string bytes_text(double bytes) {
-    if (bytes < 1e3) return fmt::format("{} bytes", grouped(bytes));
-    std::string text = grouped(bytes) + " bytes = ";
-    if (bytes < 1e6) {
-        text += fmt::format("{:.4g} kB", bytes / 1e3);
-        if (bytes >= 1e4) text += fmt::format(" = {:.2f} MB", bytes / 1e6);
-        return text;
-    }
-    text += bytes < 1e9 ? fmt::format("{:.2f} MB", bytes / 1e6) : fmt::format("{:.2f} GB", bytes / 1e9);
-    if (bytes >= (1 << 30)) text += fmt::format(" ({:.2f} GiB)", bytes / (1 << 30));
-    else if (bytes >= (1 << 20)) text += fmt::format(" ({:.2f} MiB)", bytes / (1 << 20));
-    return text;
-}
 
 std::string cost_text(const CostAnswer& a) {
     const CostQuestion& q = a.question;

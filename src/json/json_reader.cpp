@@ -8,6 +8,7 @@
 
 #include "attn_trace/errors.hpp"
 #include "attn_trace/random.hpp"
+#include "attn_trace/size_text.hpp"
 
 namespace attn_trace {
 
@@ -193,8 +194,8 @@ std::vector<std::size_t> JsonReader::shape(const json& value, const std::string&
     }
     // Refused before anything is allocated.
     if (total > static_cast<double>(max_array_values))
-        fail(path, fmt::format("{} values would need more than {} GiB; the limit is {} values", join_shape(extents),
-                               (max_array_values * 8) >> 30, max_array_values));
+        fail(path, fmt::format("{} values would need more than {}; the limit is {} values", join_shape(extents),
+                               size_text(static_cast<double>(max_array_values) * 8, ByteUnit::GiB), max_array_values));
     return extents;
 }
 

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "attn_trace/errors.hpp"
+#include "attn_trace/split_list.hpp"
 
 namespace attn_trace {
 
@@ -151,15 +152,10 @@ MaskSpec parse_mask_string(const std::string& text, const std::string& where) {
     }
     if (head == "padding" && colon != std::string::npos) {
         spec.kind = MaskSpec::Kind::key_valid;
-        std::size_t start = 0;
-        while (start <= tail.size()) {
-            const auto comma = tail.find(',', start);
-            const std::string item = tail.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+        for (const std::string& item : split_list(tail, ',')) {
             if (item != "0" && item != "1")
                 throw InputError(fmt::format("{}: mask '{}': padding takes 1 (valid key) or 0 (padding) per key, found '{}'", where, text, item));
             spec.key_valid.push_back(item == "1");
-            if (comma == std::string::npos) break;
-            start = comma + 1;
         }
         return spec;
     }

@@ -2,8 +2,8 @@
 // people. The facts come from the trace; the words are all here.
 #include <fmt/format.h>
 
-#include "attn_trace/cost.hpp"
 #include "attn_trace/render.hpp"
+#include "attn_trace/size_text.hpp"
 
 namespace attn_trace {
 
@@ -51,11 +51,11 @@ std::string fast_path(const Note& note) {
     const long long workers = whole(note, "workers");
     return fmt::format(
         "fast path{}: fused tiled attention with online softmax on the {} backend (Br = {} queries × Bc = {} keys per tile, {} thread{}); "
-        "it held {:.3g} MiB of scores at once, where the (n, m) scores of every head would take {:.3g} GiB. Shapes per head: "
+        "it held {} of scores at once, where the (n, m) scores of every head would take {}. Shapes per head: "
         "scores, mask, exp and weights ({}, {}) are not kept; row_max and row_sum ({}, 1) are the final running max m and sum ℓ; "
         "out ({}, {})",
         reason.empty() ? "" : " (" + reason + ")", note.word("backend"), whole(note, "block_q"), whole(note, "block_k"), workers, plural(workers),
-        note.number("held_bytes") / (1 << 20), note.number("full_bytes") / (1 << 30), whole(note, "n"), whole(note, "m"), whole(note, "n"),
+        size_text(note.number("held_bytes"), ByteUnit::MiB), size_text(note.number("full_bytes"), ByteUnit::GiB), whole(note, "n"), whole(note, "m"), whole(note, "n"),
         whole(note, "n"), whole(note, "d_v"));
 }
 

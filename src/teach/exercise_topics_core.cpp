@@ -6,6 +6,7 @@
 
 #include "attn_trace/cost.hpp"
 #include "attn_trace/pipeline.hpp"
+#include "attn_trace/size_text.hpp"
 #include "exercise_topics_parts.hpp"
 
 namespace attn_trace::topic_plans {

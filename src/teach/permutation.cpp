@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <sstream>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -10,6 +9,7 @@
 #include "attn_trace/compare.hpp"
 #include "attn_trace/errors.hpp"
 #include "attn_trace/random.hpp"
+#include "attn_trace/split_list.hpp"
 
 namespace attn_trace {
 
@@ -47,9 +47,7 @@ std::vector<std::size_t> parse_permutation(const std::string& text, std::size_t 
     std::vector<std::size_t> perm;
     if (!text.empty() && text.back() == ',')
         throw InputError(fmt::format("⟦perm⟧ {}: expected indices 0 … {} separated by commas, found a comma at the end", text, count - 1));
-    std::stringstream in(text);
-    std::string item;
-    while (std::getline(in, item, ',')) {
+    for (const std::string& item : text.empty() ? std::vector<std::string>{} : split_list(text, ',')) {
         std::size_t used = 0;
         long value = -1;
         try {

@@ -85,8 +85,4 @@ std::string cache_comparison_json(const CacheComparison& comparison);
 std::string cost_text(const CostAnswer& answer);
 std::string cost_json(const CostAnswer& answer);
 
-// "512 bytes", "6,144 bytes = 6.144 kB", "230,400 bytes = 230.4 kB = 0.23 MB",
-// "4,194,304 bytes = 4.19 MB (4.00 MiB)", "2,147,483,648 bytes = 2.15 GB (2.00 GiB)".
-std::string bytes_text(double bytes);
-
 }  // namespace attn_trace
