@@ -27,6 +27,15 @@ public:
         : ExplainContext(trace, problem, target, options), run_(run), source_(source), batch_(batch) {}
 
 protected:
+    // Decode and tiled steps are explained one cell at a time: checks the head, the batch
+    // and that a cell is named (`place` is the option that picked the step, `example` a
+    // cell to name), and gives the target's step.
+    const std::string& cell_step(const char* place, const char* example) const {
+        check_head_and_batch();
+        if (!target_.column) no_step(fmt::format("with ⟦{}⟧, explain one cell (⟦cell⟧), e.g. ⟦cell⟧ '{}'", place, example));
+        return target_.step;
+    }
+
     // run's trace of query row i alone: its q (after RoPE), k, v, the raw and scaled scores.
     Trace query_row(std::size_t i) const { return pipeline_full_rows(p_, run_, batch_, {i, 1}); }
 
@@ -85,9 +94,7 @@ public:
     using StepwiseExplainer::StepwiseExplainer;
 
     ExplainDocument explain() {
-        check_head_and_batch();
-        const std::string& name = target_.step;
-        if (!target_.column) no_step("with ⟦t⟧, explain one cell (⟦cell⟧), e.g. ⟦cell⟧ 'weights[0,2]'");
+        const std::string& name = cell_step("t", "weights[0,2]");
         const bool cache = name == "k_cache" || name == "v_cache";
         if (!cache && name != "scores" && name != "weights" && name != "out") no_step(fmt::format("decode steps have no '{}' at t", name));
         const int g = kv_head_of(p_, options_.head);
@@ -172,9 +179,7 @@ public:
     using StepwiseExplainer::StepwiseExplainer;
 
     ExplainDocument explain() {
-        check_head_and_batch();
-        const std::string& name = target_.step;
-        if (!target_.column) no_step("with ⟦tile⟧, explain one cell (⟦cell⟧), e.g. ⟦cell⟧ 'l[0,0]'");
+        const std::string& name = cell_step("tile", "l[0,0]");
         if (name != "scores" && name != "m" && name != "l" && name != "u" && name != "rescale") no_step(fmt::format("tiled steps have no '{}' at a tile", name));
         const Step* s = find_step(name, options_.head, std::nullopt, tile());
         if (!s)
