@@ -11,6 +11,7 @@
 #include <string>
 
 #include "attn_trace/errors.hpp"
+#include "attn_trace/online_softmax.hpp"
 #include "backend/row_key_ranges.hpp"
 #include "backend_cuda.hpp"
 #include "device_memory.hpp"
@@ -106,12 +107,12 @@ __global__ void fused_attention_kernel(HeadArguments a) {
                 float s = 0.0f;
                 for (int c = 0; c < a.d; ++c) s += q_row[c] * k_tile[jj * a.d + c];
                 s *= a.scale;
-                // m' = max(m, s); ℓ' = ℓ·e^(m − m') + e^(s − m'); u' = u·e^(m − m') + e^(s − m')·v_j
-                const float m_new = fmaxf(m_i, s);
-                const float rescale = expf(m_i - m_new);  // e^(−inf) = 0 on the first key
-                const float p = expf(s - m_new);
-                l_i = l_i * rescale + p;
-                for (int c = 0; c < a.dv; ++c) u[c] = u[c] * rescale + p * v_tile[jj * a.dv + c];
+                // The update of online_softmax.hpp with a tile of one key.
+                const float m_new = online_softmax::raised_max(m_i, s);
+                const float rescale = online_softmax::rescale(m_i, m_new);
+                const float p = online_softmax::weight(s, m_new);
+                l_i = online_softmax::rescaled_sum(l_i, rescale, p);
+                for (int c = 0; c < a.dv; ++c) u[c] = online_softmax::rescaled_sum(u[c], rescale, p * v_tile[jj * a.dv + c]);
                 m_i = m_new;
             }
         }

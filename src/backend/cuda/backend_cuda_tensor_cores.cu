@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "attn_trace/errors.hpp"
+#include "attn_trace/online_softmax.hpp"
 #include "backend/row_key_ranges.hpp"
 #include "backend_cuda.hpp"
 #include "device_memory.hpp"
@@ -108,7 +109,8 @@ __global__ void __launch_bounds__(tensor_cores::warps * 32) tensor_core_attentio
         }
         __syncwarp();
 
-        // The online softmax: lanes 2r and 2r + 1 take row r of the warp, half its keys each.
+        // The online softmax (online_softmax.hpp): lanes 2r and 2r + 1 take row r of the
+        // warp, half its keys each.
         {
             const int r = warp * rows_per_warp + lane / 2, half = lane % 2, i = row0 + r;
             const int first = i < a.n ? a.first_key[i] : 0, end = i < a.n ? a.end_key[i] : 0;
@@ -118,23 +120,22 @@ __global__ void __launch_bounds__(tensor_cores::warps * 32) tensor_core_attentio
                 const int j = j0 + c;
                 const float z = j < first || j >= end ? -INFINITY : s_row[c] * a.scale;
                 s_row[c] = z;
-                tile_max = fmaxf(tile_max, z);
+                tile_max = online_softmax::raised_max(tile_max, z);
             }
-            tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
-            const float m_old = m_s[r], m_new = fmaxf(m_old, tile_max);
-            const float shift = m_new == -INFINITY ? 0.0f : m_new;  // a row with no key yet keeps its zeros
+            tile_max = online_softmax::raised_max(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
+            const float m_old = m_s[r], m_new = online_softmax::raised_max(m_old, tile_max);
             float sum = 0.0f;
             for (int c = half * (tile_keys / 2); c < (half + 1) * (tile_keys / 2); ++c) {
-                const float p = expf(s_row[c] - shift);
+                const float p = online_softmax::weight(s_row[c], m_new);
                 sum += p;
                 p_s[r * tile_keys + c] = to_input<In>(p);
             }
             sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-            const float rescale = expf(m_old - shift);
+            const float rescale = online_softmax::rescale(m_old, m_new);
             for (int c = half * (D / 2); c < (half + 1) * (D / 2); ++c) o_s[r * D + c] *= rescale;
             __syncwarp();
             if (half == 0) {
-                l_s[r] = l_s[r] * rescale + sum;
+                l_s[r] = online_softmax::rescaled_sum(l_s[r], rescale, sum);
                 m_s[r] = m_new;
             }
         }

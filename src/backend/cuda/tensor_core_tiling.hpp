@@ -6,11 +6,7 @@
 // may read (causal, window, lengths), and the order of the operations in each:
 // S = Q Kᵀ in f32 from 16-bit inputs, the online softmax in f32, P rounded to the
 // input type, O += P V in f32.
-#ifdef __CUDACC__
-#define ATTN_TRACE_HOST_DEVICE __host__ __device__
-#else
-#define ATTN_TRACE_HOST_DEVICE
-#endif
+#include "attn_trace/host_device.hpp"
 
 namespace attn_trace::tensor_cores {
 
