@@ -16,8 +16,6 @@
 
 namespace attn_trace {
 
-std::string half_type_name(HalfType type) { return type == HalfType::fp16 ? "fp16" : "bf16"; }
-
 namespace {
 
 std::uint32_t bits_of(float x) {
@@ -48,14 +46,14 @@ float round_to_half(float x, HalfType type) {
     return std::fabs(rounded) > largest ? std::copysign(std::numeric_limits<float>::infinity(), x) : rounded;
 }
 
-AttentionResult emulate_tensor_core_attention(const AttentionCall& call, HalfType type) {
+AttentionResult emulate_tensor_core_attention(const AttentionCall& call) {
     using namespace tensor_cores;
     const int n = static_cast<int>(call.n()), m = static_cast<int>(call.m()), d = static_cast<int>(call.d_k);
     const int group = call.heads / call.kv_heads;
     const RowKeyRanges ranges = row_key_ranges(call);
     const std::vector<int>& first = ranges.first;
     const std::vector<int>& end = ranges.end;
-    auto half = [&](double x) { return round_to_half(static_cast<float>(x), type); };
+    auto half = [&](double x) { return round_to_half(static_cast<float>(x), call.half); };
     AttentionResult result;
     result.out = Matrix(static_cast<std::size_t>(n), static_cast<std::size_t>(call.heads * d));
     result.row_max = Matrix(static_cast<std::size_t>(call.heads), static_cast<std::size_t>(n));
@@ -93,7 +91,7 @@ AttentionResult emulate_tensor_core_attention(const AttentionCall& call, HalfTyp
                     for (int c = 0; c < tile_keys; ++c) {
                         const float p = online_softmax::weight(s[static_cast<std::size_t>(c)], m_new);
                         sum += p;
-                        const float p_rounded = round_to_half(p, type);
+                        const float p_rounded = round_to_half(p, call.half);
                         if (p_rounded == 0.0f) continue;
                         for (int e = 0; e < d; ++e)
                             o[static_cast<std::size_t>(e)] += p_rounded * half((*call.v)(static_cast<std::size_t>(j0 + c), static_cast<std::size_t>(g * d + e)));

@@ -15,6 +15,7 @@
 #include "backend/row_key_ranges.hpp"
 #include "backend_cuda.hpp"
 #include "device_memory.hpp"
+#include "tensor_core_tiling.hpp"
 
 namespace attn_trace {
 
@@ -156,18 +157,12 @@ bool CudaBackend::supports(Operation op, const AttentionCall* call, std::string&
         return false;
     }
     if (!call) return true;
-    std::string missing;
-    if (call->dtype != Dtype::f32) missing = "its fused kernel computes in float32 (⟦dtype⟧ f32)";
-    else if (call->d_k > max_width || call->d_v > max_width)
-        missing = "its fused kernel takes head widths up to " + std::to_string(max_width) + ", found d_k = " + std::to_string(call->d_k) +
-              ", d_v = " + std::to_string(call->d_v);
-    else if (call->softcap) missing = "its fused kernel has no softcap";
-    else if (call->mask && call->mask->has_elementwise())
-        missing = "its fused kernel masks by key ranges only (causal, window, lengths), not by key_valid, ALiBi, dense masks or sparse patterns";
-    else if (call->n() == 0 || call->m() == 0) missing = "its fused kernel needs n ≥ 1 and m ≥ 1";
-    if (missing.empty()) return true;
-    why = missing;
-    return false;
+    if (op == Operation::tensor_core_attention) return tensor_cores::takes(*call, why);
+    const bool widths = call->d_k <= max_width && call->d_v <= max_width;
+    return range_kernel_takes(*call, "its fused kernel",
+                              widths ? "" : "takes head widths up to " + std::to_string(max_width) + ", found d_k = " + std::to_string(call->d_k) +
+                                                ", d_v = " + std::to_string(call->d_v),
+                              why);
 }
 
 AttentionResult CudaBackend::fused_attention(const AttentionCall& call) const {

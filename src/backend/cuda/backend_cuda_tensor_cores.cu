@@ -12,10 +12,8 @@
 #include <mma.h>
 
 #include <cmath>
-#include <string>
 #include <vector>
 
-#include "attn_trace/errors.hpp"
 #include "attn_trace/online_softmax.hpp"
 #include "backend/row_key_ranges.hpp"
 #include "backend_cuda.hpp"
@@ -209,14 +207,8 @@ AttentionResult run(const AttentionCall& call) {
 
 }  // namespace
 
-AttentionResult CudaBackend::fused_attention_tensor_cores(const AttentionCall& call, HalfType type) const {
-    if (call.d_k != call.d_v || (call.d_k != 64 && call.d_k != 128))
-        throw InputError("the tensor-core kernel takes d_k = d_v = 64 or 128, found d_k = " + std::to_string(call.d_k) + ", d_v = " + std::to_string(call.d_v));
-    if (call.softcap) throw InputError("the tensor-core kernel has no softcap");
-    if (call.mask && call.mask->has_elementwise())
-        throw InputError("the tensor-core kernel masks by key ranges only (causal, window, lengths)");
-    if (call.n() == 0 || call.m() == 0) throw InputError("the tensor-core kernel needs n ≥ 1 and m ≥ 1");
-    if (type == HalfType::fp16) return call.d_k == 64 ? run<__half, 64>(call) : run<__half, 128>(call);
+AttentionResult CudaBackend::tensor_core_attention(const AttentionCall& call) const {
+    if (call.half == HalfType::fp16) return call.d_k == 64 ? run<__half, 64>(call) : run<__half, 128>(call);
     return call.d_k == 64 ? run<__nv_bfloat16, 64>(call) : run<__nv_bfloat16, 128>(call);
 }
 
