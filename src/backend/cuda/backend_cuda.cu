@@ -168,32 +168,21 @@ bool CudaBackend::supports(Operation op, const AttentionCall* call, std::string&
 AttentionResult CudaBackend::fused_attention(const AttentionCall& call) const {
     const int n = static_cast<int>(call.n()), m = static_cast<int>(call.m()), d = static_cast<int>(call.d_k), dv = static_cast<int>(call.d_v);
     const int heads = call.heads, group = call.heads / call.kv_heads;
-    const RowKeyRanges ranges = row_key_ranges(call);
     const int out_stride = heads * dv;
-    DeviceBuffer<float> dq(call.q->data().size()), dk(call.k->data().size()), dv_buffer(call.v->data().size()),
-        dout(static_cast<std::size_t>(n) * out_stride), dmax(static_cast<std::size_t>(n) * heads), dsum(static_cast<std::size_t>(n) * heads);
-    DeviceBuffer<int> dfirst(ranges.first.size()), dend(ranges.end.size());
-    dq.upload(to_host_vector<float>(*call.q));
-    dk.upload(to_host_vector<float>(*call.k));
-    dv_buffer.upload(to_host_vector<float>(*call.v));
-    dfirst.upload(ranges.first);
-    dend.upload(ranges.end);
+    const DeviceCall<float> device(call, to_host_vector<float>);
     const std::size_t shared_bytes = static_cast<std::size_t>(Bc) * (d + dv) * sizeof(float);
     for (int h = 0; h < heads; ++h) {
         const int g = h / group;
-        HeadArguments a{dq.get() + h * d, dk.get() + g * d, dv_buffer.get() + g * dv,
+        HeadArguments a{device.q.get() + h * d, device.k.get() + g * d, device.v.get() + g * dv,
                         static_cast<int>(call.q->cols()), static_cast<int>(call.k->cols()), static_cast<int>(call.v->cols()), out_stride,
-                        dout.get() + h * dv, dmax.get() + static_cast<long>(h) * n, dsum.get() + static_cast<long>(h) * n,
-                        dfirst.get(), dend.get(), n, m, d, dv, static_cast<float>(call.scale),
+                        device.out.get() + h * dv, device.row_max.get() + static_cast<long>(h) * n, device.row_sum.get() + static_cast<long>(h) * n,
+                        device.first_key.get(), device.end_key.get(), n, m, d, dv, static_cast<float>(call.scale),
                         call.empty_rows_nan ? NAN : 0.0f};
         fused_attention_kernel<<<(n + Br - 1) / Br, Br, shared_bytes>>>(a);
         check_cuda(cudaGetLastError(), "fused_attention_kernel launch");
     }
     check_cuda(cudaDeviceSynchronize(), "fused_attention_kernel");
-    AttentionResult result;
-    result.out = to_matrix(dout.download(), static_cast<std::size_t>(n), static_cast<std::size_t>(out_stride));
-    result.row_max = to_matrix(dmax.download(), static_cast<std::size_t>(heads), static_cast<std::size_t>(n));
-    result.row_sum = to_matrix(dsum.download(), static_cast<std::size_t>(heads), static_cast<std::size_t>(n));
+    AttentionResult result = device.result();
     result.stats.workers = 1;
     result.stats.block_q = Br;
     result.stats.block_k = Bc;
