@@ -116,3 +116,14 @@ TEST_CASE("the unfused baseline says what it cannot mask instead of running it",
     CHECK_THROWS_AS(attend(cpu, Operation::unfused_attention, call), BackendUnavailable);
     CHECK(cpu.supports(Operation::fused_attention, &call, why));
 }
+
+TEST_CASE("the cpu backend has no tensor-core attention, and attend says so instead of running it", "[backend]") {
+    const CpuBackend cpu;
+    const Problem p = small_problem();
+    const AttentionCall call = call_of(p, Dtype::f32);
+    std::string why;
+    CHECK_FALSE(cpu.supports(Operation::tensor_core_attention, &call, why));
+    CHECK_THAT(why, Catch::Contains("no tensor cores"));
+    CHECK_THROWS_WITH(attend(cpu, Operation::tensor_core_attention, call),
+                      "the cpu backend cannot run this tensor-core attention: it has no tensor cores (the tensor-core kernel is the cuda backend's)");
+}

@@ -1,6 +1,7 @@
 // The tensor-core kernel's CPU emulation (src/backend/tensor_core_emulation.cpp)
-// against float64, and its tiling: what runs everywhere of the GPU kernel's design
-// (tests/cuda checks the kernel itself against this emulation on a GPU).
+// against float64, its tiling and the calls it takes (the cuda backend's `supports`
+// answer): what runs everywhere of the GPU kernel's design (tests/cuda checks the
+// kernel itself against this emulation on a GPU).
 #include <catch2/catch.hpp>
 
 #include "backend/cuda/tensor_core_tiling.hpp"
@@ -37,13 +38,46 @@ TEST_CASE("the kernel's tiling skips the tiles no row of a block reads") {
     CHECK(first_tile(empty) == end_tile(empty));
 }
 
+TEST_CASE("the tensor-core kernel takes float32 calls with d_k = d_v = 64 or 128 and range masks, and says what it lacks") {
+    TensorCoreProblem p;
+    make_problem({"window", 10, 12, 64, 2, 1, "window:3"}, p);
+    std::string why;
+    CHECK(tensor_cores::takes(p.call, why));
+    CHECK(why.empty());
+    auto refusal = [&](AttentionCall call) {
+        std::string reason;
+        CHECK_FALSE(tensor_cores::takes(call, reason));
+        return reason;
+    };
+    AttentionCall call = p.call;
+    call.dtype = Dtype::f64;
+    CHECK(refusal(call) == "the tensor-core kernel computes in float32 (⟦dtype⟧ f32)");
+    call = p.call;
+    call.d_v = 128;
+    CHECK(refusal(call) == "the tensor-core kernel takes d_k = d_v = 64 or 128, found d_k = 64, d_v = 128");
+    call = p.call;
+    call.softcap = 30.0;
+    CHECK(refusal(call) == "the tensor-core kernel has no softcap");
+    KeyMask padded = p.mask;
+    padded.key_valid.assign(p.k.rows(), 1);
+    call = p.call;
+    call.mask = &padded;
+    CHECK_THAT(refusal(call), Catch::StartsWith("the tensor-core kernel masks by key ranges only"));
+    const Matrix no_keys(0, p.k.cols());
+    call = p.call;
+    call.mask = nullptr;
+    call.k = call.v = &no_keys;
+    CHECK(refusal(call) == "the tensor-core kernel needs n ≥ 1 and m ≥ 1");
+}
+
 TEST_CASE("the tensor-core kernel's arithmetic, emulated, equals float64 to its inputs' precision") {
     for (const auto& c : tensor_core_cases()) {
         TensorCoreProblem p;
         make_problem(c, p);
         const Matrix want = reference_out(p);
         for (const HalfType type : {HalfType::fp16, HalfType::bf16}) {
-            const AttentionResult got = emulate_tensor_core_attention(p.call, type);
+            p.call.half = type;
+            const AttentionResult got = emulate_tensor_core_attention(p.call);
             // Inputs rounded to 11 (fp16) or 8 (bf16) significant bits; P too.
             const double tolerance = type == HalfType::fp16 ? 3e-3 : 2e-2;
             INFO(c.name << " in " << half_type_name(type));

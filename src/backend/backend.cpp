@@ -2,6 +2,8 @@
 // their attention operations.
 #include <fmt/format.h>
 
+#include <stdexcept>
+
 #include "attn_trace/backend.hpp"
 #include "attn_trace/errors.hpp"
 #include "cpu/backend_cpu.hpp"
@@ -35,15 +37,25 @@ std::string operation_name(Operation op) {
         case Operation::multiply_transposed: return "matrix product with a transpose";
         case Operation::fused_attention: return "fused attention";
         case Operation::unfused_attention: return "unfused attention";
+        case Operation::tensor_core_attention: return "tensor-core attention";
     }
     return "an unknown operation";
 }
+
+std::string half_type_name(HalfType type) { return type == HalfType::fp16 ? "fp16" : "bf16"; }
 
 AttentionResult attend(const Backend& backend, Operation op, const AttentionCall& call) {
     std::string why;
     if (!backend.supports(op, &call, why))
         throw BackendUnavailable(fmt::format("the {} backend cannot run this {}: {}", backend.name(), operation_name(op), why));
-    return op == Operation::fused_attention ? backend.fused_attention(call) : backend.unfused_attention(call);
+    switch (op) {
+        case Operation::fused_attention: return backend.fused_attention(call);
+        case Operation::unfused_attention: return backend.unfused_attention(call);
+        case Operation::tensor_core_attention: return backend.tensor_core_attention(call);
+        case Operation::multiply:
+        case Operation::multiply_transposed: break;
+    }
+    throw std::logic_error("attend: " + operation_name(op) + " is not an attention operation");
 }
 
 std::unique_ptr<Backend> make_backend(const std::string& name) {

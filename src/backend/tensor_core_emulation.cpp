@@ -10,12 +10,11 @@
 #include <limits>
 #include <vector>
 
+#include "attn_trace/online_softmax.hpp"
 #include "backend/cuda/tensor_core_tiling.hpp"
 #include "row_key_ranges.hpp"
 
 namespace attn_trace {
-
-std::string half_type_name(HalfType type) { return type == HalfType::fp16 ? "fp16" : "bf16"; }
 
 namespace {
 
@@ -47,14 +46,14 @@ float round_to_half(float x, HalfType type) {
     return std::fabs(rounded) > largest ? std::copysign(std::numeric_limits<float>::infinity(), x) : rounded;
 }
 
-AttentionResult emulate_tensor_core_attention(const AttentionCall& call, HalfType type) {
+AttentionResult emulate_tensor_core_attention(const AttentionCall& call) {
     using namespace tensor_cores;
     const int n = static_cast<int>(call.n()), m = static_cast<int>(call.m()), d = static_cast<int>(call.d_k);
     const int group = call.heads / call.kv_heads;
     const RowKeyRanges ranges = row_key_ranges(call);
     const std::vector<int>& first = ranges.first;
     const std::vector<int>& end = ranges.end;
-    auto half = [&](double x) { return round_to_half(static_cast<float>(x), type); };
+    auto half = [&](double x) { return round_to_half(static_cast<float>(x), call.half); };
     AttentionResult result;
     result.out = Matrix(static_cast<std::size_t>(n), static_cast<std::size_t>(call.heads * d));
     result.row_max = Matrix(static_cast<std::size_t>(call.heads), static_cast<std::size_t>(n));
@@ -83,22 +82,21 @@ AttentionResult emulate_tensor_core_attention(const AttentionCall& call, HalfTyp
                         z *= scale;
                         if (j < first[static_cast<std::size_t>(i)] || j >= end[static_cast<std::size_t>(i)]) z = -std::numeric_limits<float>::infinity();
                         s[static_cast<std::size_t>(c)] = z;
-                        tile_max = std::max(tile_max, z);
+                        tile_max = online_softmax::raised_max(tile_max, z);
                     }
-                    const float m_new = std::max(m_i, tile_max);
-                    const float shift = m_new == -std::numeric_limits<float>::infinity() ? 0.0f : m_new;
-                    const float rescale = std::exp(m_i - shift);
+                    const float m_new = online_softmax::raised_max(m_i, tile_max);
+                    const float rescale = online_softmax::rescale(m_i, m_new);
                     float sum = 0.0f;
                     for (float& e : o) e *= rescale;
                     for (int c = 0; c < tile_keys; ++c) {
-                        const float p = std::exp(s[static_cast<std::size_t>(c)] - shift);
+                        const float p = online_softmax::weight(s[static_cast<std::size_t>(c)], m_new);
                         sum += p;
-                        const float p_rounded = round_to_half(p, type);
+                        const float p_rounded = round_to_half(p, call.half);
                         if (p_rounded == 0.0f) continue;
                         for (int e = 0; e < d; ++e)
                             o[static_cast<std::size_t>(e)] += p_rounded * half((*call.v)(static_cast<std::size_t>(j0 + c), static_cast<std::size_t>(g * d + e)));
                     }
-                    l_i = l_i * rescale + sum;
+                    l_i = online_softmax::rescaled_sum(l_i, rescale, sum);
                     m_i = m_new;
                 }
                 const double empty = call.empty_rows_nan ? std::numeric_limits<double>::quiet_NaN() : 0.0;

@@ -5,22 +5,18 @@
 // before P V). It is the kernel's twin in the tests: it runs everywhere, so the
 // tiling, the masking and the rounding are checked against the f64 reference on
 // machines without a GPU, and on a GPU the kernel is checked against it.
-#include <string>
-
 #include "attn_trace/backend.hpp"
 
 namespace attn_trace {
-
-enum class HalfType { fp16, bf16 };
-std::string half_type_name(HalfType type);  // "fp16", "bf16"
 
 // x rounded to the nearest fp16 or bf16 value (ties to even), as a float;
 // past fp16's range, ±inf.
 float round_to_half(float x, HalfType type);
 
-// softmax(s·Q Kᵀ + M) V for every head as the kernel computes it; M by key ranges
-// only (causal, window, lengths). call.d_k must equal call.d_v. row_max is in
-// natural units, −∞ for a row that reads no key (whose out is 0, or NaN).
-AttentionResult emulate_tensor_core_attention(const AttentionCall& call, HalfType type);
+// softmax(s·Q Kᵀ + M) V for every head as the kernel computes it, the inputs rounded
+// to call.half; for the calls the kernel takes (tensor_cores::takes), except that any
+// d_k = d_v will do. row_max is in natural units, −∞ for a row that reads no key
+// (whose out is 0, or NaN).
+AttentionResult emulate_tensor_core_attention(const AttentionCall& call);
 
 }  // namespace attn_trace

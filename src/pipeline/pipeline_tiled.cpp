@@ -3,12 +3,12 @@
 // query row the running max m, the running sum ℓ and the running weighted sum u.
 // The n × m scores are never needed at once: only one Br × Bc tile of them.
 #include <array>
-#include <cmath>
 #include <limits>
 
 #include <fmt/format.h>
 
 #include "attn_trace/errors.hpp"
+#include "attn_trace/online_softmax.hpp"
 #include "overflow.hpp"
 #include "attn_trace/pipeline.hpp"
 #include "stepwise_parts.hpp"
@@ -25,31 +25,25 @@ struct OnlineSoftmax {
         : m(rows, 1, -std::numeric_limits<double>::infinity()), l(rows, 1), u(rows, d_v), rescale(rows, 1, 1.0) {}
 };
 
-// One tile's update of the state, in T (float for f32, double for f64).
+// One tile's update of the state, in T (float for f32, double for f64), by the one
+// definition of the update (online_softmax.hpp), which also says why a row that has
+// read no key yet gets rescale 1 and weights 0.
 // z (Br, Bc) the tile's masked scores; v (Bc, d_v) the tile's values.
 template <typename T>
 void absorb_tile(OnlineSoftmax& state, const Matrix& z, const Matrix& v, const Backend& backend, Dtype dtype) {
-    constexpr T minus_infinity = -std::numeric_limits<T>::infinity();
     Matrix p_tilde(z.rows(), z.cols());
     for (std::size_t i = 0; i < z.rows(); ++i) {
-        // m_new = max(m_old, max_j z_ij)
         const T m_old = static_cast<T>(state.m(i, 0));
         T m_new = m_old;
-        for (std::size_t j = 0; j < z.cols(); ++j) m_new = std::max(m_new, static_cast<T>(z(i, j)));
-        // rescale = e^(m_old − m_new). While a row has read no key, m_old = m_new = −∞
-        // and ℓ = u = 0: −∞ − (−∞) is NaN, so equal maxima give exactly 1 (nothing to rescale).
-        const T rescale = m_old == m_new ? T(1) : std::exp(m_old - m_new);
-        // p̃_ij = e^(z_ij − m_new); a blocked key (z = −∞) contributes exactly 0,
-        // and so does every key of a row whose keys are all blocked so far (m_new = −∞).
+        for (std::size_t j = 0; j < z.cols(); ++j) m_new = online_softmax::raised_max(m_new, static_cast<T>(z(i, j)));
+        const T rescale = online_softmax::rescale(m_old, m_new);
         T row_sum = 0;
         for (std::size_t j = 0; j < z.cols(); ++j) {
-            const T zij = static_cast<T>(z(i, j));
-            const T p = zij == minus_infinity ? T(0) : std::exp(zij - m_new);
+            const T p = online_softmax::weight(static_cast<T>(z(i, j)), m_new);
             p_tilde(i, j) = static_cast<double>(p);
             row_sum += p;
         }
-        // ℓ_new = e^(m_old − m_new) ℓ_old + Σ_j p̃_ij
-        state.l(i, 0) = static_cast<double>(rescale * static_cast<T>(state.l(i, 0)) + row_sum);
+        state.l(i, 0) = static_cast<double>(online_softmax::rescaled_sum(static_cast<T>(state.l(i, 0)), rescale, row_sum));
         state.m(i, 0) = static_cast<double>(m_new);
         state.rescale(i, 0) = static_cast<double>(rescale);
     }
@@ -57,7 +51,8 @@ void absorb_tile(OnlineSoftmax& state, const Matrix& z, const Matrix& v, const B
     const Matrix p_tilde_v = backend.multiply(p_tilde, v, dtype);
     for (std::size_t i = 0; i < z.rows(); ++i)
         for (std::size_t c = 0; c < v.cols(); ++c)
-            state.u(i, c) = static_cast<double>(static_cast<T>(state.rescale(i, 0)) * static_cast<T>(state.u(i, c)) + static_cast<T>(p_tilde_v(i, c)));
+            state.u(i, c) = static_cast<double>(
+                online_softmax::rescaled_sum(static_cast<T>(state.u(i, c)), static_cast<T>(state.rescale(i, 0)), static_cast<T>(p_tilde_v(i, c))));
 }
 
 // out = u / ℓ, in T. A row with ℓ = 0 read no key: `empty` receives it and the

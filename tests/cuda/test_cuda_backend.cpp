@@ -12,6 +12,7 @@
 #include "attn_trace/tolerances.hpp"
 #include "backend/cpu/backend_cpu.hpp"
 #include "backend/cuda/backend_cuda.hpp"
+#include "backend/tensor_core_emulation.hpp"
 #include "tensor_core_cases.hpp"
 
 using namespace attn_trace;
@@ -95,18 +96,27 @@ TEST_CASE("the tensor-core kernel equals its CPU emulation and float64, fp16 and
         const Matrix want = testing::reference_out(p);
         for (const HalfType type : {HalfType::fp16, HalfType::bf16}) {
             INFO(c.name << " in " << half_type_name(type));
-            const AttentionResult gpu = cuda.fused_attention_tensor_cores(p.call, type);
-            const AttentionResult emulated = emulate_tensor_core_attention(p.call, type);
+            p.call.half = type;
+            const AttentionResult gpu = attend(cuda, Operation::tensor_core_attention, p.call);
+            const AttentionResult emulated = emulate_tensor_core_attention(p.call);
             // Same roundings, sums in another order: P may round to the neighbouring value.
             CHECK(testing::max_abs_difference(gpu.out, emulated.out) < (type == HalfType::fp16 ? 2e-3 : 1.5e-2));
             CHECK(testing::max_abs_difference(gpu.row_max, emulated.row_max) < 1e-4);
             CHECK(testing::max_abs_difference(gpu.out, want) < (type == HalfType::fp16 ? 3e-3 : 2e-2));
         }
     }
-    testing::TensorCoreCase wrong{"d = 32", 4, 4, 32, 1, 1, ""};
-    testing::TensorCoreProblem p;
-    testing::make_problem(wrong, p);
-    CHECK_THROWS_AS(cuda.fused_attention_tensor_cores(p.call, HalfType::bf16), InputError);
+}
+
+TEST_CASE("the cuda backend's supports answers for the tensor-core kernel, and attend refuses what it does not take") {
+    const CudaBackend cuda;
+    testing::TensorCoreProblem taken, narrow;
+    testing::make_problem(testing::tensor_core_cases().front(), taken);
+    testing::make_problem({"d = 32", 4, 4, 32, 1, 1, ""}, narrow);
+    std::string why;
+    CHECK(cuda.supports(Operation::tensor_core_attention, &taken.call, why));
+    CHECK_FALSE(cuda.supports(Operation::tensor_core_attention, &narrow.call, why));
+    CHECK(why == "the tensor-core kernel takes d_k = d_v = 64 or 128, found d_k = 32, d_v = 32");
+    CHECK_THROWS_AS(attend(cuda, Operation::tensor_core_attention, narrow.call), BackendUnavailable);
 }
 
 int main(int argc, char** argv) {

@@ -21,8 +21,13 @@ enum class Operation {
     multiply_transposed,  // a (n, d) · b (m, d)ᵀ
     fused_attention,      // softmax(s·Q Kᵀ + M) V tile by tile with online softmax, never holding (n, m) scores
     unfused_attention,    // the same the straightforward way: the (n, m) scores, a full-row softmax, then P V
+    tensor_core_attention,  // fused attention on tensor cores: Q, K, V rounded to AttentionCall::half, sums in float32
 };
 std::string operation_name(Operation op);  // "fused attention"
+
+// The 16-bit type tensor_core_attention rounds its inputs to.
+enum class HalfType { fp16, bf16 };
+std::string half_type_name(HalfType type);  // "fp16", "bf16"
 
 // Which keys each query may read, in the form a kernel can use tile by tile.
 // Combines like a list of masks (docs/PROBLEM.md#lists-of-masks): a key is visible only if every
@@ -62,6 +67,7 @@ struct AttentionCall {
     std::optional<double> softcap;  // c: Z = c·tanh(s·Q Kᵀ / c) + M
     const KeyMask* mask = nullptr;  // null = every key visible
     Dtype dtype = Dtype::f32;       // what the kernel computes in; the inputs are rounded to it as they are read
+    HalfType half = HalfType::fp16; // tensor_core_attention only: what Q, K and V are rounded to first
     bool empty_rows_nan = false;    // out of a row that reads no key: NaN, else 0 (the empty-row policy)
     int threads = 1;
     std::size_t block_q = 0, block_k = 0;  // Br, Bc; 0 = the kernel's own
@@ -98,9 +104,10 @@ public:
     // Only for calls `supports` accepts: reach them through attend(), which asks first.
     virtual AttentionResult fused_attention(const AttentionCall& call) const = 0;
     virtual AttentionResult unfused_attention(const AttentionCall& call) const = 0;
+    virtual AttentionResult tensor_core_attention(const AttentionCall& call) const = 0;
 };
 
-// `op` (fused_attention or unfused_attention) of `call` on `backend`; throws
+// `op` (one of the attention operations) of `call` on `backend`; throws
 // BackendUnavailable (exit 3) naming the backend, the operation and what is
 // missing when the backend does not support this call.
 AttentionResult attend(const Backend& backend, Operation op, const AttentionCall& call);

@@ -6,7 +6,9 @@ namespace attn_trace {
 // The CPU backend. Its products are plain loops, never optimised: the reference
 // every other path is checked against. Its attention operations are the fast
 // path's tiled kernel (fast_attention.cpp) and bench's BLAS baseline
-// (naive_attention.cpp), both checked against those plain loops by the tests.
+// (naive_attention.cpp), both checked against those plain loops by the tests. It has
+// no tensor-core attention (the tensor-core kernel's CPU emulation is its tests'
+// twin, not an operation).
 class CpuBackend : public Backend {
 public:
     std::string name() const override { return "cpu"; }
@@ -15,6 +17,7 @@ public:
     Matrix multiply_transposed(const Matrix& a, const Matrix& b, Dtype dtype) const override;
     AttentionResult fused_attention(const AttentionCall& call) const override;
     AttentionResult unfused_attention(const AttentionCall& call) const override;
+    AttentionResult tensor_core_attention(const AttentionCall& call) const override;
 };
 
 }  // namespace attn_trace

@@ -3,6 +3,7 @@
 #include <limits>
 #include <vector>
 
+#include "attn_trace/errors.hpp"
 #include "backend_cpu.hpp"
 #include "blas_library.hpp"
 #include "fast_attention.hpp"
@@ -87,6 +88,10 @@ AttentionResult unfused(const AttentionCall& call) {
 }  // namespace
 
 bool CpuBackend::supports(Operation op, const AttentionCall* call, std::string& why) const {
+    if (op == Operation::tensor_core_attention) {
+        why = "it has no tensor cores (the tensor-core kernel is the cuda backend's)";
+        return false;
+    }
     if (op != Operation::unfused_attention) return true;  // the fused kernel takes every mask, dtype and width
     // What the call asks for first, then whether this machine has OpenBLAS: the first
     // answer is the same everywhere.
@@ -107,6 +112,10 @@ AttentionResult CpuBackend::fused_attention(const AttentionCall& call) const {
 
 AttentionResult CpuBackend::unfused_attention(const AttentionCall& call) const {
     return call.dtype == Dtype::f32 ? unfused<float>(call) : unfused<double>(call);
+}
+
+AttentionResult CpuBackend::tensor_core_attention(const AttentionCall&) const {
+    throw BackendUnavailable("the cpu backend has no tensor-core attention");
 }
 
 }  // namespace attn_trace

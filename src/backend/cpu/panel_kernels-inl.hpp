@@ -50,16 +50,19 @@ inline constexpr std::size_t vector_bytes = 32;
 inline constexpr std::size_t vector_bytes = 16;
 #endif
 
-// A register of T (GCC ignores the attribute on a template's own T, hence one per type).
+// A register of T, and one of integers as wide as T for its bit patterns (GCC ignores
+// the attribute on a template's own T, hence one per type).
 template <typename T>
 struct VectorOf;
 template <>
 struct VectorOf<float> {
     typedef float type __attribute__((vector_size(vector_bytes)));
+    typedef std::int32_t bits __attribute__((vector_size(vector_bytes)));
 };
 template <>
 struct VectorOf<double> {
     typedef double type __attribute__((vector_size(vector_bytes)));
+    typedef std::int64_t bits __attribute__((vector_size(vector_bytes)));
 };
 
 // The vector and what the kernels do with it.
@@ -127,71 +130,72 @@ inline void micro_kernel_rows(std::size_t rows, std::size_t depth, const T* a, c
 }
 
 // 2^x lane by lane for x ≤ 64 (a score minus a running max, in base-2 units: at
-// most 0, or a little above when the max is the one before this tile). The float
-// version is exactly 0 at −∞ (a masked key) and below −126.5 (where 2^x leaves the
-// normal floats); the double version is the C library's exp2, 0 at −∞.
-// float: x = k + f with k = round(x), |f| ≤ ½; 2^f by a degree-6 polynomial
-// (Chebyshev fit, relative error 1.8e-8, under float's rounding) in Estrin's form,
-// whose short dependency chains let several vectors overlap; 2^k through the
-// exponent bits. x is first raised to −127, where those bits come out all zero,
-// so 2^k is exactly 0 there: one max instead of a compare and a mask.
-inline Simd<float>::Vec exp2_bounded(Simd<float>::Vec x) {
-    using S = Simd<float>;
-    using Vec = S::Vec;
-    using Bits = std::int32_t __attribute__((vector_size(vector_bytes)));
-    x = S::max(x, S::splat(-127.0f));
-    // Adding 1.5·2^23 rounds to an integer k held in the low mantissa bits; the
-    // +127 there is the exponent bias, so those bits shifted up are 2^k's bits.
-    const Vec magic = S::splat(12582912.0f + 127.0f);
+// most 0, or a little above when the max is the one before this tile), exactly 0 at
+// −∞ (a masked key) and below the smallest normal power (−126.5 for float, −1022.5
+// for double). Both types by one scheme: x = k + f with k = round(x), |f| ≤ ½; 2^f by
+// a polynomial (below, one per type), 2^k through the exponent bits. x is first
+// raised to −bias (−127, −1023), where those bits come out all zero, so 2^k is
+// exactly 0 there: one max instead of a compare and a mask.
+template <typename T, typename Polynomial>
+inline typename Simd<T>::Vec exp2_by_parts(typename Simd<T>::Vec x, Polynomial two_to_the_fraction) {
+    using S = Simd<T>;
+    using Vec = typename S::Vec;
+    constexpr int mantissa_bits = std::numeric_limits<T>::digits - 1;  // 23, 52
+    constexpr T bias = std::numeric_limits<T>::max_exponent - 1;       // 127, 1023
+    x = S::max(x, S::splat(-bias));
+    // Adding 1.5·2^mantissa_bits rounds to an integer k held in the low mantissa bits;
+    // the + bias there makes those bits, shifted up, 2^k's bits.
+    const Vec magic = S::splat(static_cast<T>(3ull << (mantissa_bits - 1)) + bias);
     const Vec shifted = x + magic;
-    const Vec f = x - (shifted - magic);
-    const Vec f2 = f * f;
-    const Vec low = S::splat(1.0f) + S::splat(0.693147182f) * f + (S::splat(0.240226507f) + S::splat(0.0555032715f) * f) * f2;
-    const Vec high = S::splat(0.00961802527f) + S::splat(0.00134004327f) * f + S::splat(0.000154697322f) * f2;
-    const Vec poly = low + high * (f2 * f2);
-    Bits bits;
+    const Vec poly = two_to_the_fraction(x - (shifted - magic));
+    typename VectorOf<T>::bits bits;
     std::memcpy(&bits, &shifted, sizeof bits);
-    bits <<= 23;
+    bits <<= mantissa_bits;
     Vec power;
     std::memcpy(&power, &bits, sizeof power);
     return poly * power;
 }
 
-// double: the same scheme, 2^f by its Taylor series to degree 13 in Horner's form
-// (the first term left out is 4e-18 at |f| = ½: the result is within an ulp or
-// two of exp2, as the library's), 2^k through the exponent bits, exactly 0 at
-// −∞ and below −1022.5. It used to call std::exp2 lane by lane, which held float64
-// to half the speed of float32 (docs/PERFORMANCE.md).
+// float: 2^f by a degree-6 polynomial (Chebyshev fit, relative error 1.8e-8, under
+// float's rounding) in Estrin's form, whose short dependency chains let several
+// vectors overlap.
+inline Simd<float>::Vec exp2_bounded(Simd<float>::Vec x) {
+    using S = Simd<float>;
+    using Vec = S::Vec;
+    return exp2_by_parts<float>(x, [](Vec f) {
+        const Vec f2 = f * f;
+        const Vec low = S::splat(1.0f) + S::splat(0.693147182f) * f + (S::splat(0.240226507f) + S::splat(0.0555032715f) * f) * f2;
+        const Vec high = S::splat(0.00961802527f) + S::splat(0.00134004327f) * f + S::splat(0.000154697322f) * f2;
+        return low + high * (f2 * f2);
+    });
+}
+
+// double: 2^f by its Taylor series to degree 13 in Horner's form (the first term left
+// out is 4e-18 at |f| = ½: the result is within an ulp or two of exp2, as the
+// library's). It used to call std::exp2 lane by lane, which held float64 to half the
+// speed of float32 (docs/PERFORMANCE.md).
 inline Simd<double>::Vec exp2_bounded(Simd<double>::Vec x) {
     using S = Simd<double>;
     using Vec = S::Vec;
-    using Bits = std::int64_t __attribute__((vector_size(vector_bytes)));
-    x = S::max(x, S::splat(-1023.0));
-    const Vec magic = S::splat(6755399441055744.0 + 1023.0);  // 1.5·2^52 + the exponent bias
-    const Vec shifted = x + magic;
-    const Vec f = x - (shifted - magic);
-    static constexpr double c[] = {1.0,
-                                   0.69314718055994529,
-                                   0.24022650695910072,
-                                   0.055504108664821583,
-                                   0.0096181291076284769,
-                                   0.0013333558146428443,
-                                   0.00015403530393381609,
-                                   1.5252733804059841e-05,
-                                   1.321548679014431e-06,
-                                   1.01780860092397e-07,
-                                   7.0549116208011234e-09,
-                                   4.4455382718708116e-10,
-                                   2.5678435993488206e-11,
-                                   1.3691488853904128e-12};
-    Vec poly = S::splat(c[13]);
-    for (int n = 12; n >= 0; --n) poly = poly * f + S::splat(c[n]);
-    Bits bits;
-    std::memcpy(&bits, &shifted, sizeof bits);
-    bits <<= 52;
-    Vec power;
-    std::memcpy(&power, &bits, sizeof power);
-    return poly * power;
+    return exp2_by_parts<double>(x, [](Vec f) {
+        static constexpr double c[] = {1.0,
+                                       0.69314718055994529,
+                                       0.24022650695910072,
+                                       0.055504108664821583,
+                                       0.0096181291076284769,
+                                       0.0013333558146428443,
+                                       0.00015403530393381609,
+                                       1.5252733804059841e-05,
+                                       1.321548679014431e-06,
+                                       1.01780860092397e-07,
+                                       7.0549116208011234e-09,
+                                       4.4455382718708116e-10,
+                                       2.5678435993488206e-11,
+                                       1.3691488853904128e-12};
+        Vec poly = S::splat(c[13]);
+        for (int n = 12; n >= 0; --n) poly = poly * f + S::splat(c[n]);
+        return poly;
+    });
 }
 
 // An uninitialised array of T on a 64-byte boundary: panel rows are 64 bytes,

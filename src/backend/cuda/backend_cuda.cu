@@ -11,9 +11,11 @@
 #include <string>
 
 #include "attn_trace/errors.hpp"
+#include "attn_trace/online_softmax.hpp"
 #include "backend/row_key_ranges.hpp"
 #include "backend_cuda.hpp"
 #include "device_memory.hpp"
+#include "tensor_core_tiling.hpp"
 
 namespace attn_trace {
 
@@ -106,12 +108,12 @@ __global__ void fused_attention_kernel(HeadArguments a) {
                 float s = 0.0f;
                 for (int c = 0; c < a.d; ++c) s += q_row[c] * k_tile[jj * a.d + c];
                 s *= a.scale;
-                // m' = max(m, s); ℓ' = ℓ·e^(m − m') + e^(s − m'); u' = u·e^(m − m') + e^(s − m')·v_j
-                const float m_new = fmaxf(m_i, s);
-                const float rescale = expf(m_i - m_new);  // e^(−inf) = 0 on the first key
-                const float p = expf(s - m_new);
-                l_i = l_i * rescale + p;
-                for (int c = 0; c < a.dv; ++c) u[c] = u[c] * rescale + p * v_tile[jj * a.dv + c];
+                // The update of online_softmax.hpp with a tile of one key.
+                const float m_new = online_softmax::raised_max(m_i, s);
+                const float rescale = online_softmax::rescale(m_i, m_new);
+                const float p = online_softmax::weight(s, m_new);
+                l_i = online_softmax::rescaled_sum(l_i, rescale, p);
+                for (int c = 0; c < a.dv; ++c) u[c] = online_softmax::rescaled_sum(u[c], rescale, p * v_tile[jj * a.dv + c]);
                 m_i = m_new;
             }
         }
@@ -155,49 +157,32 @@ bool CudaBackend::supports(Operation op, const AttentionCall* call, std::string&
         return false;
     }
     if (!call) return true;
-    std::string missing;
-    if (call->dtype != Dtype::f32) missing = "its fused kernel computes in float32 (⟦dtype⟧ f32)";
-    else if (call->d_k > max_width || call->d_v > max_width)
-        missing = "its fused kernel takes head widths up to " + std::to_string(max_width) + ", found d_k = " + std::to_string(call->d_k) +
-              ", d_v = " + std::to_string(call->d_v);
-    else if (call->softcap) missing = "its fused kernel has no softcap";
-    else if (call->mask && call->mask->has_elementwise())
-        missing = "its fused kernel masks by key ranges only (causal, window, lengths), not by key_valid, ALiBi, dense masks or sparse patterns";
-    else if (call->n() == 0 || call->m() == 0) missing = "its fused kernel needs n ≥ 1 and m ≥ 1";
-    if (missing.empty()) return true;
-    why = missing;
-    return false;
+    if (op == Operation::tensor_core_attention) return tensor_cores::takes(*call, why);
+    const bool widths = call->d_k <= max_width && call->d_v <= max_width;
+    return range_kernel_takes(*call, "its fused kernel",
+                              widths ? "" : "takes head widths up to " + std::to_string(max_width) + ", found d_k = " + std::to_string(call->d_k) +
+                                                ", d_v = " + std::to_string(call->d_v),
+                              why);
 }
 
 AttentionResult CudaBackend::fused_attention(const AttentionCall& call) const {
     const int n = static_cast<int>(call.n()), m = static_cast<int>(call.m()), d = static_cast<int>(call.d_k), dv = static_cast<int>(call.d_v);
     const int heads = call.heads, group = call.heads / call.kv_heads;
-    const RowKeyRanges ranges = row_key_ranges(call);
     const int out_stride = heads * dv;
-    DeviceBuffer<float> dq(call.q->data().size()), dk(call.k->data().size()), dv_buffer(call.v->data().size()),
-        dout(static_cast<std::size_t>(n) * out_stride), dmax(static_cast<std::size_t>(n) * heads), dsum(static_cast<std::size_t>(n) * heads);
-    DeviceBuffer<int> dfirst(ranges.first.size()), dend(ranges.end.size());
-    dq.upload(to_host_vector<float>(*call.q));
-    dk.upload(to_host_vector<float>(*call.k));
-    dv_buffer.upload(to_host_vector<float>(*call.v));
-    dfirst.upload(ranges.first);
-    dend.upload(ranges.end);
+    const DeviceCall<float> device(call, to_host_vector<float>);
     const std::size_t shared_bytes = static_cast<std::size_t>(Bc) * (d + dv) * sizeof(float);
     for (int h = 0; h < heads; ++h) {
         const int g = h / group;
-        HeadArguments a{dq.get() + h * d, dk.get() + g * d, dv_buffer.get() + g * dv,
+        HeadArguments a{device.q.get() + h * d, device.k.get() + g * d, device.v.get() + g * dv,
                         static_cast<int>(call.q->cols()), static_cast<int>(call.k->cols()), static_cast<int>(call.v->cols()), out_stride,
-                        dout.get() + h * dv, dmax.get() + static_cast<long>(h) * n, dsum.get() + static_cast<long>(h) * n,
-                        dfirst.get(), dend.get(), n, m, d, dv, static_cast<float>(call.scale),
+                        device.out.get() + h * dv, device.row_max.get() + static_cast<long>(h) * n, device.row_sum.get() + static_cast<long>(h) * n,
+                        device.first_key.get(), device.end_key.get(), n, m, d, dv, static_cast<float>(call.scale),
                         call.empty_rows_nan ? NAN : 0.0f};
         fused_attention_kernel<<<(n + Br - 1) / Br, Br, shared_bytes>>>(a);
         check_cuda(cudaGetLastError(), "fused_attention_kernel launch");
     }
     check_cuda(cudaDeviceSynchronize(), "fused_attention_kernel");
-    AttentionResult result;
-    result.out = to_matrix(dout.download(), static_cast<std::size_t>(n), static_cast<std::size_t>(out_stride));
-    result.row_max = to_matrix(dmax.download(), static_cast<std::size_t>(heads), static_cast<std::size_t>(n));
-    result.row_sum = to_matrix(dsum.download(), static_cast<std::size_t>(heads), static_cast<std::size_t>(n));
+    AttentionResult result = device.result();
     result.stats.workers = 1;
     result.stats.block_q = Br;
     result.stats.block_k = Bc;

@@ -12,11 +12,9 @@
 #include <mma.h>
 
 #include <cmath>
-#include <string>
 #include <vector>
 
-#include "attn_trace/errors.hpp"
-#include "backend/row_key_ranges.hpp"
+#include "attn_trace/online_softmax.hpp"
 #include "backend_cuda.hpp"
 #include "device_memory.hpp"
 #include "tensor_core_tiling.hpp"
@@ -52,6 +50,23 @@ struct TensorCoreArguments {
 template <typename In, int D>
 constexpr std::size_t shared_bytes() {
     return sizeof(In) * (block_rows * D + 2 * tile_keys * D + block_rows * tile_keys) + sizeof(float) * (block_rows * tile_keys + block_rows * D + 2 * block_rows);
+}
+
+using Accumulator = wmma::fragment<wmma::accumulator, 16, 16, 16, float>;
+
+// acc += A B for one warp, in Steps products of 16 × 16 × 16: A is 16 rows, row-major
+// with leading dimension lda, its step s at a + 16·s; B is 16 columns in BLayout with
+// leading dimension ldb, its step s at b + s·b_step. Both products of a tile (Q Kᵀ and
+// P V) are this, with K read as Kᵀ (column-major).
+template <int Steps, typename In, typename BLayout>
+__device__ void multiply_accumulate(Accumulator& acc, const In* a, int lda, const In* b, int b_step, int ldb) {
+    for (int step = 0; step < Steps; ++step) {
+        wmma::fragment<wmma::matrix_a, 16, 16, 16, In, wmma::row_major> a_fragment;
+        wmma::fragment<wmma::matrix_b, 16, 16, 16, In, BLayout> b_fragment;
+        wmma::load_matrix_sync(a_fragment, a + step * 16, lda);
+        wmma::load_matrix_sync(b_fragment, b + step * b_step, ldb);
+        wmma::mma_sync(acc, a_fragment, b_fragment, acc);
+    }
 }
 
 template <typename In, int D>
@@ -95,20 +110,15 @@ __global__ void __launch_bounds__(tensor_cores::warps * 32) tensor_core_attentio
 
         // S_w = Q_w K_tᵀ: K stored [key][d] is Kᵀ column-major.
         for (int nf = 0; nf < tile_keys / 16; ++nf) {
-            wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+            Accumulator acc;
             wmma::fill_fragment(acc, 0.0f);
-            for (int kf = 0; kf < D / 16; ++kf) {
-                wmma::fragment<wmma::matrix_a, 16, 16, 16, In, wmma::row_major> qa;
-                wmma::fragment<wmma::matrix_b, 16, 16, 16, In, wmma::col_major> kb;
-                wmma::load_matrix_sync(qa, q_s + warp * rows_per_warp * D + kf * 16, D);
-                wmma::load_matrix_sync(kb, k_s + nf * 16 * D + kf * 16, D);
-                wmma::mma_sync(acc, qa, kb, acc);
-            }
+            multiply_accumulate<D / 16, In, wmma::col_major>(acc, q_s + warp * rows_per_warp * D, D, k_s + nf * 16 * D, 16, D);
             wmma::store_matrix_sync(s_s + warp * rows_per_warp * tile_keys + nf * 16, acc, tile_keys, wmma::mem_row_major);
         }
         __syncwarp();
 
-        // The online softmax: lanes 2r and 2r + 1 take row r of the warp, half its keys each.
+        // The online softmax (online_softmax.hpp): lanes 2r and 2r + 1 take row r of the
+        // warp, half its keys each.
         {
             const int r = warp * rows_per_warp + lane / 2, half = lane % 2, i = row0 + r;
             const int first = i < a.n ? a.first_key[i] : 0, end = i < a.n ? a.end_key[i] : 0;
@@ -118,23 +128,22 @@ __global__ void __launch_bounds__(tensor_cores::warps * 32) tensor_core_attentio
                 const int j = j0 + c;
                 const float z = j < first || j >= end ? -INFINITY : s_row[c] * a.scale;
                 s_row[c] = z;
-                tile_max = fmaxf(tile_max, z);
+                tile_max = online_softmax::raised_max(tile_max, z);
             }
-            tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
-            const float m_old = m_s[r], m_new = fmaxf(m_old, tile_max);
-            const float shift = m_new == -INFINITY ? 0.0f : m_new;  // a row with no key yet keeps its zeros
+            tile_max = online_softmax::raised_max(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
+            const float m_old = m_s[r], m_new = online_softmax::raised_max(m_old, tile_max);
             float sum = 0.0f;
             for (int c = half * (tile_keys / 2); c < (half + 1) * (tile_keys / 2); ++c) {
-                const float p = expf(s_row[c] - shift);
+                const float p = online_softmax::weight(s_row[c], m_new);
                 sum += p;
                 p_s[r * tile_keys + c] = to_input<In>(p);
             }
             sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-            const float rescale = expf(m_old - shift);
+            const float rescale = online_softmax::rescale(m_old, m_new);
             for (int c = half * (D / 2); c < (half + 1) * (D / 2); ++c) o_s[r * D + c] *= rescale;
             __syncwarp();
             if (half == 0) {
-                l_s[r] = l_s[r] * rescale + sum;
+                l_s[r] = online_softmax::rescaled_sum(l_s[r], rescale, sum);
                 m_s[r] = m_new;
             }
         }
@@ -142,15 +151,9 @@ __global__ void __launch_bounds__(tensor_cores::warps * 32) tensor_core_attentio
 
         // O_w += P_w V_t
         for (int nf = 0; nf < D / 16; ++nf) {
-            wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+            Accumulator acc;
             wmma::load_matrix_sync(acc, o_s + warp * rows_per_warp * D + nf * 16, D, wmma::mem_row_major);
-            for (int kf = 0; kf < tile_keys / 16; ++kf) {
-                wmma::fragment<wmma::matrix_a, 16, 16, 16, In, wmma::row_major> pa;
-                wmma::fragment<wmma::matrix_b, 16, 16, 16, In, wmma::row_major> vb;
-                wmma::load_matrix_sync(pa, p_s + warp * rows_per_warp * tile_keys + kf * 16, tile_keys);
-                wmma::load_matrix_sync(vb, v_s + kf * 16 * D + nf * 16, D);
-                wmma::mma_sync(acc, pa, vb, acc);
-            }
+            multiply_accumulate<tile_keys / 16, In, wmma::row_major>(acc, p_s + warp * rows_per_warp * tile_keys, tile_keys, v_s + nf * 16, 16 * D, D);
             wmma::store_matrix_sync(o_s + warp * rows_per_warp * D + nf * 16, acc, D, wmma::mem_row_major);
         }
         __syncthreads();  // before the next tile's K and V overwrite these
@@ -177,29 +180,17 @@ std::vector<In> rounded(const Matrix& m) {
 template <typename In, int D>
 AttentionResult run(const AttentionCall& call) {
     const int n = static_cast<int>(call.n()), m = static_cast<int>(call.m()), heads = call.heads;
-    const RowKeyRanges ranges = row_key_ranges(call);
-    DeviceBuffer<In> q(call.q->data().size()), k(call.k->data().size()), v(call.v->data().size());
-    DeviceBuffer<float> out(static_cast<std::size_t>(n) * heads * D), row_max(static_cast<std::size_t>(heads) * n),
-        row_sum(static_cast<std::size_t>(heads) * n);
-    DeviceBuffer<int> first_key(ranges.first.size()), end_key(ranges.end.size());
-    q.upload(rounded<In>(*call.q));
-    k.upload(rounded<In>(*call.k));
-    v.upload(rounded<In>(*call.v));
-    first_key.upload(ranges.first);
-    end_key.upload(ranges.end);
-    const TensorCoreArguments a{q.get(), k.get(), v.get(), static_cast<int>(call.q->cols()), static_cast<int>(call.k->cols()), static_cast<int>(call.v->cols()),
-                                out.get(), row_max.get(), row_sum.get(), first_key.get(), end_key.get(), n, m, heads / call.kv_heads,
-                                static_cast<float>(call.scale), call.empty_rows_nan ? NAN : 0.0f};
+    const DeviceCall<In> device(call, rounded<In>);
+    const TensorCoreArguments a{device.q.get(), device.k.get(), device.v.get(), static_cast<int>(call.q->cols()), static_cast<int>(call.k->cols()),
+                                static_cast<int>(call.v->cols()), device.out.get(), device.row_max.get(), device.row_sum.get(), device.first_key.get(),
+                                device.end_key.get(), n, m, heads / call.kv_heads, static_cast<float>(call.scale), call.empty_rows_nan ? NAN : 0.0f};
     constexpr std::size_t bytes = shared_bytes<In, D>();
     check_cuda(cudaFuncSetAttribute(tensor_core_attention<In, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)), "cudaFuncSetAttribute");
     const dim3 grid(static_cast<unsigned>((n + block_rows - 1) / block_rows), static_cast<unsigned>(heads));
     tensor_core_attention<In, D><<<grid, tensor_cores::warps * 32, bytes>>>(a);
     check_cuda(cudaGetLastError(), "tensor_core_attention launch");
     check_cuda(cudaDeviceSynchronize(), "tensor_core_attention");
-    AttentionResult result;
-    result.out = to_matrix(out.download(), static_cast<std::size_t>(n), static_cast<std::size_t>(heads * D));
-    result.row_max = to_matrix(row_max.download(), static_cast<std::size_t>(heads), static_cast<std::size_t>(n));
-    result.row_sum = to_matrix(row_sum.download(), static_cast<std::size_t>(heads), static_cast<std::size_t>(n));
+    AttentionResult result = device.result();
     result.stats.block_q = block_rows;
     result.stats.block_k = tile_keys;
     result.stats.workers = 1;
@@ -208,14 +199,8 @@ AttentionResult run(const AttentionCall& call) {
 
 }  // namespace
 
-AttentionResult CudaBackend::fused_attention_tensor_cores(const AttentionCall& call, HalfType type) const {
-    if (call.d_k != call.d_v || (call.d_k != 64 && call.d_k != 128))
-        throw InputError("the tensor-core kernel takes d_k = d_v = 64 or 128, found d_k = " + std::to_string(call.d_k) + ", d_v = " + std::to_string(call.d_v));
-    if (call.softcap) throw InputError("the tensor-core kernel has no softcap");
-    if (call.mask && call.mask->has_elementwise())
-        throw InputError("the tensor-core kernel masks by key ranges only (causal, window, lengths)");
-    if (call.n() == 0 || call.m() == 0) throw InputError("the tensor-core kernel needs n ≥ 1 and m ≥ 1");
-    if (type == HalfType::fp16) return call.d_k == 64 ? run<__half, 64>(call) : run<__half, 128>(call);
+AttentionResult CudaBackend::tensor_core_attention(const AttentionCall& call) const {
+    if (call.half == HalfType::fp16) return call.d_k == 64 ? run<__half, 64>(call) : run<__half, 128>(call);
     return call.d_k == 64 ? run<__nv_bfloat16, 64>(call) : run<__nv_bfloat16, 128>(call);
 }
 

@@ -1,7 +1,8 @@
 #pragma once
 // Device memory for the CUDA kernels (both .cu files): a buffer that frees itself,
-// the copies to and from the host, and the error check that turns a failed CUDA
-// call into BackendUnavailable. CUDA-only: included from .cu files.
+// the copies to and from the host, the error check that turns a failed CUDA call
+// into BackendUnavailable, and an attention call's buffers as both fused kernels
+// read and write them. CUDA-only: included from .cu files.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -9,8 +10,10 @@
 #include <string>
 #include <vector>
 
+#include "attn_trace/backend.hpp"
 #include "attn_trace/errors.hpp"
 #include "attn_trace/matrix.hpp"
+#include "backend/row_key_ranges.hpp"
 
 namespace attn_trace {
 
@@ -56,5 +59,40 @@ Matrix to_matrix(const std::vector<T>& data, std::size_t rows, std::size_t cols)
     for (std::size_t i = 0; i < data.size(); ++i) out.data()[i] = static_cast<double>(data[i]);
     return out;
 }
+
+// An attention call on the device: Q, K and V as In (`convert` turns each Matrix into
+// a std::vector<In>), each query row's key range [first_key, end_key), and the
+// float32 outputs out (n, H·d_v), row_max and row_sum (H, n).
+template <typename In>
+struct DeviceCall {
+    DeviceBuffer<In> q, k, v;
+    DeviceBuffer<int> first_key, end_key;
+    DeviceBuffer<float> out, row_max, row_sum;
+
+    template <typename Convert>
+    DeviceCall(const AttentionCall& call, Convert convert)
+        : q(call.q->data().size()), k(call.k->data().size()), v(call.v->data().size()), first_key(call.n()), end_key(call.n()),
+          out(call.n() * static_cast<std::size_t>(call.heads) * call.d_v), row_max(static_cast<std::size_t>(call.heads) * call.n()),
+          row_sum(static_cast<std::size_t>(call.heads) * call.n()), n_(call.n()), heads_(static_cast<std::size_t>(call.heads)), d_v_(call.d_v) {
+        q.upload(convert(*call.q));
+        k.upload(convert(*call.k));
+        v.upload(convert(*call.v));
+        const RowKeyRanges ranges = row_key_ranges(call);
+        first_key.upload(ranges.first);
+        end_key.upload(ranges.end);
+    }
+
+    // out, row_max and row_sum back on the host; the caller adds the kernel's stats.
+    AttentionResult result() const {
+        AttentionResult result;
+        result.out = to_matrix(out.download(), n_, heads_ * d_v_);
+        result.row_max = to_matrix(row_max.download(), heads_, n_);
+        result.row_sum = to_matrix(row_sum.download(), heads_, n_);
+        return result;
+    }
+
+private:
+    std::size_t n_, heads_, d_v_;
+};
 
 }  // namespace attn_trace

@@ -5,12 +5,12 @@
 // tile's height) against tiles of 64 keys, skipping the tiles no row of the block
 // may read (causal, window, lengths), and the order of the operations in each:
 // S = Q Kᵀ in f32 from 16-bit inputs, the online softmax in f32, P rounded to the
-// input type, O += P V in f32.
-#ifdef __CUDACC__
-#define ATTN_TRACE_HOST_DEVICE __host__ __device__
-#else
-#define ATTN_TRACE_HOST_DEVICE
-#endif
+// input type, O += P V in f32; and which calls it takes.
+#include <string>
+
+#include "attn_trace/backend.hpp"
+#include "attn_trace/host_device.hpp"
+#include "backend/row_key_ranges.hpp"
 
 namespace attn_trace::tensor_cores {
 
@@ -18,6 +18,14 @@ inline constexpr int warps = 4;
 inline constexpr int rows_per_warp = 16;                 // one WMMA tile
 inline constexpr int block_rows = warps * rows_per_warp;  // Br
 inline constexpr int tile_keys = 64;                      // Bc
+
+// Whether the kernel takes `call` (CudaBackend::supports's answer for
+// tensor_core_attention, which needs no device); when not, `why` says what it lacks.
+inline bool takes(const AttentionCall& call, std::string& why) {
+    const bool widths = call.d_k == call.d_v && (call.d_k == 64 || call.d_k == 128);
+    return range_kernel_takes(call, "the tensor-core kernel",
+                              widths ? "" : "takes d_k = d_v = 64 or 128, found d_k = " + std::to_string(call.d_k) + ", d_v = " + std::to_string(call.d_v), why);
+}
 
 // The keys [first, end) some row of [row0, row0 + rows) may read.
 struct KeySpan {
