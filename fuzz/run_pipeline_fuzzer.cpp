@@ -37,7 +37,7 @@ void attempt(Pipeline&& pipeline) {
 }
 
 // The largest finite magnitude among a trace's steps of one name (every head).
-double largest(const Trace& trace, const std::string& name) {
+double largest(const Trace& trace, StepName name) {
     double most = 0;
     for (const Step& step : trace.steps)
         if (step.name == name)
@@ -52,13 +52,13 @@ double largest(const Trace& trace, const std::string& name) {
 // weight by as much and an output by that times the largest |v| — far below what a
 // mask, a scale or a head taken wrongly changes.
 void require_same_outputs(const Trace& full, const Trace& other, const char* path) {
-    const Step* q = full.find("q", std::nullopt, std::nullopt, std::nullopt, std::nullopt);
-    const double products = largest(full, "q") * largest(full, "k") * static_cast<double>(q ? q->values.cols() : 1);
-    const double scores = std::max({largest(full, "scores"), largest(full, "masked"), products});
-    const double atol = 1e-9 * (1 + largest(full, "v") + largest(full, "out")) * (1 + scores);
+    const Step* q = full.find(StepName::q, std::nullopt, std::nullopt, std::nullopt, std::nullopt);
+    const double products = largest(full, StepName::q) * largest(full, StepName::k) * static_cast<double>(q ? q->values.cols() : 1);
+    const double scores = std::max({largest(full, StepName::scores), largest(full, StepName::masked), products});
+    const double atol = 1e-9 * (1 + largest(full, StepName::v) + largest(full, StepName::out)) * (1 + scores);
     for (const Step& want : full.steps) {
-        if (want.name != "out" || want.t || want.tile) continue;
-        const Step* got = other.find("out", want.head, want.batch, std::nullopt, std::nullopt);
+        if (want.name != StepName::out || want.t || want.tile) continue;
+        const Step* got = other.find(StepName::out, want.head, want.batch, std::nullopt, std::nullopt);
         if (!got) continue;  // a path that keeps another set of steps
         const Comparison c = compare_matrices(got->values, want.values, {atol, 1e-9});
         if (!c.passed()) {

@@ -80,7 +80,7 @@ inline const std::vector<ProblemShape>& problem_shapes() {
 inline void require_same_outputs(const Trace& got, const Trace& reference, Tolerance tolerance) {
     std::size_t compared = 0;
     for (const Step& want : reference.steps) {
-        if (want.name != "out" && want.name != "concat" && want.name != "final") continue;
+        if (want.name != StepName::out && want.name != StepName::concat && want.name != StepName::final) continue;
         const Step* step = got.find(want.name, want.head, want.batch, std::nullopt, std::nullopt);
         INFO("step " << want.name << " head " << want.head.value_or(-1) << " batch " << want.batch.value_or(-1));
         REQUIRE(step != nullptr);

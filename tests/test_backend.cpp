@@ -62,8 +62,8 @@ TEST_CASE("attend asks supports first and goes through the backend's fused atten
     const AttentionResult r = attend(yes, Operation::fused_attention, call_of(p, Dtype::f64));
     CHECK(yes.calls == 1);
     const Trace full = pipeline_full(p, {Dtype::f64, "cpu"});
-    CHECK(compare_matrices(r.out, full.find("out", 0, std::nullopt, std::nullopt, std::nullopt)->values, tolerances::same_math_f64).passed());
-    CHECK(compare_matrices(r.row_sum.transposed(), full.find("row_sum", 0, std::nullopt, std::nullopt, std::nullopt)->values,
+    CHECK(compare_matrices(r.out, full.find(StepName::out, 0, std::nullopt, std::nullopt, std::nullopt)->values, tolerances::same_math_f64).passed());
+    CHECK(compare_matrices(r.row_sum.transposed(), full.find(StepName::row_sum, 0, std::nullopt, std::nullopt, std::nullopt)->values,
                            tolerances::same_math_f64).passed());
     REQUIRE_THROWS_AS(attend(no, Operation::fused_attention, call_of(p, Dtype::f64)), BackendUnavailable);
     REQUIRE_THROWS_WITH(attend(no, Operation::fused_attention, call_of(p, Dtype::f64)),

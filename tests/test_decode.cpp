@@ -29,7 +29,7 @@ Trace full_causal(nlohmann::json problem, Dtype dtype) {
 }
 
 const Matrix& decode_step(const Trace& trace, const std::string& name, int t, int head = 0) {
-    const Step* step = trace.find(name, head, std::nullopt, t, std::nullopt);
+    const Step* step = trace.find(step_named(name), head, std::nullopt, t, std::nullopt);
     if (!step) throw std::runtime_error("no step " + name + " at t " + std::to_string(t));
     return step->values;
 }
@@ -70,7 +70,7 @@ TEST_CASE("decode: prefill is one causal block with t = P-1, then one query per 
     const Trace trace = decode(damaged, options);
     REQUIRE(decode_step(trace, "weights", 1).rows() == 2);
     REQUIRE(matches(decode_step(trace, "weights", 1), matrix({{1, 0}, {0.5, 0.5}}), 1e-15));
-    REQUIRE(trace.find("weights", 0, std::nullopt, 0, std::nullopt) == nullptr);
+    REQUIRE(trace.find(StepName::weights, 0, std::nullopt, 0, std::nullopt) == nullptr);
     REQUIRE(decode_step(trace, "weights", 2).cols() == 3);
     REQUIRE(trace_number(trace, "max_abs_diff_vs_full") == 0.0);
     options.prefill = 3;
@@ -118,9 +118,9 @@ TEST_CASE("decode: batches with lengths, projections, biases, W_O, RoPE, ALiBi a
         CAPTURE(variant);
         const Trace trace = decode(problem.dump());
         require_same_outputs(trace, full_causal(problem, Dtype::f64), tolerances::same_math_f64);
-        REQUIRE(trace.find("final", std::nullopt, 2, std::nullopt, std::nullopt) != nullptr);
-        REQUIRE(trace.find("k_cache", 1, 2, 4, std::nullopt) != nullptr);  // KV head 1 of sequence 2
-        REQUIRE(trace.find("k_cache", 2, 0, 4, std::nullopt) == nullptr);  // only 2 KV heads
+        REQUIRE(trace.find(StepName::final, std::nullopt, 2, std::nullopt, std::nullopt) != nullptr);
+        REQUIRE(trace.find(StepName::k_cache, 1, 2, 4, std::nullopt) != nullptr);  // KV head 1 of sequence 2
+        REQUIRE(trace.find(StepName::k_cache, 2, 0, 4, std::nullopt) == nullptr);  // only 2 KV heads
     }
 }
 

@@ -51,7 +51,7 @@ TEST_CASE("a seed's numbers are pinned, so every platform writes the same exerci
     // Hand-friendly: every given number and every score is an integer, every scaled score a half.
     for (double x : problem.Q->data()) CHECK(x == std::floor(x));
     for (const auto& e : problem.expect)
-        for (double x : e.data.data()) CHECK(x * (e.name == "scaled" ? 2 : 1) == std::floor(x * (e.name == "scaled" ? 2 : 1)));
+        for (double x : e.data.data()) CHECK(x * (e.name == StepName::scaled ? 2 : 1) == std::floor(x * (e.name == StepName::scaled ? 2 : 1)));
 }
 
 TEST_CASE("the worked answer shows the steps and the arithmetic of a row, in Markdown and LaTeX") {

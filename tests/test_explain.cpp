@@ -142,8 +142,8 @@ bool same_values(const Matrix& a, const Matrix& b) {
     return true;
 }
 
-bool key_rows(const std::string& name) {
-    return name == "k" || name == "v" || name == "k_rot" || name == "x_source" || name == "c_kv" || name == "k_rope" || name == "reach";
+bool key_rows(StepName name) {
+    return name == StepName::k || name == StepName::v || name == StepName::k_rot || name == StepName::x_source || name == StepName::c_kv || name == StepName::k_rope || name == StepName::reach;
 }
 
 }  // namespace
@@ -240,7 +240,7 @@ TEST_CASE("a decode step computed alone equals the whole decode's step t, and ex
     ExplainSource at_t;
     at_t.t = 2;
     const Trace whole = pipeline_decode(problem, RunOptions{}, DecodeOptions{});
-    const double a = whole.find("weights", 0, std::nullopt, 2, std::nullopt)->values(0, 1);
+    const double a = whole.find(StepName::weights, 0, std::nullopt, 2, std::nullopt)->values(0, 1);
     CHECK(contains(explain_problem(problem, RunOptions{}, parse_cell_spec("weights[0,1]"), ExplainOptions{}, at_t), "= " + format_rounded(a, 4) + "\n"));
     CHECK(contains(explain_problem(problem, RunOptions{}, parse_cell_spec("k_cache[1,1]"), ExplainOptions{}, at_t), "k_11 = 0.5"));
 }
@@ -265,7 +265,7 @@ TEST_CASE("a tiled block computed alone equals the whole pass's tiles, and expla
     ExplainSource at_tile;
     at_tile.tile = std::array<std::size_t, 2>{0, 1};
     const Trace whole = pipeline_tiled(problem, RunOptions{}, TiledOptions{});
-    const double l = whole.find("l", 0, std::nullopt, std::nullopt, std::array<int, 2>{0, 1})->values(0, 0);
+    const double l = whole.find(StepName::l, 0, std::nullopt, std::nullopt, std::array<int, 2>{0, 1})->values(0, 0);
     const std::string text = explain_problem(problem, RunOptions{}, parse_cell_spec("l[0,0]"), ExplainOptions{}, at_tile);
     CHECK(contains(text, "m_old = 0.5303"));
     CHECK(contains(text, "= " + format_rounded(l, 4) + "\n"));

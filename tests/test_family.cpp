@@ -190,7 +190,7 @@ TEST_CASE("dropout in train mode: dropped = weights ⊙ keep / (1 − p), keep 0
 TEST_CASE("dropout in eval mode drops nothing and says why", "[dropout]") {
     const Trace eval = run_json(random_qkv(6, 1, R"(, "dropout": {"p": 0.5, "seed": 1})"));
     const Trace none = run_json(random_qkv(6, 1, ""));
-    CHECK(eval.find("keep", 0, std::nullopt, std::nullopt, std::nullopt) == nullptr);
+    CHECK(eval.find(StepName::keep, 0, std::nullopt, std::nullopt, std::nullopt) == nullptr);
     CHECK(step_values(eval, "out").data() == step_values(none, "out").data());
     REQUIRE(eval.notes_of("dropout_eval").size() == 1);
     const Problem train = parse_problem(random_qkv(6, 1, R"(, "dropout": {"p": 0.5, "mode": "train"})"), "t.json");
@@ -210,7 +210,7 @@ TEST_CASE("permuting the tokens of a position-free layer permutes its outputs", 
     const Matrix& original = step_values(trace, "out", 0);
     CHECK(moved(0, 0) == original(2, 0));  // row i of P·out is row P[i] of out
     // The layer's output too (final, without a head).
-    CHECK(trace.find("out_of_permuted", std::nullopt, std::nullopt, std::nullopt, std::nullopt) != nullptr);
+    CHECK(trace.find(StepName::out_of_permuted, std::nullopt, std::nullopt, std::nullopt, std::nullopt) != nullptr);
 }
 
 TEST_CASE("a causal mask, RoPE at fixed positions and ALiBi break the symmetry, and the trace names them", "[permute]") {
@@ -276,8 +276,8 @@ TEST_CASE("MLA's absorbed form equals the explicit one, and every pipeline equal
     const Trace decode = pipeline_decode(p, {}, {});
     CHECK(number_of(decode, "max_abs_diff_vs_full") < 1e-13);
     CHECK(number_of(decode, "kv_cache_bytes_per_token") == (4 + 2) * 8);
-    CHECK(decode.find("c_cache", std::nullopt, std::nullopt, 4, std::nullopt)->values.rows() == 5);
-    CHECK(decode.find("k_cache", 0, std::nullopt, 0, std::nullopt) == nullptr);
+    CHECK(decode.find(StepName::c_cache, std::nullopt, std::nullopt, 4, std::nullopt)->values.rows() == 5);
+    CHECK(decode.find(StepName::k_cache, 0, std::nullopt, 0, std::nullopt) == nullptr);
 }
 
 TEST_CASE("cost --mla gives DeepSeek-V2's cache per token", "[mla][cost]") {

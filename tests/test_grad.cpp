@@ -25,7 +25,7 @@ double loss(const Problem& p) {
     double total = 0;
     for (std::size_t b = 0; b < p.batch; ++b) {
         const std::optional<int> batch = p.batched ? std::optional<int>(static_cast<int>(b)) : std::nullopt;
-        const Step* out = t.find(p.W_O ? "final" : p.heads > 1 ? "concat" : "out", p.W_O || p.heads > 1 ? std::nullopt : std::optional<int>(0), batch,
+        const Step* out = t.find(p.W_O ? StepName::final : p.heads > 1 ? StepName::concat : StepName::out, p.W_O || p.heads > 1 ? std::nullopt : std::optional<int>(0), batch,
                                  std::nullopt, std::nullopt);
         const Matrix& d = p.d_out[b];
         for (std::size_t k = 0; k < d.data().size(); ++k) total += d.data()[k] * out->values.data()[k];
@@ -45,7 +45,7 @@ double central_difference(Problem p, Cell cell) {
 }
 
 double value_of(const Trace& t, const std::string& name, std::optional<int> head, std::size_t i, std::size_t j, std::optional<int> batch = std::nullopt) {
-    const Step* s = t.find(name, head, batch, std::nullopt, std::nullopt);
+    const Step* s = t.find(step_named(name), head, batch, std::nullopt, std::nullopt);
     if (!s) throw std::runtime_error("no step " + name);
     return s->values(i, j);
 }
@@ -151,7 +151,7 @@ TEST_CASE("the tiled backward (FlashAttention-2) equals the untiled one and reco
             CHECK(diff->second < 1e-13);
             // p of a tile is the forward weights' block: exp(z − lse) with lse = m + ln ℓ
             const Trace forward = pipeline_full(p, {});
-            const Step* tile = tiled.find("p", 1, std::nullopt, std::nullopt, std::array<int, 2>{1, 0});
+            const Step* tile = tiled.find(StepName::p, 1, std::nullopt, std::nullopt, std::array<int, 2>{1, 0});
             REQUIRE(tile != nullptr);
             const Matrix& weights = step_values(forward, "weights", 1);
             for (std::size_t r = 0; r < tile->values.rows(); ++r)

@@ -2,6 +2,7 @@
 // Small helpers shared by the Catch2 tests.
 #include <cmath>
 #include <limits>
+#include <stdexcept>
 #include <string>
 
 #include "attn_trace/check.hpp"
@@ -24,9 +25,16 @@ inline Trace run_json(const std::string& json, Dtype dtype = Dtype::f64) {
     return pipeline_full(parse_problem(json, "test.json"), RunOptions{dtype, "cpu"});
 }
 
+// A step named as a test writes it; throws for a name that is no step.
+inline StepName step_named(const std::string& name) {
+    const auto step = find_step(name);
+    if (!step) throw std::runtime_error("no step is named " + name);
+    return *step;
+}
+
 // The step's values; fails the test (throws) when the step is missing.
 inline const Matrix& step_values(const Trace& trace, const std::string& name, int head = 0, std::optional<int> batch = std::nullopt) {
-    const Step* step = trace.find(name, head, batch, std::nullopt, std::nullopt);
+    const Step* step = trace.find(step_named(name), head, batch, std::nullopt, std::nullopt);
     if (!step) throw std::runtime_error("no step " + name);
     return step->values;
 }

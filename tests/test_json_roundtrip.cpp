@@ -21,7 +21,7 @@ TEST_CASE("render_json writes the documented JSON layout with full-precision num
     REQUIRE(json["problem"]["scale"].get<double>() == 1 / std::sqrt(2.0));
     bool saw_masked = false;
     for (const auto& step : json["steps"]) {
-        const Step* original = trace.find(step["name"], step.contains("head") ? std::optional<int>(step["head"].get<int>()) : std::nullopt,
+        const Step* original = trace.find(step_named(step["name"].get<std::string>()), step.contains("head") ? std::optional<int>(step["head"].get<int>()) : std::nullopt,
                                           std::nullopt, std::nullopt, std::nullopt);
         REQUIRE(original != nullptr);
         REQUIRE(step["shape"][0] == original->values.rows());
@@ -51,7 +51,7 @@ TEST_CASE("the steps and head filters select JSON steps") {
     const Trace trace = run_json(R"({"Q": {"random": {"shape": [2, 4], "seed": 1}}, "K": {"random": {"shape": [2, 4], "seed": 2}},
                                     "V": {"random": {"shape": [2, 4], "seed": 3}}, "heads": 2})");
     RenderOptions options;
-    options.steps = {"weights"};
+    options.steps = {StepName::weights};
     options.head = 1;
     const auto json = nlohmann::json::parse(render_json(trace, options));
     REQUIRE(json["steps"].size() == 1);

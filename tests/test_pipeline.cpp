@@ -36,7 +36,7 @@ TEST_CASE("the steps of 'damaged on arrival' (a teaching text's worked example) 
 TEST_CASE("the steps come in the documented order with formulas and shapes") {
     const Trace trace = run_json(with(R"(, "mask": "causal")"));
     std::vector<std::string> names;
-    for (const auto& step : trace.steps) names.push_back(step.name);
+    for (const auto& step : trace.steps) names.push_back(step_name(step.name));
     REQUIRE(names == std::vector<std::string>{"x", "q", "k", "v", "scores", "scaled", "mask", "masked", "row_max", "exp", "row_sum", "weights", "out"});
     for (const auto& step : trace.steps) REQUIRE_FALSE(step.formula.empty());
     REQUIRE(step_values(trace, "row_max").cols() == 1);
@@ -104,10 +104,10 @@ TEST_CASE("grouped-query: query head h reads KV head h / (H / H_kv), and the tra
     REQUIRE_THAT(note_text(trace.notes.front()), Catch::Contains("query heads 0-1 read KV head 0") && Catch::Contains("query heads 2-3 read KV head 1"));
     // Heads 2 and 3 share KV head 1: with the same query they would agree; check the
     // formula names the KV head and the output uses V's second half.
-    const auto* out3 = trace.find("out", 3, std::nullopt, std::nullopt, std::nullopt);
+    const auto* out3 = trace.find(StepName::out, 3, std::nullopt, std::nullopt, std::nullopt);
     REQUIRE(out3->formula == "A V_1 (v columns 2…3)");
     // Issue 11, finding 11: a head's table names the columns it reads.
-    REQUIRE(trace.find("scores", 3, std::nullopt, std::nullopt, std::nullopt)->formula == "Q K_1ᵀ (q columns 6…7, k columns 2…3)");
+    REQUIRE(trace.find(StepName::scores, 3, std::nullopt, std::nullopt, std::nullopt)->formula == "Q K_1ᵀ (q columns 6…7, k columns 2…3)");
     REQUIRE_THROWS_WITH(run_json(R"({"Q": [[1, 2, 3]], "K": [[1, 2, 3]], "V": [[1]], "heads": 3, "kv_heads": 2})"),
                         Catch::Contains("$.kv_heads") && Catch::Contains("must divide heads (3)"));
 }
@@ -118,7 +118,7 @@ TEST_CASE("cross-attention: K and V come from X_source with m rows") {
     const Trace trace = run_json(problem);
     REQUIRE(trace.problem.m == 3);
     REQUIRE(step_values(trace, "scores").data() == matrix({{1, 2, 3}}).data());
-    REQUIRE(trace.find("scores", 0, std::nullopt, std::nullopt, std::nullopt)->column_labels == std::vector<std::string>{"a", "b", "c"});
+    REQUIRE(trace.find(StepName::scores, 0, std::nullopt, std::nullopt, std::nullopt)->column_labels == std::vector<std::string>{"a", "b", "c"});
 }
 
 TEST_CASE("batches: each sequence has its own steps and lengths hide its padded keys") {

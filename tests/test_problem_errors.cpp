@@ -146,8 +146,8 @@ TEST_CASE("a non-finite input is an error naming its first cell, unless allowed"
 TEST_CASE("allowed non-finite inputs are traced as they spread, and a NaN row is not an empty row") {
     const Problem p = parse_problem(R"({"Q": [[1, "nan"], [0, 1]], "K": [[1, 0], [0, 1]], "V": [[1], [2]]})", "nan.json", true);
     const Trace trace = pipeline_full(p, RunOptions{});
-    REQUIRE(std::isnan(trace.find("weights", 0, std::nullopt, std::nullopt, std::nullopt)->values(0, 0)));
-    REQUIRE(trace.find("weights", 0, std::nullopt, std::nullopt, std::nullopt)->values(1, 1) > 0.5);  // the finite row is untouched
+    REQUIRE(std::isnan(trace.find(StepName::weights, 0, std::nullopt, std::nullopt, std::nullopt)->values(0, 0)));
+    REQUIRE(trace.find(StepName::weights, 0, std::nullopt, std::nullopt, std::nullopt)->values(1, 1) > 0.5);  // the finite row is untouched
     bool noted = false;
     for (const auto& note : trace.notes) {
         REQUIRE(note.kind != "empty_rows");

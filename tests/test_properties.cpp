@@ -99,8 +99,8 @@ Drawn draw_problem(std::uint64_t seed) {
 // read no key; a weight whose masked score is −∞ is exactly 0.
 void check_weights(const Trace& full, double tolerance) {
     for (const Step& w : full.steps) {
-        if (w.name != "weights") continue;
-        const Step* masked = full.find("masked", w.head, w.batch, std::nullopt, std::nullopt);
+        if (w.name != StepName::weights) continue;
+        const Step* masked = full.find(StepName::masked, w.head, w.batch, std::nullopt, std::nullopt);
         REQUIRE(masked != nullptr);
         for (std::size_t i = 0; i < w.values.rows(); ++i) {
             double sum = 0;

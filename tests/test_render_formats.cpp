@@ -20,7 +20,7 @@ const char* two_heads = R"({"Q": [[1, 0, 0, 1], [0, 1, 1, 0]], "K": [[1, 0, 0, 1
 
 RenderOptions only(std::vector<std::string> steps, std::optional<int> head = std::nullopt) {
     RenderOptions options;
-    options.steps = std::move(steps);
+    for (const auto& name : steps) options.steps.push_back(step_named(name));
     options.head = head;
     return options;
 }

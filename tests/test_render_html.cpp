@@ -118,7 +118,7 @@ TEST_CASE("every cell's explanation on the page is explain's text for that cell"
 TEST_CASE("decode's and tiled's cells are explained at their t and tile, grad's from the grad trace") {
     const Problem problem = parse_problem(damaged_causal, "damaged.json");
     const Trace decode = pipeline_decode(problem, RunOptions{}, DecodeOptions{});
-    const Step* weights_t2 = decode.find("weights", 0, std::nullopt, 2, std::nullopt);
+    const Step* weights_t2 = decode.find(StepName::weights, 0, std::nullopt, 2, std::nullopt);
     REQUIRE(weights_t2);
     const auto decode_cells = explain_cells(decode, problem, RunOptions{}, {weights_t2}, ExplainSource{}, 4);
     ExplainSource at_t2;
@@ -128,7 +128,7 @@ TEST_CASE("decode's and tiled's cells are explained at their t and tile, grad's 
 
     const TiledOptions blocks{1, 2};
     const Trace tiled = pipeline_tiled(problem, RunOptions{}, blocks);
-    const Step* m_tile = tiled.find("m", 0, std::nullopt, std::nullopt, std::array{2, 1});
+    const Step* m_tile = tiled.find(StepName::m, 0, std::nullopt, std::nullopt, std::array{2, 1});
     REQUIRE(m_tile);
     ExplainSource source;
     source.tiled = blocks;
@@ -139,7 +139,7 @@ TEST_CASE("decode's and tiled's cells are explained at their t and tile, grad's 
           explain_problem(problem, RunOptions{}, parse_cell_spec("m[0,0]"), ExplainOptions{}, at_tile));
 
     const Trace grad = pipeline_grad(problem, RunOptions{}, GradOptions{});
-    const Step* grad_q = grad.find("grad_q", 0, std::nullopt, std::nullopt, std::nullopt);
+    const Step* grad_q = grad.find(StepName::grad_q, 0, std::nullopt, std::nullopt, std::nullopt);
     REQUIRE(grad_q);
     const auto grad_cells = explain_cells(grad, problem, RunOptions{}, {grad_q}, ExplainSource{}, 4);
     CHECK(grad_cells.steps[static_cast<std::size_t>(grad_q - grad.steps.data())][2] ==
@@ -153,7 +153,7 @@ TEST_CASE("a page past the explained size carries no explanations and says how t
                                           "big.json");
     const Trace trace = pipeline_full(problem, RunOptions{});
     RenderOptions options;
-    options.steps = {"weights"};
+    options.steps = {StepName::weights};
     const CellExplanations explanations = explanations_of(trace, problem, options);
     CHECK(explanations.steps.empty());
     CHECK(explanations.note.find("4096") != std::string::npos);

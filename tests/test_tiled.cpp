@@ -19,7 +19,7 @@ Trace tiled(const std::string& json, std::size_t block_q, std::size_t block_k, D
 Trace full(const std::string& json, Dtype dtype = Dtype::f64) { return pipeline_full(parse_problem(json, "test.json"), RunOptions{dtype, "cpu"}); }
 
 const Matrix& tile_step(const Trace& trace, const std::string& name, int qb, int kt, int head = 0) {
-    const Step* step = trace.find(name, head, std::nullopt, std::nullopt, std::array<int, 2>{qb, kt});
+    const Step* step = trace.find(step_named(name), head, std::nullopt, std::nullopt, std::array<int, 2>{qb, kt});
     if (!step) throw std::runtime_error("no step " + name);
     return step->values;
 }
@@ -53,7 +53,7 @@ TEST_CASE("tiled: a causal mask skips the tiles above the diagonal and counts th
     const Trace trace = tiled(problem, 1, 1);
     REQUIRE(trace_number(trace, "tiles_skipped") == 3);  // (0,1), (0,2), (1,2)
     REQUIRE(trace_number(trace, "tiles_computed") == 6);
-    REQUIRE(trace.find("scores", 0, std::nullopt, std::nullopt, std::array<int, 2>{0, 1}) == nullptr);
+    REQUIRE(trace.find(StepName::scores, 0, std::nullopt, std::nullopt, std::array<int, 2>{0, 1}) == nullptr);
     REQUIRE(matches(step_values(trace, "out"), matrix({{2, 0}, {1, 0}, {1.007, 0.248}}), 5e-4));
     REQUIRE(trace_number(tiled(problem, 2, 2), "tiles_skipped") == 1);
 }
@@ -67,7 +67,7 @@ TEST_CASE("tiled: a tile whose keys are all blocked for a row keeps m = -inf and
     REQUIRE(tile_step(trace, "l", 0, 0)(0, 0) == 0.0);
     REQUIRE(tile_step(trace, "rescale", 0, 0)(0, 0) == 1.0);  // e^(−∞ − (−∞)) taken as 1: nothing to rescale
     for (const Step& step : trace.steps)
-        if (step.name != "scores") REQUIRE_FALSE(any_nan(step.values));
+        if (step.name != StepName::scores) REQUIRE_FALSE(any_nan(step.values));
     REQUIRE(tile_step(trace, "rescale", 0, 1)(0, 0) == 0.0);  // the first key read: e^(−∞ − m) = 0
     require_same_outputs(trace, full(problem.dump()), tolerances::same_math_f64);
 }

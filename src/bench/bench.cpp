@@ -175,8 +175,8 @@ private:
         std::vector<std::pair<QueryRows, Matrix>> outputs;
         for (const QueryRows rows : reference_blocks(p.n)) {
             const Trace trace = pipeline_full_rows(p, RunOptions{c_.dtype, "cpu"}, 0, rows);
-            const Step* out = c_.heads > 1 ? trace.find("concat", std::nullopt, std::nullopt, std::nullopt, std::nullopt)
-                                           : trace.find("out", 0, std::nullopt, std::nullopt, std::nullopt);
+            const Step* out = c_.heads > 1 ? trace.find(StepName::concat, std::nullopt, std::nullopt, std::nullopt, std::nullopt)
+                                           : trace.find(StepName::out, 0, std::nullopt, std::nullopt, std::nullopt);
             outputs.emplace_back(rows, out->values);
         }
         return outputs;

@@ -11,7 +11,7 @@ namespace attn_trace {
 
 namespace {
 
-StepCheck compare_step(const Trace& trace, const std::string& name, std::optional<int> head, std::optional<int> batch,
+StepCheck compare_step(const Trace& trace, StepName name, std::optional<int> head, std::optional<int> batch,
                        std::optional<int> t, std::optional<std::array<int, 2>> tile, const Matrix& want, Tolerance tolerance) {
     StepCheck check;
     check.label = step_label(name, head, batch, t, tile);
@@ -37,20 +37,15 @@ bool CheckResult::passed() const {
 
 namespace {
 
-// Steps only the backward pass writes: grad_… and these.
-bool backward_step(const std::string& name) {
-    return name.rfind("grad_", 0) == 0 || name == "jacobian" || name == "lse" || name == "delta" || name == "p";
-}
-
 // What grad keeps only with --tiled: lse, delta and the tiles.
-bool tiled_backward_step(const Expectation& e) { return e.name == "lse" || e.name == "delta" || (backward_step(e.name) && e.tile); }
+bool tiled_backward_step(const Expectation& e) { return e.name == StepName::lse || e.name == StepName::delta || (is_grad_step(e.name) && e.tile); }
 
 }  // namespace
 
 std::string pipeline_for(const std::vector<Expectation>& expect) {
-    const bool grad = std::any_of(expect.begin(), expect.end(), [](const Expectation& e) { return backward_step(e.name); });
+    const bool grad = std::any_of(expect.begin(), expect.end(), [](const Expectation& e) { return is_grad_step(e.name); });
     const bool decode = std::any_of(expect.begin(), expect.end(), [](const Expectation& e) { return e.t.has_value(); });
-    const bool tiled = std::any_of(expect.begin(), expect.end(), [](const Expectation& e) { return e.tile.has_value() && !backward_step(e.name); });
+    const bool tiled = std::any_of(expect.begin(), expect.end(), [](const Expectation& e) { return e.tile.has_value() && !is_grad_step(e.name); });
     if (decode && tiled) throw InputError("expect mixes decode steps (with \"t\") and tiled steps (with \"tile\"): put them in two files");
     if (grad && (decode || tiled)) throw InputError("expect mixes gradients (grad_…) with decode or tiled forward steps: put them in two files");
     return grad ? "grad" : decode ? "decode" : tiled ? "tiled" : "run";

@@ -34,8 +34,8 @@ std::string row_text(const Matrix& m, std::size_t row, const RenderOptions& r) {
 std::string step_table(const Trace& trace, const RenderOptions& r) {
     std::string text = "\ndecode steps: t, cache length after appending, weights over the cache, output row\n";
     for (const Step& weights : trace.steps) {
-        if (weights.name != "weights" || !weights.t || (r.head && weights.head != r.head)) continue;
-        const Step* out = trace.find("out", weights.head, weights.batch, weights.t, std::nullopt);
+        if (weights.name != StepName::weights || !weights.t || (r.head && weights.head != r.head)) continue;
+        const Step* out = trace.find(StepName::out, weights.head, weights.batch, weights.t, std::nullopt);
         const int first = *weights.t + 1 - static_cast<int>(weights.values.rows());
         for (std::size_t i = 0; i < weights.values.rows(); ++i) {
             const std::string who = i < weights.row_labels.size() ? fmt::format(" ({})", weights.row_labels[i]) : "";

@@ -106,9 +106,9 @@ RenderOptions render_options(const TraceOptions& o, const Problem&) {
     r.batch = o.batch;
     if (!o.steps.empty())
         for (const std::string& name : split_list(o.steps, ',')) {
-            if (std::find(step_names().begin(), step_names().end(), name) == step_names().end())
-                throw InputError(fmt::format("--steps: unknown step '{}': expected some of {}", name, fmt::join(step_names(), ", ")));
-            r.steps.push_back(name);
+            const auto step = find_step(name);
+            if (!step) throw InputError(fmt::format("--steps: unknown step '{}': expected some of {}", name, fmt::join(step_names(), ", ")));
+            r.steps.push_back(*step);
         }
     return r;
 }
@@ -121,17 +121,17 @@ void check_steps_present(const Trace& trace, const RenderOptions& r, const Probl
         RenderOptions just_this = r;
         just_this.steps = {name};
         if (!selected_steps(trace, just_this).empty()) continue;
-        std::vector<std::string> produced;
+        std::vector<StepName> produced;
         RenderOptions every = r;
         every.steps.clear();
         for (const Step* step : selected_steps(trace, every))
             if (std::find(produced.begin(), produced.end(), step->name) == produced.end()) produced.push_back(step->name);
         std::string hint;
-        const bool cache = name == "k_cache" || name == "v_cache";
+        const bool cache = name == StepName::k_cache || name == StepName::v_cache;
         if (cache && r.head && problem.kv_heads < problem.heads)
             hint = fmt::format(" ({} carries the KV head: query head {} reads KV head {}, so use --head {})", name, *r.head,
                                *r.head / (problem.heads / problem.kv_heads), *r.head / (problem.heads / problem.kv_heads));
-        else if (name == "concat" || name == "final")
+        else if (name == StepName::concat || name == StepName::final)
             hint = " (concat needs more than one head or W_O; final needs W_O)";
         else if (!trace.notes_of("fast_path").empty())
             hint = " (run took the fast path, which keeps only row_max, row_sum and out: its note says why; the full trace of a smaller "

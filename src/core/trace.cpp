@@ -5,19 +5,6 @@
 
 namespace attn_trace {
 
-const std::vector<std::string>& step_names() {
-    static const std::vector<std::string> names = {
-        "x",       "x_source", "c_kv",   "c_q",     "q",       "k",       "v",        "q_rope",          "k_rope",        "q_rot",
-        "k_rot",   "q_latent", "scores", "scaled",  "capped",  "mask",    "reach",    "masked",          "row_max",       "exp",
-        "row_sum", "weights",  "keep",   "dropped", "out",     "concat",  "final",    "out_of_permuted", "permuted_out",  "k_cache",
-        "v_cache", "c_cache",  "kr_cache", "m",     "l",       "u",       "rescale",
-        // the backward pass (grad), in the order it runs
-        "grad_final", "grad_concat", "grad_W_O", "grad_b_O", "grad_out", "grad_v", "grad_dropped", "grad_weights", "grad_masked", "grad_capped",
-        "grad_scaled", "grad_scores", "grad_q_rot", "grad_k_rot", "grad_q", "grad_k", "grad_W_Q", "grad_W_K", "grad_W_V", "grad_b_Q", "grad_b_K",
-        "grad_b_V", "grad_x", "grad_x_source", "jacobian", "lse", "delta", "p", "grad_p", "grad_s"};
-    return names;
-}
-
 std::vector<PlacePart> step_place(std::optional<int> head, std::optional<int> batch, std::optional<int> t, std::optional<std::array<int, 2>> tile) {
     std::vector<PlacePart> parts;
     if (batch) parts.push_back({"batch", std::to_string(*batch)});
@@ -27,14 +14,14 @@ std::vector<PlacePart> step_place(std::optional<int> head, std::optional<int> ba
     return parts;
 }
 
-std::string step_label(const std::string& name, std::optional<int> head, std::optional<int> batch, std::optional<int> t,
+std::string step_label(StepName name, std::optional<int> head, std::optional<int> batch, std::optional<int> t,
                        std::optional<std::array<int, 2>> tile) {
     std::vector<std::string> where;
     for (const auto& part : step_place(head, batch, t, tile)) where.push_back(part.key + " " + part.value);
-    return where.empty() ? name : fmt::format("{} ({})", name, fmt::join(where, ", "));
+    return where.empty() ? step_name(name) : fmt::format("{} ({})", name, fmt::join(where, ", "));
 }
 
-const Step* Trace::find(const std::string& name, std::optional<int> head, std::optional<int> batch, std::optional<int> t,
+const Step* Trace::find(StepName name, std::optional<int> head, std::optional<int> batch, std::optional<int> t,
                         std::optional<std::array<int, 2>> tile) const {
     for (const auto& step : steps) {
         if (step.name != name) continue;

@@ -13,19 +13,15 @@ namespace attn_trace {
 
 namespace {
 
-bool is_one_of(const std::string& name, std::initializer_list<const char*> names) {
-    for (const char* n : names)
-        if (name == n) return true;
-    return false;
+bool minus_infinity_allowed(const std::string& command, StepName step) {
+    using enum StepName;
+    if (step == mask || step == masked || step == row_max || step == m) return true;
+    return step == scores && command != "run";
 }
 
-bool minus_infinity_allowed(const std::string& command, const std::string& step) {
-    if (is_one_of(step, {"mask", "masked", "row_max", "m"})) return true;
-    return step == "scores" && command != "run";
-}
-
-bool nan_allowed(const Problem& p, const std::string& step) {
-    return p.empty_rows == EmptyRows::nan && is_one_of(step, {"weights", "out", "concat", "final"});
+bool nan_allowed(const Problem& p, StepName step) {
+    return p.empty_rows == EmptyRows::nan &&
+           (step == StepName::weights || step == StepName::out || step == StepName::concat || step == StepName::final);
 }
 
 struct Unexplained {
@@ -36,7 +32,7 @@ struct Unexplained {
 
 std::optional<Unexplained> first_unexplained(const Trace& trace, const Problem& p) {
     for (const Step& s : trace.steps) {
-        if (s.name == "reach") continue;  // inf there means "never", not an overflow
+        if (s.name == StepName::reach) continue;  // inf there means "never", not an overflow
         const bool minus_inf_ok = minus_infinity_allowed(trace.command, s.name), nan_ok = nan_allowed(p, s.name);
         const auto& data = s.values.data();
         for (std::size_t i = 0; i < data.size(); ++i) {

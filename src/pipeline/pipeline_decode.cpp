@@ -117,7 +117,7 @@ private:
         for (int h = 0; h < p_.heads; ++h) {
             const std::size_t hs = static_cast<std::size_t>(h);
             recorder_.note_empty_rows(heads.empty_rows[hs], h, b);
-            recorder_.record("out", "the output rows of every step, stacked", heads.outs[hs], h, b, query_labels(p_));
+            recorder_.record(StepName::out, "the output rows of every step, stacked", heads.outs[hs], h, b, query_labels(p_));
         }
         recorder_.record_concat_and_final(heads.outs, b, *backend_, options_.dtype);
     }
@@ -135,17 +135,17 @@ private:
         const auto key_names = slice_labels(key_labels(p_), 0, cache_length);
         if (heads.mla) {
             // One latent and one RoPE key per token for every head: each head's keys and values are c_cache W_UK,h and c_cache W_UV,h.
-            recorder_.record("c_cache", fmt::format("latent cache after appending c_kv,{}", t), block_of(heads.mla->c_kv, 0, cache_length, 0, p_.mla->d_c),
+            recorder_.record(StepName::c_cache, fmt::format("latent cache after appending c_kv,{}", t), block_of(heads.mla->c_kv, 0, cache_length, 0, p_.mla->d_c),
                              std::nullopt, b, key_names).t = t;
             if (p_.mla->d_r)
-                recorder_.record("kr_cache", fmt::format("RoPE key cache after appending k_rope,{}", t), block_of(heads.mla->k_rope, 0, cache_length, 0, p_.mla->d_r),
+                recorder_.record(StepName::kr_cache, fmt::format("RoPE key cache after appending k_rope,{}", t), block_of(heads.mla->k_rope, 0, cache_length, 0, p_.mla->d_r),
                                  std::nullopt, b, key_names).t = t;
         }
         for (int g = 0; g < p_.kv_heads && !heads.mla; ++g) {
             const HeadInputs& kv = heads.inputs[static_cast<std::size_t>(g * group)];
             const std::string which = p_.kv_heads > 1 || p_.heads > 1 ? fmt::format(" of KV head {}", g) : "";
-            recorder_.record("k_cache", fmt::format("K cache{} after appending k_{}", which, t), block_of(kv.k, 0, cache_length, 0, p_.d_k), g, b, key_names).t = t;
-            recorder_.record("v_cache", fmt::format("V cache{} after appending v_{}", which, t), block_of(kv.v, 0, cache_length, 0, p_.d_v), g, b, key_names).t = t;
+            recorder_.record(StepName::k_cache, fmt::format("K cache{} after appending k_{}", which, t), block_of(kv.k, 0, cache_length, 0, p_.d_k), g, b, key_names).t = t;
+            recorder_.record(StepName::v_cache, fmt::format("V cache{} after appending v_{}", which, t), block_of(kv.v, 0, cache_length, 0, p_.d_v), g, b, key_names).t = t;
         }
         for (int h = 0; h < p_.heads; ++h) {
             const std::size_t hs = static_cast<std::size_t>(h);
@@ -163,10 +163,10 @@ private:
             for (std::size_t r = 0; r < rows; ++r)
                 for (std::size_t j = 0; j < p_.d_v; ++j) heads.outs[hs](first + r, j) = out(r, j);
             const std::string q_name = rows == 1 ? fmt::format("q_{}", t) : fmt::format("Q_0…{}", t);
-            recorder_.record("scores", fmt::format("s · {} K_cacheᵀ{}{}", q_name, p_.softcap ? ", capped," : "", rows > 1 ? " + causal M" : " + M"),
+            recorder_.record(StepName::scores, fmt::format("s · {} K_cacheᵀ{}{}", q_name, p_.softcap ? ", capped," : "", rows > 1 ? " + causal M" : " + M"),
                              std::move(z), h, b, query_names, key_names).t = t;
-            recorder_.record("weights", "softmax(scores)", std::move(softmax.weights), h, b, query_names, key_names).t = t;
-            recorder_.record("out", "weights · V_cache", std::move(out), h, b, query_names).t = t;
+            recorder_.record(StepName::weights, "softmax(scores)", std::move(softmax.weights), h, b, query_names, key_names).t = t;
+            recorder_.record(StepName::out, "weights · V_cache", std::move(out), h, b, query_names).t = t;
         }
     }
 

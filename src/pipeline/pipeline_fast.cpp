@@ -105,8 +105,8 @@ private:
                 {{"reason", fast_.reason}, {"backend", backend_->name()}}};
     }
 
-    void record(std::string name, std::string formula, Matrix values, int head, std::size_t batch) {
-        steps_.record(std::move(name), std::move(formula), std::move(values), head, batch, query_labels(p_));
+    void record(StepName name, std::string formula, Matrix values, int head, std::size_t batch) {
+        steps_.record(name, std::move(formula), std::move(values), head, batch, query_labels(p_));
     }
 
     AttentionStats run_sequence(std::size_t b) {
@@ -120,10 +120,10 @@ private:
                 if (row_max(i, 0) == -std::numeric_limits<double>::infinity()) empty.push_back(i);
             steps_.note_empty_rows(empty, h, b);
             const int g = kv_head_of(p_, h);
-            record("row_max", "max_j masked (the running max m after the last tile)", std::move(row_max), h, b);
-            record("row_sum", "Σ_j exp (the running sum ℓ after the last tile)", std::move(row_sum), h, b);
+            record(StepName::row_max, "max_j masked (the running max m after the last tile)", std::move(row_max), h, b);
+            record(StepName::row_sum, "Σ_j exp (the running sum ℓ after the last tile)", std::move(row_sum), h, b);
             outs.push_back(result.out.columns(hs * p_.d_v, p_.d_v));
-            record("out", p_.kv_heads < p_.heads ? fmt::format("A V_{} = u / ℓ", g) : "A V = u / ℓ", outs.back(), h, b);
+            record(StepName::out, p_.kv_heads < p_.heads ? fmt::format("A V_{} = u / ℓ", g) : "A V = u / ℓ", outs.back(), h, b);
         }
         steps_.record_concat_and_final(outs, b, *backend_, dtype_);
         return result.stats;

@@ -131,7 +131,7 @@ private:
             std::vector<std::size_t> empty_rows;
             Matrix out = run_head(head_inputs(p_, projections, h, options_.dtype), h, b, empty_rows);
             recorder_.note_empty_rows(empty_rows, h, b);
-            recorder_.record("out", "u / ℓ after the last tile of each query block", out, h, b, query_labels(p_));
+            recorder_.record(StepName::out, "u / ℓ after the last tile of each query block", out, h, b, query_labels(p_));
             outs.push_back(std::move(out));
         }
         recorder_.record_concat_and_final(outs, b, *backend_, options_.dtype);
@@ -200,17 +200,17 @@ private:
         const std::array<int, 2> tile{static_cast<int>(qb), static_cast<int>(kt)};
         const auto queries = slice_labels(query_labels(p_), i0, rows), keys = slice_labels(key_labels(p_), j0, cols);
         const std::string k_name = p_.kv_heads < p_.heads ? fmt::format("K_{}", kv_head_of(p_, h)) : "K";
-        recorder_.record("scores", fmt::format("s · Q[{}…{}] {}[{}…{}]ᵀ{} + M (query block {}, key tile {})", i0, i0 + rows - 1, k_name, j0,
+        recorder_.record(StepName::scores, fmt::format("s · Q[{}…{}] {}[{}…{}]ᵀ{} + M (query block {}, key tile {})", i0, i0 + rows - 1, k_name, j0,
                                                j0 + cols - 1, p_.softcap ? ", capped," : "", qb, kt),
                          std::move(scores), h, b, queries, keys).tile = tile;
-        recorder_.record("m", "m_new = max(m_old, max_j S_ij)", state.m, h, b, queries).tile = tile;
+        recorder_.record(StepName::m, "m_new = max(m_old, max_j S_ij)", state.m, h, b, queries).tile = tile;
         // Before a block's first tile m_old = −∞, so the factor is e^(−∞) = 0 (it
         // multiplies ℓ = u = 0): say so rather than print a rule that shows 1.
-        recorder_.record("rescale", first_tile ? "e^(m_old − m_new) = 0 (the block's first tile: m_old = −∞, nothing to rescale; 1 where m_new is still −∞)"
+        recorder_.record(StepName::rescale, first_tile ? "e^(m_old − m_new) = 0 (the block's first tile: m_old = −∞, nothing to rescale; 1 where m_new is still −∞)"
                                                : "e^(m_old − m_new) (1 where the max did not change, or the row has read no key yet)",
                          state.rescale, h, b, queries).tile = tile;
-        recorder_.record("l", "ℓ_new = e^(m_old − m_new) ℓ_old + Σ_j e^(S_ij − m_new)", state.l, h, b, queries).tile = tile;
-        recorder_.record("u", "u_new = e^(m_old − m_new) u_old + e^(S_ij − m_new) V_j", state.u, h, b, queries).tile = tile;
+        recorder_.record(StepName::l, "ℓ_new = e^(m_old − m_new) ℓ_old + Σ_j e^(S_ij − m_new)", state.l, h, b, queries).tile = tile;
+        recorder_.record(StepName::u, "u_new = e^(m_old − m_new) u_old + e^(S_ij − m_new) V_j", state.u, h, b, queries).tile = tile;
     }
 
     const Problem& p_;

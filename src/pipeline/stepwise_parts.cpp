@@ -9,10 +9,10 @@
 
 namespace attn_trace {
 
-Step& StepRecorder::record(std::string name, std::string formula, Matrix values, std::optional<int> head, std::size_t batch,
+Step& StepRecorder::record(StepName name, std::string formula, Matrix values, std::optional<int> head, std::size_t batch,
                            std::vector<std::string> rows, std::vector<std::string> columns) {
     Step step;
-    step.name = std::move(name);
+    step.name = name;
     step.formula = std::move(formula);
     step.values = std::move(values);
     step.head = head;
@@ -34,8 +34,8 @@ void StepRecorder::record_concat_and_final(const std::vector<Matrix>& outs, std:
             for (std::size_t j = 0; j < d_v; ++j) concat(i, h * d_v + j) = outs[h](i, j);
     Matrix final_out;
     if (p_.W_O) final_out = affine(concat, *p_.W_O, p_.b_O, backend, dtype);
-    record("concat", p_.heads > 1 ? fmt::format("[O_0 … O_{}]", p_.heads - 1) : "O_0", std::move(concat), std::nullopt, batch, labels);
-    if (p_.W_O) record("final", p_.b_O ? "concat W_O + b_O" : "concat W_O", std::move(final_out), std::nullopt, batch, labels);
+    record(StepName::concat, p_.heads > 1 ? fmt::format("[O_0 … O_{}]", p_.heads - 1) : "O_0", std::move(concat), std::nullopt, batch, labels);
+    if (p_.W_O) record(StepName::final, p_.b_O ? "concat W_O + b_O" : "concat W_O", std::move(final_out), std::nullopt, batch, labels);
 }
 
 void StepRecorder::note_empty_rows(const std::vector<std::size_t>& rows, int head, std::size_t batch) {
@@ -76,7 +76,7 @@ std::vector<std::string> slice_labels(const std::vector<std::string>& labels, st
 double max_abs_diff_vs(const Trace& got, const Trace& reference) {
     double largest = 0.0;
     for (const Step& step : got.steps) {
-        if (step.t || step.tile || (step.name != "out" && step.name != "concat" && step.name != "final")) continue;
+        if (step.t || step.tile || (step.name != StepName::out && step.name != StepName::concat && step.name != StepName::final)) continue;
         const Step* want = reference.find(step.name, step.head, step.batch, std::nullopt, std::nullopt);
         if (!want || want->values.rows() != step.values.rows() || want->values.cols() != step.values.cols())
             return std::numeric_limits<double>::infinity();

@@ -17,7 +17,7 @@ class StepRecorder {
 public:
     StepRecorder(const Problem& problem, Trace& trace) : p_(problem), trace_(trace) {}
 
-    Step& record(std::string name, std::string formula, Matrix values, std::optional<int> head, std::size_t batch,
+    Step& record(StepName name, std::string formula, Matrix values, std::optional<int> head, std::size_t batch,
                  std::vector<std::string> rows = {}, std::vector<std::string> columns = {});
 
     // outs: H matrices (n, d_v). Records concat [O_0 … O_{H−1}] (n, H·d_v) and

@@ -29,11 +29,13 @@ void ProblemLoader::read_expectations() {
             }
         }
         need(item.contains("name"), path, "needs \"name\" (a step such as \"weights\")");
-        x.name = reader_.string(item["name"], path + ".name");
-        if (std::find(step_names().begin(), step_names().end(), x.name) == step_names().end()) {
-            const auto near = nearest_word(x.name, step_names());
-            reader_.fail(path + ".name", "unknown step \"" + x.name + "\"" + (near.empty() ? "" : " (did you mean \"" + near + "\"?)"));
+        const std::string name = reader_.string(item["name"], path + ".name");
+        const auto step = find_step(name);
+        if (!step) {
+            const auto near = nearest_word(name, step_names());
+            reader_.fail(path + ".name", "unknown step \"" + name + "\"" + (near.empty() ? "" : " (did you mean \"" + near + "\"?)"));
         }
+        x.name = *step;
         if (item.contains("head")) x.head = static_cast<int>(reader_.whole_number(item["head"], path + ".head", 0, problem_.heads - 1));
         if (item.contains("batch")) x.batch = static_cast<int>(reader_.whole_number(item["batch"], path + ".batch", 0, static_cast<long>(problem_.batch) - 1));
         if (item.contains("t")) x.t = static_cast<int>(reader_.whole_number(item["t"], path + ".t", 0, static_cast<long>(problem_.n) - 1));
@@ -44,10 +46,10 @@ void ProblemLoader::read_expectations() {
                                         static_cast<int>(reader_.whole_number(tile[1], path + ".tile[1]", 0, 1L << 30))};
         }
         if (item.contains("row")) {
-            need(x.name == "jacobian", path + ".row", "only a jacobian entry has a row (the query row of grad's ⟦row⟧)");
+            need(x.name == StepName::jacobian, path + ".row", "only a jacobian entry has a row (the query row of grad's ⟦row⟧)");
             x.row = static_cast<std::size_t>(reader_.whole_number(item["row"], path + ".row", 0, static_cast<long>(problem_.n) - 1));
         }
-        need(x.name != "jacobian" || x.row, path, "a jacobian entry needs \"row\": the query row whose softmax Jacobian it is");
+        need(x.name != StepName::jacobian || x.row, path, "a jacobian entry needs \"row\": the query row whose softmax Jacobian it is");
         need(item.contains("data"), path, "needs \"data\": the expected values");
         const auto array = reader_.array(item["data"], path + ".data");
         need(array.shape.size() <= 2, path + ".data", "expected a matrix (or a vector for a single row)");

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "attn_trace/errors.hpp"
@@ -40,7 +41,10 @@ Trace parse_golden_trace(const std::string& text, const std::string& file) {
         const auto& s = steps[i];
         if (!s.is_object() || !s.contains("name") || !s.contains("data")) reader.fail(at, "expected a step with \"name\" and \"data\"");
         Step step;
-        step.name = reader.string(s["name"], at + ".name");
+        const std::string name = reader.string(s["name"], at + ".name");
+        const auto known = find_step(name);
+        if (!known) reader.fail(at + ".name", fmt::format("unknown step \"{}\": expected one of {}", name, fmt::join(step_names(), ", ")));
+        step.name = *known;
         if (s.contains("head")) step.head = static_cast<int>(reader.whole_number(s["head"], at + ".head", 0, 1 << 20));
         if (s.contains("batch")) step.batch = static_cast<int>(reader.whole_number(s["batch"], at + ".batch", 0, 1 << 30));
         if (s.contains("t")) step.t = static_cast<int>(reader.whole_number(s["t"], at + ".t", 0, 1 << 30));

@@ -145,8 +145,7 @@ std::string math_of(const std::string& text) {
             // A step's name is one word, one-letter parts and all (grad_q_rot, grad_W_Q).
             std::size_t whole = i;
             while (whole < text.size() && (std::isalnum(static_cast<unsigned char>(text[whole])) || text[whole] == '_')) ++whole;
-            const auto& steps = step_names();
-            if (whole > end && std::find(steps.begin(), steps.end(), text.substr(i, whole - i)) != steps.end()) end = whole;
+            if (whole > end && find_step(text.substr(i, whole - i))) end = whole;
             out += name(text.substr(i, end - i));
             i = end;
         } else if ((c == '_' || c == '^') && i + 1 < text.size()) {

@@ -34,7 +34,7 @@ std::string render_csv(const Trace& trace, const RenderOptions& options) {
                                      steps.size(), steps.empty() ? "" : ": ", fmt::join(found, "; ")));
     }
     const Step& step = *steps.front();
-    std::string out = csv_field(step.name);
+    std::string out = csv_field(shown_name(step));
     for (std::size_t j = 0; j < step.values.cols(); ++j) out += "," + csv_field(column_label(step, j));
     out += "\n";
     for (std::size_t i = 0; i < step.values.rows(); ++i) {

@@ -40,7 +40,7 @@ std::string heatmap_panel(const HeatmapPanel& panel, const RenderOptions& option
     std::size_t label_width = 0;
     for (auto i : rows) label_width = std::max(label_width, display_width(row_label(step, i)));
 
-    std::string out = fmt::format("{}  {}  {}  (rows read columns; × = masked){}\n", step.name, panel.title(), shape_string(w),
+    std::string out = fmt::format("{}  {}  {}  (rows read columns; × = masked){}\n", shown_name(step), panel.title(), shape_string(w),
                                   fmt::format("; colour scale {} … {}", format_rounded(panel.low, options.precision),
                                               format_rounded(panel.high, options.precision)));
     out += std::string(label_width, ' ');

@@ -69,7 +69,7 @@ Stages stages_of(const std::vector<const Step*>& steps) {
 std::string step_heading(const Step& step) {
     std::string where;
     for (const auto& part : step_place(step)) where += (where.empty() ? "" : ", ") + part.key + (part.key == "t" ? " = " : " ") + part.value;
-    return fmt::format("<h2><code>{}</code> <span class=\"formula\">{}</span> <span class=\"shape\">{}</span>{}</h2>", html_escape(step.name),
+    return fmt::format("<h2><code>{}</code> <span class=\"formula\">{}</span> <span class=\"shape\">{}</span>{}</h2>", html_escape(shown_name(step)),
                        html_escape(step.formula), shape_string(step.values), where.empty() ? "" : " <span class=\"place\">" + html_escape(where) + "</span>");
 }
 
@@ -111,14 +111,15 @@ std::string step_table(const Step& step, const RenderOptions& options, const Ste
 // Whether a step's head is a KV head (decode's caches, grad_k and grad_v) read by
 // several query heads: the head tabs show it under each of them.
 bool of_kv_head(const Trace& trace, const Step& step) {
-    static const std::vector<std::string> names = {"k_cache", "v_cache", "grad_k", "grad_v"};
-    return step.head && trace.problem.kv_heads < trace.problem.heads && std::find(names.begin(), names.end(), step.name) != names.end();
+    const StepName s = step.name;
+    const bool kv = s == StepName::k_cache || s == StepName::v_cache || s == StepName::grad_k || s == StepName::grad_v;
+    return kv && step.head && trace.problem.kv_heads < trace.problem.heads;
 }
 
 // The masked step of each place, for the steps whose zeros a mask makes (exp,
 // weights, dropped) when its shape is theirs.
 const Step* masked_for(const std::map<Place, const Step*>& masked, const Step& step) {
-    if (step.name != "exp" && step.name != "weights" && step.name != "dropped") return nullptr;
+    if (step.name != StepName::exp && step.name != StepName::weights && step.name != StepName::dropped) return nullptr;
     const auto found = masked.find(place_of(step));
     if (found == masked.end()) return nullptr;
     const Matrix& mask = found->second->values;
@@ -149,7 +150,7 @@ std::string navigator(const Trace& trace, const std::vector<const Step*>& steps,
         std::string where;
         for (const auto& part : step_place(*s)) where += " " + part.key + (part.key == "t" ? "=" : " ") + part.value;
         out += fmt::format("<li><a href=\"#s{}\" data-step=\"{}\">{}<small>{}</small></a></li>\n", s - trace.steps.data(), s - trace.steps.data(),
-                           html_escape(s->name), html_escape(where));
+                           html_escape(shown_name(*s)), html_escape(where));
     }
     return out + "</ol>\n</nav>\n";
 }
@@ -174,12 +175,12 @@ std::string html_step_sections(const Trace& trace, const RenderOptions& options,
     const Stages stages = stages_of(steps);
     std::map<Place, const Step*> masked;
     for (const Step& s : trace.steps)
-        if (s.name == "masked") masked.emplace(place_of(s), &s);
+        if (s.name == StepName::masked) masked.emplace(place_of(s), &s);
     std::string out;
     for (const Step* s : steps) {
         const std::size_t k = static_cast<std::size_t>(s - trace.steps.data());
         const bool clickable = explanations && k < explanations->steps.size() && !explanations->steps[k].empty();
-        std::string data = fmt::format(" data-step=\"{}\" data-name=\"{}\" data-cols=\"{}\"", k, html_escape(s->name), s->values.cols());
+        std::string data = fmt::format(" data-step=\"{}\" data-name=\"{}\" data-cols=\"{}\"", k, html_escape(shown_name(*s)), s->values.cols());
         if (s->head) data += fmt::format(" data-{}head=\"{}\"", of_kv_head(trace, *s) ? "kv-" : "", *s->head);
         if (const auto stage = stages.of(*s)) data += fmt::format(" data-stage=\"{}\"", *stage);
         // A matrix of many columns takes the page's whole width; small ones sit side by side.

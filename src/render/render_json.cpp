@@ -38,7 +38,7 @@ std::string render_json(const Trace& trace, const RenderOptions& options) {
                               {"empty_rows", p.empty_rows}};
     nlohmann::ordered_json steps = nlohmann::ordered_json::array();
     for (const Step* step : selected_steps(trace, options)) {
-        nlohmann::ordered_json s = {{"name", step->name}};
+        nlohmann::ordered_json s = {{"name", shown_name(*step)}};
         if (step->head) s["head"] = *step->head;
         if (step->batch) s["batch"] = *step->batch;
         if (step->t) s["t"] = *step->t;

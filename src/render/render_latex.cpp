@@ -24,7 +24,7 @@ std::string latex_heading(const Step& step) {
     std::string where;  // t and the tile's indices in math mode
     for (const auto& part : step_place(step))
         where += part.key == "t" ? ", $t = " + part.value + "$" : part.key == "tile" ? ", tile $" + part.value + "$" : ", " + part.key + " " + part.value;
-    return fmt::format("\\noindent\\textbf{{{}}}{}: {}, shape ${}$\\\\\n", latex_text(step.name), where, latex_formula(step.formula),
+    return fmt::format("\\noindent\\textbf{{{}}}{}: {}, shape ${}$\\\\\n", latex_text(shown_name(step)), where, latex_formula(step.formula),
                        shape_string(step.values));
 }
 
@@ -71,7 +71,7 @@ std::string latex_matrix(const Step& step, const RenderOptions& options) {
         // 50pt for the name) keep their name in the display; wider ones need the room.
         const bool wide = static_cast<double>(part.size()) * (5.0 * static_cast<double>(widest) + 10.0) + 50.0 > 330.0;
         out += wide ? "{\\footnotesize\\setlength{\\arraycolsep}{3pt}\n\\[\n\\begin{bmatrix}\n"
-                    : fmt::format("\\[\n\\mathrm{{{}}} = \\begin{{bmatrix}}\n", latex_text(step.name));
+                    : fmt::format("\\[\n\\mathrm{{{}}} = \\begin{{bmatrix}}\n", latex_text(shown_name(step)));
         for (auto i : rows) {
             std::vector<std::string> cells;
             for (auto j : part) cells.push_back(i == gap && j == gap ? "\\ddots" : i == gap ? "\\vdots" : j == gap ? "\\cdots" : latex_number(cell(m(i, j))));

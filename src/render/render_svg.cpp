@@ -97,7 +97,7 @@ std::string svg_scale_gradient() {
 
 // A vertical bar from the panel's high end (top) to its low end with ticks, and the masked swatch.
 std::string svg_colour_scale(const HeatmapPanel& panel, double x, double y, double height) {
-    std::string out = fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" class=\"title\">{}</text>\n", x, y - 10, panel.values->name);
+    std::string out = fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" class=\"title\">{}</text>\n", x, y - 10, shown_name(*panel.values));
     out += fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"16\" height=\"{:.1f}\" fill=\"url(#scale)\" stroke=\"#555\"/>\n", x, y, height);
     for (int k = 0; k <= 4; ++k) {
         const double ty = y + height * (1 - k / 4.0);
@@ -123,7 +123,7 @@ std::string render_weights_svg(const Trace& trace, const RenderOptions& options)
     const int rows = (static_cast<int>(panels.size()) + panels_per_row - 1) / panels_per_row;
     const double scale_x = columns * l.panel_width, scale_height = std::min(200.0, rows * l.panel_height - l.top - 60);
     const auto& p = trace.problem;
-    const std::string what = panels.front().values->name == "weights" ? "attention weights" : panels.front().values->name;
+    const std::string what = panels.front().values->name == StepName::weights ? "attention weights" : step_name(panels.front().values->name);
     const std::string heading = fmt::format("{}{}: rows read columns", what, p.title.empty() ? "" : " — " + p.title);
     const double width = std::max(scale_x + 90, 20 + char_width * static_cast<double>(display_width(heading))), height = rows * l.panel_height + 40;
     std::string out = fmt::format("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{:.0f}\" height=\"{:.0f}\" viewBox=\"0 0 {:.0f} {:.0f}\" "

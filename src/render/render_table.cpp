@@ -51,7 +51,7 @@ std::string column_label(const Step& step, std::size_t j) {
 std::string step_title(const Step& step) {
     std::string where;
     for (const auto& part : step_place(step)) where += "  " + part.key + (part.key == "t" ? " = " : " ") + part.value;
-    return fmt::format("{}  {}  {}{}", step.name, step.formula, shape_string(step.values), where);
+    return fmt::format("{}  {}  {}{}", shown_name(step), step.formula, shape_string(step.values), where);
 }
 
 CellFormat::CellFormat(const Matrix& values, int precision) : integers_(all_integers(values)), precision_(precision) {}
@@ -61,7 +61,7 @@ std::string CellFormat::operator()(double x) const {
 }
 
 bool is_blocked_cell(const Step& step, double x) {
-    return (std::isinf(x) && x < 0) || (x == 0.0 && (step.name == "weights" || step.name == "exp"));
+    return (std::isinf(x) && x < 0) || (x == 0.0 && (step.name == StepName::weights || step.name == StepName::exp));
 }
 
 std::size_t display_width(const std::string& text) {
@@ -89,9 +89,9 @@ Rgb weight_colour(double weight) {
 
 bool HeatmapPanel::masked(std::size_t i, std::size_t j) const {
     const double x = values->values(i, j);
-    if (values->name == "weights" && x != 0.0) return false;
+    if (values->name == StepName::weights && x != 0.0) return false;
     if (mask) return std::isinf(mask->values(i, j)) && mask->values(i, j) < 0;
-    return values->name == "weights" || (std::isinf(x) && x < 0);
+    return values->name == StepName::weights || (std::isinf(x) && x < 0);
 }
 
 double HeatmapPanel::shade(double x) const {
@@ -102,11 +102,11 @@ double HeatmapPanel::shade(double x) const {
 std::string HeatmapPanel::title() const {
     std::vector<std::string> where;  // panels are whole matrices: batch and head only
     for (const auto& part : step_place(values->head, values->batch, std::nullopt, std::nullopt)) where.push_back(part.key + " " + part.value);
-    return where.empty() ? values->name : fmt::format("{}", fmt::join(where, ", "));
+    return where.empty() ? shown_name(*values) : fmt::format("{}", fmt::join(where, ", "));
 }
 
-const std::vector<std::string>& heatmap_steps() {
-    static const std::vector<std::string> steps = {"scores", "scaled", "capped", "masked", "weights"};
+const std::vector<StepName>& heatmap_steps() {
+    static const std::vector<StepName> steps = {StepName::scores, StepName::scaled, StepName::capped, StepName::masked, StepName::weights};
     return steps;
 }
 
@@ -117,21 +117,21 @@ std::vector<HeatmapPanel> heatmap_panels(const Trace& trace, const RenderOptions
         throw InputError(fmt::format("{} draws one per-head step of the full trace: name one of {} in ⟦steps⟧ (weights when ⟦steps⟧ is left "
                                      "out), found ⟦steps⟧ {}",
                                      what, fmt::join(heatmap_steps(), ", "), fmt::join(options.steps, ",")));
-    const std::string name = options.steps.empty() ? "weights" : *named;
+    const StepName name = options.steps.empty() ? StepName::weights : *named;
     RenderOptions only_this = options;
     only_this.steps = {name};
     std::vector<HeatmapPanel> panels;
     double low = std::numeric_limits<double>::infinity(), high = -low;
     for (const Step* step : selected_steps(trace, only_this)) {
         if (step->t || step->tile) continue;
-        const Step* mask = trace.find("mask", step->head, step->batch, std::nullopt, std::nullopt);
+        const Step* mask = trace.find(StepName::mask, step->head, step->batch, std::nullopt, std::nullopt);
         panels.push_back({step, mask && mask->values.rows() == step->values.rows() && mask->values.cols() == step->values.cols() ? mask : nullptr});
         for (double x : step->values.data())
             if (std::isfinite(x)) low = std::min(low, x), high = std::max(high, x);
     }
     if (panels.empty()) throw InputError(fmt::format("{} draws the full {} matrix of each head, and this {} trace has none", what, name, trace.command));
     // Weights keep their natural 0…1 scale, so pictures of two problems compare.
-    if (name != "weights" && low <= high)
+    if (name != StepName::weights && low <= high)
         for (auto& panel : panels) panel.low = low, panel.high = high;
     return panels;
 }

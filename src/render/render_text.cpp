@@ -104,7 +104,7 @@ std::string render_text(const Trace& trace, const RenderOptions& options) {
     for (const auto& note : trace.notes) out += colors.note("note: " + note_text(note)) + "\n";
     bool pattern_drawn = !has_number(trace, "scored_pairs");
     for (const Step* step : selected_steps(trace, options)) {
-        if (step->name == "mask" && !pattern_drawn) {
+        if (step->name == StepName::mask && !pattern_drawn) {
             out += "\n" + pattern_grid(*step);
             pattern_drawn = true;
         }

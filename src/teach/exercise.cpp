@@ -46,11 +46,11 @@ nlohmann::ordered_json rounded_json(const Matrix& m) {
     return rows;
 }
 
-nlohmann::ordered_json expectations(const Trace& trace, const std::vector<std::string>& names) {
+nlohmann::ordered_json expectations(const Trace& trace, const std::vector<StepName>& names) {
     nlohmann::ordered_json expect = nlohmann::ordered_json::array();
     for (const auto& step : trace.steps) {
         if (std::find(names.begin(), names.end(), step.name) == names.end()) continue;
-        nlohmann::ordered_json entry = {{"name", step.name}};
+        nlohmann::ordered_json entry = {{"name", step_name(step.name)}};
         if (step.head) entry["head"] = *step.head;
         if (step.t) entry["t"] = *step.t;
         if (step.tile) entry["tile"] = {(*step.tile)[0], (*step.tile)[1]};
@@ -63,7 +63,8 @@ nlohmann::ordered_json expectations(const Trace& trace, const std::vector<std::s
 // A given matrix as a step; `first_column` names where a head's block starts.
 Step given_step(const std::string& name, const nlohmann::ordered_json& value, std::size_t first_column, std::size_t columns) {
     Step step;
-    step.name = name;
+    step.name = StepName::given;
+    step.label = name;
     step.formula = "given";
     step.values = Matrix(value.size(), columns);
     for (std::size_t i = 0; i < value.size(); ++i)
@@ -123,7 +124,7 @@ public:
         if (plan.compare_unscaled) {
             Problem unscaled = problem;
             unscaled.scale.kind = Scale::Kind::none;
-            out += paragraph("Without the scale (s = 1), the weights would be:") + steps(pipeline_full(unscaled, RunOptions{}), {"weights"});
+            out += paragraph("Without the scale (s = 1), the weights would be:") + steps(pipeline_full(unscaled, RunOptions{}), {StepName::weights});
         }
         out += close_answer() + open_answer("the arithmetic") + heading(2, "The arithmetic, step by step");
         for (const auto& worked : plan.worked) {
@@ -131,7 +132,7 @@ public:
             const ExplainTarget target = is_row ? parse_row_spec(worked.spec) : parse_cell_spec(worked.spec);
             const ExplainOptions options{worked.head, 0, 4, is("html") ? "text" : format_};  // a page shows the text in a <pre>
             // A gradient cell is explained from the backward trace, which explain_problem computes.
-            const bool backward = target.step.rfind("grad_", 0) == 0;
+            const bool backward = is_gradient(target.step);
             const std::string worked_text = backward ? explain_problem(problem, RunOptions{}, target, options) : explain(full, problem, target, options);
             out += is("html") ? "<pre>" + html_escape(worked_text) + "</pre>\n" : "\n" + worked_text + "\n";
         }
@@ -173,7 +174,7 @@ private:
         for (std::size_t k = 0; k < items.size(); ++k) out += is("latex") ? "\\item " + text(items[k]) + "\n" : fmt::format("{}. {}\n", k + 1, text(items[k]));
         return out + (is("latex") ? "\\end{enumerate}\n" : "");
     }
-    std::string steps(const Trace& trace, const std::vector<std::string>& names) const {
+    std::string steps(const Trace& trace, const std::vector<StepName>& names) const {
         RenderOptions options;
         options.steps = names;
         options.header = false;

@@ -31,8 +31,8 @@ struct ExercisePlan {
     std::string title;
     nlohmann::ordered_json problem;          // the problem file, without title and expect
     std::string pipeline = "run";            // run, decode or tiled: what `check` will run
-    std::vector<std::string> expect_steps;   // every head / t / tile of these goes in expect
-    std::vector<std::string> answer_steps;   // shown in the worked answer
+    std::vector<StepName> expect_steps;   // every head / t / tile of these goes in expect
+    std::vector<StepName> answer_steps;   // shown in the worked answer
     std::string question;
     std::vector<std::string> tasks;
     std::vector<WorkedArithmetic> worked;    // explained on the full (run) trace

@@ -56,7 +56,7 @@ std::vector<std::string> trace_notes(const Trace& trace, const std::string& kind
 }
 
 std::string cell(std::size_t i, std::size_t j) { return fmt::format("scores[{},{}]", i, j); }
-std::string row(const std::string& step, std::size_t i) { return fmt::format("{}[{}]", step, i); }
+std::string row(StepName step, std::size_t i) { return fmt::format("{}[{}]", step, i); }
 
 }  // namespace topic_plans
 

@@ -18,7 +18,7 @@ ExercisePlan scores(HandNumbers& numbers) {
     plan.question = fmt::format("Three tokens have the queries Q and the keys K below, one row per token (d_k = {}). Compute every score and scale it.", d_k);
     plan.tasks = {fmt::format("S = Q Kᵀ, a (3, 3) matrix: S_ij = q_i · k_j, the sum of {} products", d_k),
                   fmt::format("the scale s = 1/√d_k = 1/√{}, and the scaled scores s·S", d_k)};
-    plan.expect_steps = plan.answer_steps = {"scores", "scaled"};
+    plan.expect_steps = plan.answer_steps = {StepName::scores, StepName::scaled};
     plan.worked = {{cell(static_cast<std::size_t>(numbers.integer(0, 2)), static_cast<std::size_t>(numbers.integer(0, 2)))}};
     return plan;
 }
@@ -28,10 +28,10 @@ ExercisePlan softmax(HandNumbers& numbers) {
     plan.question = fmt::format("Three tokens have the queries, keys and values below (d_k = {}, no mask). Compute the attention weights and the outputs.", d_k);
     plan.tasks = {"the scaled scores Q Kᵀ / √d_k", "for each row: its max, e^(z − max) for every key, their sum, and the weights",
                   "check that every row of weights adds up to 1", "the outputs O = A V"};
-    plan.expect_steps = {"scaled", "weights", "out"};
-    plan.answer_steps = {"scaled", "row_max", "exp", "row_sum", "weights", "out"};
+    plan.expect_steps = {StepName::scaled, StepName::weights, StepName::out};
+    plan.answer_steps = {StepName::scaled, StepName::row_max, StepName::exp, StepName::row_sum, StepName::weights, StepName::out};
     const auto r = static_cast<std::size_t>(numbers.integer(0, 2));
-    plan.worked = {{row("weights", r)}, {row("out", r)}};
+    plan.worked = {{row(StepName::weights, r)}, {row(StepName::out, r)}};
     return plan;
 }
 
@@ -41,10 +41,10 @@ ExercisePlan causal(HandNumbers& numbers) {
     plan.question = "Three tokens of a decoder read only themselves and the tokens before them (a causal mask). Compute the weights and outputs.";
     plan.tasks = {"the mask M: 0 where token i may read token j (j ≤ i), −∞ above the diagonal", "the masked scores Q Kᵀ / √d_k + M",
                   "the weights, row by row (why is the first row (1, 0, 0)?)", "the outputs O = A V"};
-    plan.expect_steps = {"mask", "masked", "weights", "out"};
-    plan.answer_steps = {"scaled", "mask", "masked", "weights", "out"};
+    plan.expect_steps = {StepName::mask, StepName::masked, StepName::weights, StepName::out};
+    plan.answer_steps = {StepName::scaled, StepName::mask, StepName::masked, StepName::weights, StepName::out};
     const auto r = static_cast<std::size_t>(numbers.integer(1, 2));
-    plan.worked = {{row("weights", r)}, {row("out", r)}};
+    plan.worked = {{row(StepName::weights, r)}, {row(StepName::out, r)}};
     plan.notes = {"A masked key gets the score −∞ and the weight e^(−∞) = 0 exactly; the visible keys share the whole weight of 1."};
     return plan;
 }
@@ -60,9 +60,9 @@ ExercisePlan padding(HandNumbers& numbers) {
                                 padded, padded == 1 ? "" : "s");
     plan.tasks = {"the padding mask M: −∞ in the columns of the <pad> keys", "the weights of every row (the <pad> rows too: they read the real tokens)",
                   "the outputs O = A V"};
-    plan.expect_steps = {"mask", "weights", "out"};
-    plan.answer_steps = {"scaled", "mask", "weights", "out"};
-    plan.worked = {{row("weights", 0)}, {row("out", 0)}};
+    plan.expect_steps = {StepName::mask, StepName::weights, StepName::out};
+    plan.answer_steps = {StepName::scaled, StepName::mask, StepName::weights, StepName::out};
+    plan.worked = {{row(StepName::weights, 0)}, {row(StepName::out, 0)}};
     plan.notes = {"The outputs of the <pad> rows are computed but thrown away later (the loss ignores them)."};
     return plan;
 }
@@ -74,10 +74,10 @@ ExercisePlan multihead(HandNumbers& numbers) {
                                 d_v - 1);
     plan.tasks = {"split Q, K, V into the two heads", fmt::format("the weights of each head (d_k = {}, scale 1/√d_k)", d_k),
                   fmt::format("each head's output A_h V_h, (3, {})", d_v), fmt::format("concat = [O_0 O_1], (3, {})", 2 * d_v), "final = concat W_O, (3, 2)"};
-    plan.expect_steps = {"weights", "out", "concat", "final"};
-    plan.answer_steps = {"scaled", "weights", "out", "concat", "final"};
+    plan.expect_steps = {StepName::weights, StepName::out, StepName::concat, StepName::final};
+    plan.answer_steps = {StepName::scaled, StepName::weights, StepName::out, StepName::concat, StepName::final};
     const auto r = static_cast<std::size_t>(numbers.integer(0, 2));
-    plan.worked = {{row("weights", r), 1}, {row("out", r), 1}};
+    plan.worked = {{row(StepName::weights, r), 1}, {row(StepName::out, r), 1}};
     return plan;
 }
 
@@ -101,9 +101,9 @@ ExercisePlan gqa(HandNumbers& numbers) {
     plan.tasks = {"which KV head each query head reads: ⌊h / (H / H_kv)⌋", "the scores of every query head against its KV head",
                   "the weights and the output of every head",
                   "how many numbers per token the KV cache holds, against multi-head attention with 4 KV heads"};
-    plan.expect_steps = {"scores", "weights", "out"};
-    plan.answer_steps = {"scores", "weights", "out"};
-    plan.worked = {{cell(1, 0), 3}, {row("weights", 1), 3}};
+    plan.expect_steps = {StepName::scores, StepName::weights, StepName::out};
+    plan.answer_steps = {StepName::scores, StepName::weights, StepName::out};
+    plan.worked = {{cell(1, 0), 3}, {row(StepName::weights, 1), 3}};
     plan.computed_notes = gqa_cache_notes;
     return plan;
 }
@@ -115,9 +115,9 @@ ExercisePlan kv_cache(HandNumbers& numbers) {
     plan.question = "Generate three tokens one at a time. At step t the new token's key and value are appended to the cache, and its query reads the whole cache.";
     plan.tasks = {"for t = 0, 1, 2: the cache K and V after appending (t + 1 rows)", "the query's scores against the cache, its weights and its output",
                   "compare the stacked outputs with the full causal computation", "the size of the cache for the model below"};
-    plan.expect_steps = {"weights", "out"};
-    plan.answer_steps = {"k_cache", "v_cache", "weights", "out"};
-    plan.worked = {{row("weights", 2)}, {row("out", 2)}};
+    plan.expect_steps = {StepName::weights, StepName::out};
+    plan.answer_steps = {StepName::k_cache, StepName::v_cache, StepName::weights, StepName::out};
+    plan.worked = {{row(StepName::weights, 2)}, {row(StepName::out, 2)}};
     CostQuestion model;
     model.layers = static_cast<std::uint64_t>(numbers.pick<int>({12, 24, 32}));
     model.kv_heads = static_cast<std::uint64_t>(numbers.pick<int>({4, 8}));
@@ -141,9 +141,9 @@ ExercisePlan tiled(HandNumbers& numbers) {
     plan.question = "Compute attention for four tokens in tiles of 2 queries × 2 keys, never holding the 4 × 4 score matrix (FlashAttention's online softmax).";
     plan.tasks = {"for each query block and key tile: the tile's scaled scores", "the running max m; when it grows, the rescale factor e^(m_old − m_new)",
                   "the running sum ℓ and the running weighted sum u, both rescaled before the tile's terms are added", "out = u / ℓ, and the same as the full computation"};
-    plan.expect_steps = {"m", "l", "out"};
-    plan.answer_steps = {"scores", "m", "rescale", "l", "u", "out"};
-    plan.worked = {{row("weights", 0)}};
+    plan.expect_steps = {StepName::m, StepName::l, StepName::out};
+    plan.answer_steps = {StepName::scores, StepName::m, StepName::rescale, StepName::l, StepName::u, StepName::out};
+    plan.worked = {{row(StepName::weights, 0)}};
     plan.notes = {"The full computation's row 0 (above) gives the same weights as the tiles: ℓ at the end is the full row's sum of e^(z − max)."};
     plan.computed_notes = [](const Problem& problem, const Trace& trace) {
         return std::vector<std::string>{fmt::format("At most {:g} scores are held at once, against n · m = {} · {} = {:g} for the whole matrix.",
@@ -157,10 +157,10 @@ ExercisePlan scale_topic(HandNumbers& numbers) {
     plan.question = fmt::format("Queries and keys with larger numbers (d_k = {}). Compare softmax of the raw scores with softmax of the scaled scores.", d_k);
     plan.tasks = {"S = Q Kᵀ", "the weights without scaling, softmax(S)", "the weights with scaling, softmax(S / √d_k)",
                   "which row is closer to picking a single key, and why that slows learning"};
-    plan.expect_steps = {"scores", "scaled", "weights"};
-    plan.answer_steps = {"scores", "scaled", "weights"};
+    plan.expect_steps = {StepName::scores, StepName::scaled, StepName::weights};
+    plan.answer_steps = {StepName::scores, StepName::scaled, StepName::weights};
     plan.compare_unscaled = true;
-    plan.worked = {{row("weights", 0)}};
+    plan.worked = {{row(StepName::weights, 0)}};
     plan.notes = {"For random q and k with unit-variance entries, Var(q · k) = d_k: dividing by √d_k brings the spread back to 1 for every d_k.",
                   "A saturated softmax (one weight near 1) has a Jacobian diag(p) − p pᵀ near 0, so almost no gradient reaches the scores."};
     return plan;
@@ -185,8 +185,8 @@ ExercisePlan cost(HandNumbers& numbers) {
     plan.tasks = {"the shapes of Q, K, V, each head's scores and weights, concat and final",
                   "the parameters: 4 d² (no biases here) and 4 d² + 4 d with biases",
                   "the multiply-adds: 4 · N · d² for the projections, 2 · N² · d for Q Kᵀ and A V", "the same for the larger model, with the score memory and the length where N² wins"};
-    plan.expect_steps = {"q", "scores", "final"};
-    plan.answer_steps = {"q", "k", "v", "scores", "weights", "concat", "final"};
+    plan.expect_steps = {StepName::q, StepName::scores, StepName::final};
+    plan.answer_steps = {StepName::q, StepName::k, StepName::v, StepName::scores, StepName::weights, StepName::concat, StepName::final};
     plan.worked = {{cell(0, 0)}};
     CostQuestion large;
     large.n = static_cast<std::uint64_t>(numbers.pick<int>({1024, 2048, 4096, 8192}));

@@ -37,9 +37,9 @@ ExercisePlan sparse_topic(HandNumbers& numbers) {
     plan.tasks = {"the mask M: 0 for each scored pair, −∞ elsewhere; how many pairs are scored, out of 36?",
                   "reach: through how many stacked layers does each key reach each query? Which pairs need two layers?",
                   "the weights (exactly 0 off the pattern) and the outputs O = A V"};
-    plan.expect_steps = {"mask", "reach", "weights", "out"};
-    plan.answer_steps = {"mask", "reach", "weights", "out"};
-    plan.worked = {{row("weights", 3)}};
+    plan.expect_steps = {StepName::mask, StepName::reach, StepName::weights, StepName::out};
+    plan.answer_steps = {StepName::mask, StepName::reach, StepName::weights, StepName::out};
+    plan.worked = {{row(StepName::weights, 3)}};
     plan.computed_notes = [](const Problem&, const Trace& trace) {
         return std::vector<std::string>{fmt::format(
             "The pattern scores {} of the 36 pairs (density {:.3g}); every pair is connected within {} layers, because any two tokens share the "
@@ -68,8 +68,8 @@ ExercisePlan mla_topic(HandNumbers& numbers) {
     plan.tasks = {"c_kv = X W_DKV, then k = c_kv W_UK and v = c_kv W_UV", "q = X W_Q, the scores q kᵀ, the causal weights and the outputs",
                   "the absorbed form: q_latent = q W_UKᵀ, and check that q_latent c_kvᵀ equals the scores",
                   "what the cache holds per token, against multi-head attention's k and v"};
-    plan.expect_steps = {"c_kv", "k", "v", "q_latent", "scores", "weights", "out"};
-    plan.answer_steps = {"c_kv", "q", "k", "v", "q_latent", "scores", "weights", "out"};
+    plan.expect_steps = {StepName::c_kv, StepName::k, StepName::v, StepName::q_latent, StepName::scores, StepName::weights, StepName::out};
+    plan.answer_steps = {StepName::c_kv, StepName::q, StepName::k, StepName::v, StepName::q_latent, StepName::scores, StepName::weights, StepName::out};
     plan.worked = {{"k[1,0]"}, {cell(2, 1)}};
     plan.computed_notes = [](const Problem& problem, const Trace& trace) {
         // The cache sizes as decode counts them.
@@ -99,9 +99,9 @@ ExercisePlan dropout_topic(HandNumbers& numbers) {
                                 inline_rows(DropoutDraws(problem).keep(0, 0, {0, problem.n})));
     plan.tasks = {"the weights A (no mask)", "dropped = A ⊙ keep / (1 − p); do its rows still add up to 1?", "the outputs O = dropped V",
                   "what the same layer computes in eval mode"};
-    plan.expect_steps = {"weights", "keep", "dropped", "out"};
-    plan.answer_steps = {"weights", "keep", "dropped", "out"};
-    plan.worked = {{"dropped[0,1]"}, {row("out", 0)}};
+    plan.expect_steps = {StepName::weights, StepName::keep, StepName::dropped, StepName::out};
+    plan.answer_steps = {StepName::weights, StepName::keep, StepName::dropped, StepName::out};
+    plan.worked = {{"dropped[0,1]"}, {row(StepName::out, 0)}};
     plan.notes = {"In eval mode nothing is dropped and out = A V. F.scaled_dot_product_attention applies its dropout_p whatever the module's mode, "
                   "so a module passes dropout_p = p if self.training else 0.0: forgetting it drops weights at inference."};
     return plan;
@@ -115,12 +115,12 @@ ExercisePlan permutation_topic(HandNumbers& numbers) {
                     "row P[i]) and compute them again.";
     plan.tasks = {"the weights and the outputs O = A V", "the outputs for the reordered tokens: are they new numbers, or the old rows reordered?",
                   "which of a causal mask, RoPE or ALiBi would change the answer, and why"};
-    plan.expect_steps = {"weights", "out"};
-    plan.answer_steps = {"scaled", "weights", "out"};
-    plan.worked = {{row("out", 0)}};
+    plan.expect_steps = {StepName::weights, StepName::out};
+    plan.answer_steps = {StepName::scaled, StepName::weights, StepName::out};
+    plan.worked = {{row(StepName::out, 0)}};
     plan.computed_notes = [](const Problem& problem, const Trace&) {
         const Trace permuted = permutation_trace(problem, RunOptions{}, {{2, 0, 1}, false});
-        const Step* moved = permuted.find("out_of_permuted", 0, std::nullopt, std::nullopt, std::nullopt);
+        const Step* moved = permuted.find(StepName::out_of_permuted, 0, std::nullopt, std::nullopt, std::nullopt);
         return std::vector<std::string>{
             fmt::format("With the tokens reordered the outputs are {}: the rows of O in the order 2, 0, 1, unchanged in value (largest difference {:.2g}, "
                         "as attn-trace permute reports).",
@@ -144,9 +144,9 @@ ExercisePlan grad_topic(HandNumbers& numbers) {
                   "the softmax backward grad_masked: in each row, subtract from grad_weights the row's sum of grad_weights times A, "
                   "then multiply by A, cell by cell; why is the first row 0?",
                   "grad_scores = s · grad_masked, then grad_q = grad_scores K and grad_k = grad_scoresᵀ Q"};
-    plan.expect_steps = {"grad_v", "grad_weights", "grad_masked", "grad_q", "grad_k"};
-    plan.answer_steps = {"grad_out", "grad_v", "grad_weights", "grad_masked", "grad_scores", "grad_q", "grad_k"};
-    plan.worked = {{row("weights", 1)}, {"grad_masked[1,0]"}, {"grad_q[1,0]"}, {"grad_k[0,0]"}};
+    plan.expect_steps = {StepName::grad_v, StepName::grad_weights, StepName::grad_masked, StepName::grad_q, StepName::grad_k};
+    plan.answer_steps = {StepName::grad_out, StepName::grad_v, StepName::grad_weights, StepName::grad_masked, StepName::grad_scores, StepName::grad_q, StepName::grad_k};
+    plan.worked = {{row(StepName::weights, 1)}, {"grad_masked[1,0]"}, {"grad_q[1,0]"}, {"grad_k[0,0]"}};
     plan.notes = {"Row 0 reads only key 0, so its weight is 1 whatever its score: a softmax of one visible key passes no gradient to the scores, "
                   "and the blocked cell passes exactly 0.",
                   "Each row of grad_masked sums to 0: the softmax only redistributes weight among the keys a row reads."};

@@ -33,7 +33,7 @@ std::vector<std::string> trace_notes(const Trace& trace, const std::string& kind
 
 // The cell "scores[i,j]" and the row "step[i]", as a plan names what it works out.
 std::string cell(std::size_t i, std::size_t j);
-std::string row(const std::string& step, std::size_t i);
+std::string row(StepName step, std::size_t i);
 
 // Each file's topics by name: exercise_topics_core.cpp (version 1), exercise_topics_family.cpp (version 2).
 using TopicPlanner = ExercisePlan (*)(HandNumbers&);

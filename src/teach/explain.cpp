@@ -19,7 +19,7 @@ namespace attn_trace {
 
 namespace {
 
-const std::vector<std::string> row_steps = {"weights", "out"};
+const std::vector<StepName> row_steps = {StepName::weights, StepName::out};
 
 ExplainTarget parse_spec(const std::string& text, bool row) {
     const std::string option = row ? "⟦row⟧" : "⟦cell⟧";
@@ -32,13 +32,14 @@ ExplainTarget parse_spec(const std::string& text, bool row) {
                                      row ? "weights[1]" : "scores[0,2]",
                                      other_form ? fmt::format(" (for {} use {})", row ? "one cell" : "a whole row", row ? "⟦cell⟧" : "⟦row⟧") : ""));
     }
-    const auto& allowed = row ? row_steps : step_names();
+    const auto step = find_step(match[1].str());
+    if (!step || (row && std::find(row_steps.begin(), row_steps.end(), *step) == row_steps.end())) {
+        const std::string allowed = row ? fmt::format("{}", fmt::join(row_steps, ", ")) : fmt::format("{}", fmt::join(step_names(), ", "));
+        throw InputError(fmt::format("{} '{}': cannot explain step '{}' this way: {} explains {}", option, text, match[1].str(), option, allowed));
+    }
     ExplainTarget target;
-    target.step = match[1];
+    target.step = *step;
     target.spec = text;
-    if (std::find(allowed.begin(), allowed.end(), target.step) == allowed.end())
-        throw InputError(fmt::format("{} '{}': cannot explain step '{}' this way: {} explains {}", option, text, target.step, option,
-                                     fmt::join(allowed, ", ")));
     try {
         target.row = std::stoul(match[2]);
         if (!row) target.column = std::stoul(match[3]);
@@ -92,7 +93,7 @@ std::string explain_problem(const Problem& problem, const RunOptions& run, const
     const std::size_t batch = checked_batch(problem, options);
     if (source.t) return written(explain_decode_step(problem, run, target, options, source, batch), options.format);
     if (source.tile) return written(explain_tiled_step(problem, run, target, options, source, batch), options.format);
-    if (target.step.rfind("grad_", 0) == 0) {  // the backward pass: its trace and the forward one it reads
+    if (is_gradient(target.step)) {  // the backward pass: its trace and the forward one it reads
         const Trace grad = pipeline_grad(problem, run, {});
         return written(explain_grad_step(grad, pipeline_full(problem, run), problem, target, options), options.format);
     }

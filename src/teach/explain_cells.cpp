@@ -69,7 +69,7 @@ CellExplanations explain_cells(const Trace& trace, const Problem& problem, const
     for (const Step* step : steps) {
         auto& texts = out.steps[static_cast<std::size_t>(step - trace.steps.data())];
         // decode's caches carry their KV head; explain takes a query head that reads it.
-        const bool cache = step->name == "k_cache" || step->name == "v_cache";
+        const bool cache = step->name == StepName::k_cache || step->name == StepName::v_cache;
         const int head = cache ? step->head.value_or(0) * (problem.heads / problem.kv_heads) : step->head.value_or(0);
         const ExplainOptions options{head, step->batch.value_or(0), precision, "text"};
         try {

@@ -8,18 +8,18 @@
 
 namespace attn_trace {
 
-const Step* ExplainContext::find_step(const std::string& name, std::optional<int> head, std::optional<int> t,
+const Step* ExplainContext::find_step(StepName name, std::optional<int> head, std::optional<int> t,
                                       std::optional<std::array<int, 2>> tile) const {
     return trace_.find(name, head, p_.batched ? std::optional<int>(options_.batch) : std::nullopt, t, tile);
 }
 
-std::vector<std::string> ExplainContext::step_names() const {
+std::vector<StepName> ExplainContext::step_names() const {
     // In the trace's canonical order, whatever order the pipeline recorded them in.
-    std::vector<std::string> names;
-    for (const auto& name : attn_trace::step_names())
+    std::vector<StepName> names;
+    for (const auto& info : step_table())
         for (const Step& step : trace_.steps)
-            if (step.name == name) {
-                names.push_back(name);
+            if (step.name == info.id) {
+                names.push_back(info.id);
                 break;
             }
     return names;

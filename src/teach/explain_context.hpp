@@ -22,10 +22,10 @@ public:
 
 protected:
     // The step of this head (per-head steps) and batch, at decode step t or tile; null when absent.
-    const Step* find_step(const std::string& name, std::optional<int> head, std::optional<int> t = std::nullopt,
+    const Step* find_step(StepName name, std::optional<int> head, std::optional<int> t = std::nullopt,
                           std::optional<std::array<int, 2>> tile = std::nullopt) const;
     // The names of the steps this trace has (for this batch), in trace order: what can be explained.
-    std::vector<std::string> step_names() const;
+    std::vector<StepName> step_names() const;
     // Throws the "no such step" error, naming the steps that exist.
     [[noreturn]] void no_step(const std::string& why) const;
     void check_head_and_batch() const;

@@ -10,69 +10,99 @@
 
 namespace attn_trace {
 
-bool key_indexed_step(const std::string& name) {
-    return name == "k" || name == "v" || name == "k_rot" || name == "x_source" || name == "c_kv" || name == "k_rope" || name == "reach";
+// Steps whose rows are keys, or that are recorded once for every query row: their row
+// index is the problem's, not the computed query rows'.
+bool key_indexed_step(StepName name) {
+    using S = StepName;
+    return name == S::k || name == S::v || name == S::k_rot || name == S::x_source || name == S::c_kv || name == S::k_rope || name == S::reach;
 }
 
 ExplainDocument RunExplainer::explain() {
+    using S = StepName;
     check_head_and_batch();
-    const std::string& name = target_.step;
+    const StepName name = target_.step;
     check_row(key_indexed_step(name) ? p_.m : p_.n, key_indexed_step(name) ? "the problem's keys" : "the problem's queries");
     check_column(step(name));
-    if (!target_.column) return name == "out" ? output_row() : weight_row();
-    if (name == "x" || name == "x_source") return given_cell("the input " + name);
-    if (p_.mla && (name == "c_kv" || name == "c_q" || name == "q" || name == "k" || name == "v" || name == "q_latent")) return mla_product_cell();
-    if (name == "q_rope" || name == "k_rope") return formula_cell("the decoupled RoPE part: its projection turned by RoPE at this row's position");
-    if (name == "reach")
-        return formula_cell("the least number of stacked layers through which key j's information reaches query i: 1 when i reads j (or i = j, "
-                            "through the residual stream), L when the shortest chain of reads i → … → j has L links, inf when there is none");
-    if (name == "keep") return formula_cell(fmt::format("the portable generator's draw u for this cell, kept (1) when u ≥ p = {}, dropped (0) otherwise",
-                                                        n_.number(p_.dropout->p)));
-    if (name == "dropped") return dropped_cell();
-    if (name == "q" || name == "k" || name == "v") return p_.from_tokens() ? projection_cell() : given_cell(name + " (Q, K, V are given)");
-    if (name == "q_rot" || name == "k_rot") return rope_cell();
-    if (name == "scores" || name == "scaled" || name == "capped" || name == "masked") return score_cell();
-    if (name == "mask") return mask_cell();
-    if (name == "row_max") return row_max_cell();
-    if (name == "exp") return exp_cell();
-    if (name == "row_sum") return row_sum_cell();
-    if (name == "weights") return weight_cell();
-    if (name == "out") return output_cell();
-    if (name == "concat") return concat_cell();
-    if (name == "final") return final_cell();
+    if (!target_.column) return name == S::out ? output_row() : weight_row();
+    // Every step is named here, so -Wswitch names this place when a step is added.
+    switch (name) {
+        case S::x:
+        case S::x_source: return given_cell(fmt::format("the input {}", name));
+        case S::c_kv:
+        case S::c_q:
+        case S::q_latent: return mla_product_cell();
+        case S::q:
+        case S::k:
+        case S::v:
+            if (p_.mla) return mla_product_cell();
+            return p_.from_tokens() ? projection_cell() : given_cell(fmt::format("{} (Q, K, V are given)", name));
+        case S::q_rope:
+        case S::k_rope: return formula_cell("the decoupled RoPE part: its projection turned by RoPE at this row's position");
+        case S::reach:
+            return formula_cell("the least number of stacked layers through which key j's information reaches query i: 1 when i reads j (or i = j, "
+                                "through the residual stream), L when the shortest chain of reads i → … → j has L links, inf when there is none");
+        case S::keep:
+            return formula_cell(fmt::format("the portable generator's draw u for this cell, kept (1) when u ≥ p = {}, dropped (0) otherwise",
+                                            n_.number(p_.dropout->p)));
+        case S::dropped: return dropped_cell();
+        case S::q_rot:
+        case S::k_rot: return rope_cell();
+        case S::scores:
+        case S::scaled:
+        case S::capped:
+        case S::masked: return score_cell();
+        case S::mask: return mask_cell();
+        case S::row_max: return row_max_cell();
+        case S::exp: return exp_cell();
+        case S::row_sum: return row_sum_cell();
+        case S::weights: return weight_cell();
+        case S::out: return output_cell();
+        case S::concat: return concat_cell();
+        case S::final: return final_cell();
+        // permute's, decode's, tiled's and grad's steps are not in run's trace
+        case S::out_of_permuted: case S::permuted_out: case S::k_cache: case S::v_cache: case S::c_cache: case S::kr_cache:
+        case S::m: case S::l: case S::u: case S::rescale: case S::grad_final: case S::grad_concat: case S::grad_W_O:
+        case S::grad_b_O: case S::grad_out: case S::grad_v: case S::grad_dropped: case S::grad_weights: case S::grad_masked:
+        case S::grad_capped: case S::grad_scaled: case S::grad_scores: case S::grad_q_rot: case S::grad_k_rot: case S::grad_q:
+        case S::grad_k: case S::grad_W_Q: case S::grad_W_K: case S::grad_W_V: case S::grad_b_Q: case S::grad_b_K: case S::grad_b_V:
+        case S::grad_x: case S::grad_x_source: case S::jacobian: case S::lse: case S::delta: case S::p: case S::grad_p: case S::grad_s:
+        case S::given: break;
+    }
     no_step(fmt::format("run has no step '{}'", name));
 }
 
-bool RunExplainer::per_head(const std::string& name) {
-    for (const char* shared : {"x", "x_source", "q", "k", "v", "concat", "final", "c_kv", "c_q", "q_rope", "k_rope", "reach"})
+// Steps shared by the heads (inputs, projections of all heads, concat, final).
+bool RunExplainer::per_head(StepName name) {
+    using S = StepName;
+    for (StepName shared : {S::x, S::x_source, S::q, S::k, S::v, S::concat, S::final, S::c_kv, S::c_q, S::q_rope, S::k_rope, S::reach})
         if (name == shared) return false;
     return true;
 }
 
-std::string RunExplainer::mixer() const { return find_step("dropped", options_.head) ? "dropped" : "weights"; }
+StepName RunExplainer::mixer() const { return find_step(StepName::dropped, options_.head) ? StepName::dropped : StepName::weights; }
 
-const Step& RunExplainer::step(const std::string& name, std::optional<int> head) const {
+const Step& RunExplainer::step(StepName name, std::optional<int> head) const {
     const Step* s = find_step(name, per_head(name) ? std::optional<int>(head.value_or(options_.head)) : std::nullopt);
     if (!s) no_step(fmt::format("the trace has no step '{}'{}", name, why_absent(name)));
     return *s;
 }
 
-std::string RunExplainer::why_absent(const std::string& name) {
-    if (name == "q_rot" || name == "k_rot") return " (the problem has no rope)";
-    if (name == "capped") return " (the problem has no softcap)";
-    if (name == "final") return " (the problem has no W_O)";
-    if (name == "concat") return " (one head and no W_O)";
-    if (name == "x" || name == "x_source") return " (Q, K, V are given, or no X_source)";
+std::string RunExplainer::why_absent(StepName name) {
+    if (name == StepName::q_rot || name == StepName::k_rot) return " (the problem has no rope)";
+    if (name == StepName::capped) return " (the problem has no softcap)";
+    if (name == StepName::final) return " (the problem has no W_O)";
+    if (name == StepName::concat) return " (one head and no W_O)";
+    if (name == StepName::x || name == StepName::x_source) return " (Q, K, V are given, or no X_source)";
     return "";
 }
 
-std::size_t RunExplainer::local(const std::string& name, std::size_t i) const { return key_indexed_step(name) ? i : i - first_row_; }
+std::size_t RunExplainer::local(StepName name, std::size_t i) const { return key_indexed_step(name) ? i : i - first_row_; }
 
-double RunExplainer::at(const std::string& name, std::size_t i, std::size_t j, std::optional<int> head) const {
+double RunExplainer::at(StepName name, std::size_t i, std::size_t j, std::optional<int> head) const {
     return step(name, head).values(local(name, i), j);
 }
 
-std::vector<double> RunExplainer::row_of(const std::string& name, std::size_t i, std::size_t first, std::size_t count) const {
+std::vector<double> RunExplainer::row_of(StepName name, std::size_t i, std::size_t first, std::size_t count) const {
     const Step& s = step(name);
     const double* row = s.values.row(local(name, i));
     return {row + first, row + first + count};
@@ -80,18 +110,19 @@ std::vector<double> RunExplainer::row_of(const std::string& name, std::size_t i,
 
 bool RunExplainer::f32() const { return parse_dtype(trace_.problem.dtype, "the trace's dtype") == Dtype::f32; }
 
-std::vector<double> RunExplainer::head_row(const std::string& name, std::size_t i, int column_head, std::size_t width) const {
-    if (p_.mla && (name == "q" || name == "k")) {  // MLA's head: [content, rope] (docs/FAMILY.md#mla-multi-head-latent-attention-deepseek-v2)
+std::vector<double> RunExplainer::head_row(StepName name, std::size_t i, int column_head, std::size_t width) const {
+    if (p_.mla && (name == StepName::q || name == StepName::k)) {  // MLA's head: [content, rope] (docs/FAMILY.md#mla-multi-head-latent-attention-deepseek-v2)
         const std::size_t d = p_.mla->d_content, d_r = p_.mla->d_r, h = static_cast<std::size_t>(column_head);
         auto row = row_of(name, i, h * d, d);
         if (d_r) {
-            const auto rope = name == "q" ? row_of("q_rope", i, h * d_r, d_r) : row_of("k_rope", i, 0, d_r);
+            const auto rope = name == StepName::q ? row_of(StepName::q_rope, i, h * d_r, d_r) : row_of(StepName::k_rope, i, 0, d_r);
             row.insert(row.end(), rope.begin(), rope.end());
         }
         return row;
     }
-    const bool rotated = p_.rope && (name == "q" || name == "k");
-    return rotated ? row_of(name + "_rot", i, 0, width) : row_of(name, i, static_cast<std::size_t>(column_head) * width, width);
+    const bool rotated = p_.rope && (name == StepName::q || name == StepName::k);
+    if (rotated) return row_of(name == StepName::q ? StepName::q_rot : StepName::k_rot, i, 0, width);
+    return row_of(name, i, static_cast<std::size_t>(column_head) * width, width);
 }
 
 std::vector<double> RunExplainer::column_values(const Matrix& w, std::size_t c) {
@@ -108,7 +139,7 @@ std::string RunExplainer::heading(const std::string& what) const {
     return fmt::format("{}[{},{}], {}: {}", target_.step, i_, j(), per_head(target_.step) ? where() : p_.batched ? fmt::format("batch {}", options_.batch) : "all heads", what);
 }
 
-std::string RunExplainer::target_value() const { return n_.sub(target_.step, index(i_, j())) + " = " + n_.number(at(target_.step, i_, j())); }
+std::string RunExplainer::target_value() const { return n_.sub(step_name(target_.step), index(i_, j())) + " = " + n_.number(at(target_.step, i_, j())); }
 
 RunExplainer::DotTerms RunExplainer::dot_terms(const std::vector<double>& a, const std::vector<double>& b, std::optional<double> bias) const {
     std::vector<std::string> products, values;
@@ -128,7 +159,7 @@ ExplainLine RunExplainer::product_line(const std::vector<double>& row, const std
     const std::size_t c = j();
     const DotTerms dot = dot_terms(row, column, bias);
     return {bias ? fmt::format("multiply the pairs and add, then the bias {}[{}]", bias_name, c) : "multiply the pairs and add",
-            n_.chain({n_.sub(target_.step, index(i_, c)), dot.products, dot.values, n_.number(at(target_.step, i_, c))})};
+            n_.chain({n_.sub(step_name(target_.step), index(i_, c)), dot.products, dot.values, n_.number(at(target_.step, i_, c))})};
 }
 
 ExplainDocument RunExplainer::given_cell(const std::string& what) {

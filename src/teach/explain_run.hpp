@@ -6,7 +6,7 @@
 namespace attn_trace {
 
 // The steps whose rows are keys, not queries: their rows are always all there.
-bool key_indexed_step(const std::string& name);
+bool key_indexed_step(StepName name);
 
 ExplainDocument explain_run_step(const Trace& trace, const Problem& problem, const ExplainTarget& target, const ExplainOptions& options,
                                  std::size_t first_row);

@@ -20,19 +20,19 @@ public:
 
 private:
     // Reading the trace, and what every part writes the same way (explain_run.cpp).
-    static bool per_head(const std::string& name);
+    static bool per_head(StepName name);
     // What A V mixes the values with: the weights, or after dropout the dropped weights.
-    std::string mixer() const;
-    const Step& step(const std::string& name, std::optional<int> head = std::nullopt) const;
-    static std::string why_absent(const std::string& name);
+    StepName mixer() const;
+    const Step& step(StepName name, std::optional<int> head = std::nullopt) const;
+    static std::string why_absent(StepName name);
     // Row i (the true query index) of a step; key-indexed steps hold every row.
-    std::size_t local(const std::string& name, std::size_t i) const;
-    double at(const std::string& name, std::size_t i, std::size_t j, std::optional<int> head = std::nullopt) const;
-    std::vector<double> row_of(const std::string& name, std::size_t i, std::size_t first, std::size_t count) const;
+    std::size_t local(StepName name, std::size_t i) const;
+    double at(StepName name, std::size_t i, std::size_t j, std::optional<int> head = std::nullopt) const;
+    std::vector<double> row_of(StepName name, std::size_t i, std::size_t first, std::size_t count) const;
     bool f32() const;
     std::size_t j() const { return *target_.column; }
     // Row i of the head's slice of a side-by-side step (q, k, v), or of its RoPE step.
-    std::vector<double> head_row(const std::string& name, std::size_t i, int column_head, std::size_t width) const;
+    std::vector<double> head_row(StepName name, std::size_t i, int column_head, std::size_t width) const;
     // Column c of a weight matrix, and its name: W_Q[:,3] / W_{Q\,:,3}.
     static std::vector<double> column_values(const Matrix& w, std::size_t c);
     std::string column_of(const std::string& matrix, std::size_t c) const;

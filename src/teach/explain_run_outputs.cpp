@@ -15,12 +15,12 @@ ExplainDocument RunExplainer::output_cell() {
     const int g = kv_head_of(p_, options_.head);
     ExplainDocument d;
     d.heading = heading(fmt::format("component {} of query {}'s output, a weighted sum of the values", c, i));
-    const std::string a = mixer();
-    const auto products = elided(p_.m, [&](std::size_t l) { return n_.number(at(a, i, l)) + n_.times() + n_.factor(head_row("v", l, g, p_.d_v)[c]); });
-    const auto terms = elided(p_.m, [&](std::size_t l) { return n_.factor(at(a, i, l) * head_row("v", l, g, p_.d_v)[c]); });
+    const StepName a = mixer();
+    const auto products = elided(p_.m, [&](std::size_t l) { return n_.number(at(a, i, l)) + n_.times() + n_.factor(head_row(StepName::v, l, g, p_.d_v)[c]); });
+    const auto terms = elided(p_.m, [&](std::size_t l) { return n_.factor(at(a, i, l) * head_row(StepName::v, l, g, p_.d_v)[c]); });
     d.lines.push_back({fmt::format("each key's weight times component {} of its value row{}", c, p_.kv_heads < p_.heads ? fmt::format(" (KV head {})", g) : ""),
                        n_.chain({n_.sub("o", index(i, c)), n_.sub(n_.sum_symbol(), "j") + " " + n_.sub("A", index(i) + "j") + " " + n_.sub("v", "j" + index(c)),
-                                 n_.terms(products, " + ", 3), n_.terms(terms, " + ", 6), n_.number(at("out", i, c))})});
+                                 n_.terms(products, " + ", 3), n_.terms(terms, " + ", 6), n_.number(at(StepName::out, i, c))})});
     return finish(d);
 }
 
@@ -32,7 +32,7 @@ ExplainDocument RunExplainer::output_row() {
     d.heading = fmt::format("out[{}], {}: the output of query {}{}, a weighted sum of the value rows", i, where(), i, quoted_label(query_labels(p_), i));
     std::vector<double> weights(p_.m);
     for (std::size_t j = 0; j < p_.m; ++j) weights[j] = at(mixer(), i, j);
-    d.lines.push_back({fmt::format("the weights of row {} ({})", i, mixer() == "dropped" ? "after dropout" : "from the softmax"),
+    d.lines.push_back({fmt::format("the weights of row {} ({})", i, mixer() == StepName::dropped ? "after dropout" : "from the softmax"),
                        n_.sub("A", index(i)) + " = (" + n_.terms(elided(p_.m, [&](std::size_t j) { return n_.number(weights[j]); }), ", ", 8) + ")"});
     const auto shown = elided(p_.m, [](std::size_t j) { return std::to_string(j); });
     for (const auto& key : shown) {
@@ -41,7 +41,7 @@ ExplainDocument RunExplainer::output_row() {
             continue;
         }
         const std::size_t j = std::stoul(key);
-        const auto v = head_row("v", j, g, p_.d_v);
+        const auto v = head_row(StepName::v, j, g, p_.d_v);
         std::vector<double> term(p_.d_v);
         for (std::size_t c = 0; c < p_.d_v; ++c) term[c] = weights[j] * v[c];
         d.lines.push_back({fmt::format("key {}{}: weight times value row {}{}", j, quoted_label(key_labels(p_), j), j,
@@ -51,10 +51,10 @@ ExplainDocument RunExplainer::output_row() {
     }
     std::vector<std::string> components;
     for (std::size_t c = 0; c < p_.d_v; ++c)
-        components.push_back(n_.terms(elided(p_.m, [&](std::size_t j) { return n_.factor(weights[j] * head_row("v", j, g, p_.d_v)[c]); }), " + ", 6));
+        components.push_back(n_.terms(elided(p_.m, [&](std::size_t j) { return n_.factor(weights[j] * head_row(StepName::v, j, g, p_.d_v)[c]); }), " + ", 6));
     d.lines.push_back({"add the terms, component by component",
                        n_.chain({n_.sub("o", index(i)), n_.sub(n_.sum_symbol(), "j") + " " + n_.sub("A", index(i) + "j") + " " + n_.sub("v", "j"),
-                                 "(" + n_.terms(components, ", ", 1) + ")", n_.vector(row_of("out", i, 0, p_.d_v))})});
+                                 "(" + n_.terms(components, ", ", 1) + ")", n_.vector(row_of(StepName::out, i, 0, p_.d_v))})});
     return finish(d);
 }
 
@@ -65,14 +65,14 @@ ExplainDocument RunExplainer::concat_cell() {
     d.heading = heading(fmt::format("column {} of [O_0 … O_{}] is head {}'s output column {}", c, p_.heads - 1, h, column));
     d.lines.push_back({fmt::format("the heads' outputs side by side, {} columns each: {} = {} · {} + {}", p_.d_v, c, h, p_.d_v, column),
                        fmt::format("{} = {} = {}", n_.sub("concat", index(i_, c)), n_.sub("O", n_.latex() ? "{" + std::to_string(h) + "," + index(i_, column) + "}" : std::to_string(h) + "[" + index(i_) + "," + std::to_string(column) + "]"),
-                                   n_.number(at("out", i_, column, static_cast<int>(h))))});
+                                   n_.number(at(StepName::out, i_, column, static_cast<int>(h))))});
     return finish(d);
 }
 
 // final[i, c] = concat_i · W_O[:, c] + b_O[c]
 ExplainDocument RunExplainer::final_cell() {
     const std::size_t c = j();
-    const auto concat = row_of("concat", i_, 0, static_cast<std::size_t>(p_.heads) * p_.d_v);
+    const auto concat = row_of(StepName::concat, i_, 0, static_cast<std::size_t>(p_.heads) * p_.d_v);
     ExplainDocument d;
     d.heading = heading("the output projection: the concatenated row times a column of W_O");
     const auto column = column_values(*p_.W_O, c);

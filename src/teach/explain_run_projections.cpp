@@ -11,13 +11,13 @@ namespace attn_trace {
 
 // q_ic = x_i · W_Q[:, c] + b_c (k and v read X_source in cross-attention).
 ExplainDocument RunExplainer::projection_cell() {
-    const std::string& name = target_.step;
-    const bool query = name == "q";
-    const Matrix& W = name == "q" ? *p_.W_Q : name == "k" ? *p_.W_K : *p_.W_V;
-    const auto& bias = name == "q" ? p_.b_Q : name == "k" ? p_.b_K : p_.b_V;
+    const StepName name = target_.step;
+    const bool query = name == StepName::q;
+    const Matrix& W = name == StepName::q ? *p_.W_Q : name == StepName::k ? *p_.W_K : *p_.W_V;
+    const auto& bias = name == StepName::q ? p_.b_Q : name == StepName::k ? p_.b_K : p_.b_V;
     const Matrix& x = query || !p_.cross_attention() ? p_.X[static_cast<std::size_t>(options_.batch)] : p_.X_source[static_cast<std::size_t>(options_.batch)];
-    const std::size_t width = name == "v" ? p_.d_v : p_.d_k, c = j();
-    const std::string big = name == "q" ? "Q" : name == "k" ? "K" : "V";
+    const std::size_t width = name == StepName::v ? p_.d_v : p_.d_k, c = j();
+    const std::string big = name == StepName::q ? "Q" : name == StepName::k ? "K" : "V";
     ExplainDocument d;
     d.heading = heading(fmt::format("column {} of {} is column {} of {} head {}", c, big, c % width, query ? "query" : "KV", c / width));
     const std::vector<double> input(x.row(i_), x.row(i_) + x.cols()), column = column_values(W, c);
@@ -33,7 +33,7 @@ ExplainDocument RunExplainer::projection_cell() {
 // X_src W_DKV, c_q = X W_DQ, q = c_q W_UQ (or X W_Q + b_Q), k = c_kv W_UK, v = c_kv
 // W_UV, q_latent = q_h W_UK,hᵀ: a row of the left times a column of the right.
 ExplainDocument RunExplainer::mla_product_cell() {
-    const std::string& name = target_.step;
+    const StepName name = target_.step;
     const Mla& mla = *p_.mla;
     const std::size_t b = static_cast<std::size_t>(options_.batch), c = j();
     const Matrix& source = p_.cross_attention() ? p_.X_source[b] : p_.X[b];
@@ -43,30 +43,30 @@ ExplainDocument RunExplainer::mla_product_cell() {
         right = column_values(w, c);
         right_name = label + "[:," + index(c) + "]";
     };
-    if (name == "c_kv") {
+    if (name == StepName::c_kv) {
         left.assign(source.row(i_), source.row(i_) + source.cols());
         left_name = "row " + index(i_) + " of " + (p_.cross_attention() ? "X_source" : "X");
         column(mla.W_DKV, "W_DKV");
-    } else if (name == "c_q" || (name == "q" && !mla.W_DQ)) {
+    } else if (name == StepName::c_q || (name == StepName::q && !mla.W_DQ)) {
         left.assign(p_.X[b].row(i_), p_.X[b].row(i_) + p_.d_model);
         left_name = "row " + index(i_) + " of X";
-        column(name == "c_q" ? *mla.W_DQ : *p_.W_Q, name == "c_q" ? "W_DQ" : "W_Q");
-    } else if (name == "q") {
-        left = row_of("c_q", i_, 0, mla.d_cq);
+        column(name == StepName::c_q ? *mla.W_DQ : *p_.W_Q, name == StepName::c_q ? "W_DQ" : "W_Q");
+    } else if (name == StepName::q) {
+        left = row_of(StepName::c_q, i_, 0, mla.d_cq);
         left_name = "row " + index(i_) + " of c_q";
         column(*mla.W_UQ, "W_UQ");
-    } else if (name == "k" || name == "v") {
-        left = row_of("c_kv", i_, 0, mla.d_c);
+    } else if (name == StepName::k || name == StepName::v) {
+        left = row_of(StepName::c_kv, i_, 0, mla.d_c);
         left_name = "row " + index(i_) + " of c_kv";
-        column(name == "k" ? mla.W_UK : mla.W_UV, name == "k" ? "W_UK" : "W_UV");
+        column(name == StepName::k ? mla.W_UK : mla.W_UV, name == StepName::k ? "W_UK" : "W_UV");
     } else {  // q_latent: q_h · row c of W_UK's head-h columns
         const std::size_t first = static_cast<std::size_t>(options_.head) * mla.d_content;
-        left = row_of("q", i_, first, mla.d_content);
+        left = row_of(StepName::q, i_, first, mla.d_content);
         left_name = fmt::format("row {} of q, head {}'s columns", i_, options_.head);
         for (std::size_t t = 0; t < mla.d_content; ++t) right.push_back(mla.W_UK(c, first + t));
         right_name = fmt::format("row {} of W_UK, head {}'s columns", c, options_.head);
     }
-    const bool biased = name == "q" && !mla.W_DQ && p_.b_Q;
+    const bool biased = name == StepName::q && !mla.W_DQ && p_.b_Q;
     ExplainDocument d;
     d.heading = heading(step(name).formula);
     d.lines.push_back({left_name, n_.vector(left)});
@@ -77,14 +77,14 @@ ExplainDocument RunExplainer::mla_product_cell() {
 
 // (x_a, x_b) turned by position · θ_p: the pair that holds column c.
 ExplainDocument RunExplainer::rope_cell() {
-    const bool query = target_.step == "q_rot";
+    const bool query = target_.step == StepName::q_rot;
     const std::size_t c = j(), d_k = p_.d_k, pairs = d_k / 2;
     const Rope& rope = *p_.rope;
     const bool interleaved = rope.style == Rope::Style::interleaved;
     const std::size_t pair = interleaved ? c / 2 : c % pairs;
     const auto [a, b] = rope_pair(rope, pair, d_k);
     const int column_head = query ? options_.head : kv_head_of(p_, options_.head);
-    const auto x = row_of(query ? "q" : "k", i_, static_cast<std::size_t>(column_head) * d_k, d_k);
+    const auto x = row_of(query ? StepName::q : StepName::k, i_, static_cast<std::size_t>(column_head) * d_k, d_k);
     const double position = (query ? query_positions(p_) : key_positions(p_))[i_];
     const double theta = rope_theta(rope, pair, d_k);
     const double angle = position * theta;

@@ -15,7 +15,7 @@ namespace attn_trace {
 ExplainDocument RunExplainer::score_cell() {
     const std::size_t i = i_, j = this->j();
     const int g = kv_head_of(p_, options_.head);
-    const auto q = head_row("q", i, options_.head, p_.d_k), k = head_row("k", j, g, p_.d_k);
+    const auto q = head_row(StepName::q, i, options_.head, p_.d_k), k = head_row(StepName::k, j, g, p_.d_k);
     ExplainDocument d;
     d.heading = fmt::format("{}[{},{}], {}: query {}{} · key {}{}", target_.step, i, j, where(), i, quoted_label(query_labels(p_), i), j,
                             quoted_label(key_labels(p_), j));
@@ -24,20 +24,20 @@ ExplainDocument RunExplainer::score_cell() {
     d.lines.push_back({fmt::format("the key: row {} of K{}{}", j, rope, p_.kv_heads < p_.heads ? fmt::format(", KV head {} (read by query head {})", g, options_.head) : ""),
                        n_.sub("k", index(j)) + " = " + n_.vector(k)});
     const DotTerms dot = dot_terms(q, k);
-    const double score = at("scores", i, j);
+    const double score = at(StepName::scores, i, j);
     d.lines.push_back({"the dot product: multiply the pairs and add",
                        n_.chain({n_.sub("S", index(i, j)), n_.sub("q", index(i)) + n_.dot() + n_.sub("k", index(j)), dot.products, dot.values, n_.number(score)})});
-    const double s = p_.scale_factor(), scaled = at("scaled", i, j);
+    const double s = p_.scale_factor(), scaled = at(StepName::scaled, i, j);
     const std::string scale_words = p_.scale.kind == Scale::Kind::automatic ? fmt::format("s = 1/√d_k = 1/√{}", p_.d_k) : "the problem's s";
     d.lines.push_back({fmt::format("the scale ({})", scale_words),
                        fmt::format("s{}{} = {}{}{} = {}", n_.dot(), n_.sub("S", index(i, j)), n_.number(s), n_.times(), n_.factor(score), n_.number(scaled))});
     double before_mask = scaled;
     if (p_.softcap) {
-        before_mask = at("capped", i, j);
+        before_mask = at(StepName::capped, i, j);
         d.lines.push_back({fmt::format("the soft cap c = {}", n_.number(*p_.softcap)),
                            fmt::format("c{}tanh({} / c) = {}", n_.dot(), n_.number(scaled), n_.number(before_mask))});
     }
-    const double mask = at("mask", i, j), masked = at("masked", i, j);
+    const double mask = at(StepName::mask, i, j), masked = at(StepName::masked, i, j);
     d.lines.push_back({mask == 0 ? "the mask lets query " + index(i) + " read key " + index(j) + " (M = 0)"
                                  : std::isinf(mask) ? "the mask hides key " + index(j) + " from query " + index(i) + " (M = -inf)"
                                                     : "the mask adds a bias",
@@ -71,7 +71,7 @@ ExplainDocument RunExplainer::mask_cell() {
                                        n_.number(distance), n_.number(-slope * distance))});
     }
     if (p_.masks.empty() && p_.lengths.empty() && !p_.alibi_slopes) d.lines.push_back({"the problem has no mask: every query reads every key", ""});
-    const double value = at("mask", i, j);
+    const double value = at(StepName::mask, i, j);
     d.lines.push_back({std::isinf(value) ? "a rule hides the key, so M is -inf (a hidden key wins over every bias)"
                                          : value == 0 ? "no rule hides the key and nothing biases it" : "no rule hides the key; the biases add up",
                        n_.sub("M", index(i, j)) + " = " + n_.number(value)});

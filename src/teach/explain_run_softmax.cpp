@@ -10,21 +10,21 @@
 namespace attn_trace {
 
 std::string RunExplainer::z_row_terms(std::size_t i, std::size_t per_line) const {
-    return n_.terms(elided(p_.m, [&](std::size_t l) { return n_.number(at("masked", i, l)); }), ", ", per_line);
+    return n_.terms(elided(p_.m, [&](std::size_t l) { return n_.number(at(StepName::masked, i, l)); }), ", ", per_line);
 }
 
 std::string RunExplainer::exp_sum(std::size_t i) const {
-    return fmt::format("{} = {} = {}", n_.total(index(i)), n_.terms(elided(p_.m, [&](std::size_t l) { return n_.number(at("exp", i, l)); }), " + ", 8),
-                       n_.number(at("row_sum", i, 0)));
+    return fmt::format("{} = {} = {}", n_.total(index(i)), n_.terms(elided(p_.m, [&](std::size_t l) { return n_.number(at(StepName::exp, i, l)); }), " + ", 8),
+                       n_.number(at(StepName::row_sum, i, 0)));
 }
 
 // row_max_i = max_j z_ij
 ExplainDocument RunExplainer::row_max_cell() {
     ExplainDocument d;
     d.heading = heading(fmt::format("the largest masked score of row {}", i_));
-    const double max = at("row_max", i_, 0);
+    const double max = at(StepName::row_max, i_, 0);
     std::size_t where_max = 0;
-    while (where_max + 1 < p_.m && at("masked", i_, where_max) != max) ++where_max;
+    while (where_max + 1 < p_.m && at(StepName::masked, i_, where_max) != max) ++where_max;
     d.lines.push_back({fmt::format("the masked row {} (scaled scores + mask)", i_), n_.sub("z", index(i_)) + " = (" + z_row_terms(i_, 8) + ")"});
     d.lines.push_back({std::isinf(max) ? "every key is masked: the max is -inf (an empty row)" : fmt::format("its largest value, at key {}", where_max),
                        n_.max_of(index(i_)) + " = " + n_.number(max)});
@@ -33,13 +33,13 @@ ExplainDocument RunExplainer::row_max_cell() {
 
 // exp_ij = e^(z_ij − max_i)
 ExplainDocument RunExplainer::exp_cell() {
-    const double z = at("masked", i_, j()), max = at("row_max", i_, 0);
+    const double z = at(StepName::masked, i_, j()), max = at(StepName::row_max, i_, 0);
     ExplainDocument d;
     d.heading = heading("the exponential of the shifted score");
     d.lines.push_back({"the masked score minus the row's max (so no exponential can overflow)",
                        fmt::format("{} = {} - {} = {}", n_.sub("z", index(i_, j())) + " - " + n_.max_of(index(i_)), n_.number(z), n_.factor(max), n_.number(z - max))});
     d.lines.push_back({std::isinf(z) ? "a masked key: e^(-inf) = 0" : "its exponential",
-                       fmt::format("{} = {}", n_.exp(n_.number(z - max)), n_.number(at("exp", i_, j())))});
+                       fmt::format("{} = {}", n_.exp(n_.number(z - max)), n_.number(at(StepName::exp, i_, j())))});
     return finish(d);
 }
 
@@ -65,7 +65,7 @@ ExplainDocument RunExplainer::weight_cell() {
     ExplainDocument d;
     d.heading = fmt::format("weights[{},{}], {}: how much query {}{} reads key {}{}", i, j, where(), i, quoted_label(query_labels(p_), i), j,
                             quoted_label(key_labels(p_), j));
-    const double z = at("masked", i, j), max = at("row_max", i, 0);
+    const double z = at(StepName::masked, i, j), max = at(StepName::row_max, i, 0);
     if (std::isinf(max) && max < 0) return empty_row(std::move(d), i);
     const std::string A = n_.sub("A", index(i, j));
     if (std::isinf(z) && z < 0) {
@@ -75,10 +75,10 @@ ExplainDocument RunExplainer::weight_cell() {
     }
     d.lines.push_back({fmt::format("the masked score and the largest score of row {}", i),
                        fmt::format("{} = {},  {} = {}", n_.sub("z", index(i, j)), n_.number(z), n_.max_of(index(i)), n_.number(max))});
-    const double sum = at("row_sum", i, 0);
+    const double sum = at(StepName::row_sum, i, 0);
     d.lines.push_back({"the sum of the row's exponentials e^(z - max) (masked keys give 0)", exp_sum(i)});
     d.lines.push_back({"the weight: this key's exponential over the sum",
-                       softmax_quotient(A, n_.sub("z", index(i, j)), n_.max_of(index(i)), n_.total(index(i)), z, max, at("exp", i, j), sum, at("weights", i, j))});
+                       softmax_quotient(A, n_.sub("z", index(i, j)), n_.max_of(index(i)), n_.total(index(i)), z, max, at(StepName::exp, i, j), sum, at(StepName::weights, i, j))});
     return finish(d);
 }
 
@@ -89,16 +89,16 @@ ExplainDocument RunExplainer::weight_row() {
     ExplainDocument d;
     d.heading = fmt::format("weights[{}], {}: the softmax of row {}{}", i, where(), i, quoted_label(query_labels(p_), i));
     d.lines.push_back({"the masked row (scaled scores + mask; -inf = a key this query may not read)", n_.sub("z", index(i)) + " = (" + z_row_terms(i, 8) + ")"});
-    const double max = at("row_max", i, 0);
+    const double max = at(StepName::row_max, i, 0);
     if (std::isinf(max) && max < 0) return empty_row(std::move(d), i);
     const std::string max_name = n_.max_of(index(i));
     d.lines.push_back({"its largest value", max_name + " = " + n_.number(max)});
-    const double sum = at("row_sum", i, 0);
-    const auto shifts = elided(p_.m, [&](std::size_t j) { return fmt::format("{} - {}", n_.number(at("masked", i, j)), n_.factor(max)); });
-    const auto shifted = elided(p_.m, [&](std::size_t j) { return n_.number(at("masked", i, j) - max); });
-    const auto exps = elided(p_.m, [&](std::size_t j) { return fmt::format("{} = {}", n_.exp(n_.number(at("masked", i, j) - max)), n_.number(at("exp", i, j))); });
+    const double sum = at(StepName::row_sum, i, 0);
+    const auto shifts = elided(p_.m, [&](std::size_t j) { return fmt::format("{} - {}", n_.number(at(StepName::masked, i, j)), n_.factor(max)); });
+    const auto shifted = elided(p_.m, [&](std::size_t j) { return n_.number(at(StepName::masked, i, j) - max); });
+    const auto exps = elided(p_.m, [&](std::size_t j) { return fmt::format("{} = {}", n_.exp(n_.number(at(StepName::masked, i, j) - max)), n_.number(at(StepName::exp, i, j))); });
     const auto quotients = elided(p_.m, [&](std::size_t j) {
-        return fmt::format("{} = {} = {}", n_.sub("A", index(i, j)), n_.fraction(n_.number(at("exp", i, j)), n_.number(sum)), n_.number(at("weights", i, j)));
+        return fmt::format("{} = {} = {}", n_.sub("A", index(i, j)), n_.fraction(n_.number(at(StepName::exp, i, j)), n_.number(sum)), n_.number(at(StepName::weights, i, j)));
     });
     d.lines.push_back({"subtract it from every value (the weights do not change, and no exponential can overflow)",
                        n_.chain({n_.sub("z", index(i)) + " - " + max_name, "(" + n_.terms(shifts, ", ", 4) + ")", "(" + n_.terms(shifted, ", ", 8) + ")"})});
@@ -106,19 +106,19 @@ ExplainDocument RunExplainer::weight_row() {
     d.lines.push_back({"their sum", exp_sum(i)});
     d.lines.push_back({"each weight: its exponential over the sum", n_.terms(quotients, ",  ", 3)});
     double weight_total = 0;
-    for (std::size_t j = 0; j < p_.m; ++j) weight_total += at("weights", i, j);
+    for (std::size_t j = 0; j < p_.m; ++j) weight_total += at(StepName::weights, i, j);
     d.lines.push_back({"the weights of the row add up to 1", fmt::format("{} {} = {}", n_.sum_symbol(), n_.sub("A", index(i) + "j"), n_.number(weight_total))});
     return finish(d);
 }
 
 // dropped_ij = a_ij · keep_ij / (1 − p)
 ExplainDocument RunExplainer::dropped_cell() {
-    const double a = at("weights", i_, j()), keep = at("keep", i_, j()), p = p_.dropout->p;
+    const double a = at(StepName::weights, i_, j()), keep = at(StepName::keep, i_, j()), p = p_.dropout->p;
     ExplainDocument d;
     d.heading = heading("the weight after dropout");
     d.lines.push_back({keep == 0 ? "this weight is dropped (keep = 0)" : "this weight is kept (keep = 1) and scaled up by 1 / (1 − p)",
                        n_.chain({n_.sub("A'", index(i_, j())), n_.number(a) + n_.times() + n_.number(keep) + " / " + n_.number(1 - p),
-                                 n_.number(at("dropped", i_, j()))})});
+                                 n_.number(at(StepName::dropped, i_, j()))})});
     return finish(d);
 }
 

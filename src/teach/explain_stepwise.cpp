@@ -30,7 +30,7 @@ protected:
     // Decode and tiled steps are explained one cell at a time: checks the head, the batch
     // and that a cell is named (`place` is the option that picked the step, `example` a
     // cell to name), and gives the target's step.
-    const std::string& cell_step(const char* place, const char* example) const {
+    StepName cell_step(const char* place, const char* example) const {
         check_head_and_batch();
         if (!target_.column) no_step(fmt::format("with ⟦{}⟧, explain one cell (⟦cell⟧), e.g. ⟦cell⟧ '{}'", place, example));
         return target_.step;
@@ -39,7 +39,7 @@ protected:
     // run's trace of query row i alone: its q (after RoPE), k, v, the raw and scaled scores.
     Trace query_row(std::size_t i) const { return pipeline_full_rows(p_, run_, batch_, {i, 1}); }
 
-    static std::vector<double> values_of(const Trace& rows, const std::string& name, std::optional<int> head, std::size_t row, std::size_t first,
+    static std::vector<double> values_of(const Trace& rows, StepName name, std::optional<int> head, std::size_t row, std::size_t first,
                                          std::size_t count, std::optional<int> batch) {
         const Step* s = rows.find(name, head, batch, std::nullopt, std::nullopt);
         const double* r = s->values.row(row);
@@ -48,15 +48,15 @@ protected:
     std::optional<int> batch_tag() const { return p_.batched ? std::optional<int>(static_cast<int>(batch_)) : std::nullopt; }
     // Query head h's q row (its only row) and key j of its KV head, RoPE applied.
     std::vector<double> q_of(const Trace& rows) const {
-        return p_.rope ? values_of(rows, "q_rot", options_.head, 0, 0, p_.d_k, batch_tag())
-                       : values_of(rows, "q", std::nullopt, 0, static_cast<std::size_t>(options_.head) * p_.d_k, p_.d_k, batch_tag());
+        return p_.rope ? values_of(rows, StepName::q_rot, options_.head, 0, 0, p_.d_k, batch_tag())
+                       : values_of(rows, StepName::q, std::nullopt, 0, static_cast<std::size_t>(options_.head) * p_.d_k, p_.d_k, batch_tag());
     }
     std::vector<double> k_of(const Trace& rows, std::size_t j) const {
-        return p_.rope ? values_of(rows, "k_rot", options_.head, j, 0, p_.d_k, batch_tag())
-                       : values_of(rows, "k", std::nullopt, j, static_cast<std::size_t>(kv_head_of(p_, options_.head)) * p_.d_k, p_.d_k, batch_tag());
+        return p_.rope ? values_of(rows, StepName::k_rot, options_.head, j, 0, p_.d_k, batch_tag())
+                       : values_of(rows, StepName::k, std::nullopt, j, static_cast<std::size_t>(kv_head_of(p_, options_.head)) * p_.d_k, p_.d_k, batch_tag());
     }
     std::vector<double> v_of(const Trace& rows, std::size_t j) const {
-        return values_of(rows, "v", std::nullopt, j, static_cast<std::size_t>(kv_head_of(p_, options_.head)) * p_.d_v, p_.d_v, batch_tag());
+        return values_of(rows, StepName::v, std::nullopt, j, static_cast<std::size_t>(kv_head_of(p_, options_.head)) * p_.d_v, p_.d_v, batch_tag());
     }
 
     // z = s · q_i · k_j (capped) + M_ij, ending at `z` as the step recorded it.
@@ -65,8 +65,8 @@ protected:
         const auto q = q_of(rows), k = k_of(rows, j);
         std::vector<std::string> products;
         for (std::size_t t = 0; t < q.size(); ++t) products.push_back(n_.factor(q[t]) + n_.times() + n_.factor(k[t]));
-        const double score = values_of(rows, "scores", options_.head, 0, j, 1, batch_tag())[0];
-        const double scaled = values_of(rows, p_.softcap ? "capped" : "scaled", options_.head, 0, j, 1, batch_tag())[0];
+        const double score = values_of(rows, StepName::scores, options_.head, 0, j, 1, batch_tag())[0];
+        const double scaled = values_of(rows, p_.softcap ? StepName::capped : StepName::scaled, options_.head, 0, j, 1, batch_tag())[0];
         const std::string rope = p_.rope ? " (after RoPE)" : "";
         d.lines.push_back({fmt::format("query {}{}", i, rope), n_.sub("q", index(i)) + " = " + n_.vector(q)});
         d.lines.push_back({fmt::format("key {}{}", j, rope), n_.sub("k", index(j)) + " = " + n_.vector(k)});
@@ -74,11 +74,11 @@ protected:
         d.lines.push_back({fmt::format("scaled by s = {}{}", n_.number(p_.scale_factor()), p_.softcap ? fmt::format(", then capped at c = {}", *p_.softcap) : ""),
                            fmt::format("{} = {}", p_.softcap ? "c" + n_.dot() + "tanh(s" + n_.dot() + "S / c)" : "s" + n_.dot() + "S", n_.number(scaled))});
         // The step may hide more than the problem's mask (decode's prefill block hides its later keys).
-        const double mask = std::isinf(z) ? z : values_of(rows, "mask", options_.head, 0, j, 1, batch_tag())[0];
+        const double mask = std::isinf(z) ? z : values_of(rows, StepName::mask, options_.head, 0, j, 1, batch_tag())[0];
         d.lines.push_back({mask_words, fmt::format("{} = {} + {} = {}", n_.sub("z", index(i, j)), n_.number(scaled), n_.factor(mask), n_.number(z))});
     }
 
-    const Step& step_at(const std::string& name, int head, std::optional<int> t, std::optional<std::array<int, 2>> tile) const {
+    const Step& step_at(StepName name, int head, std::optional<int> t, std::optional<std::array<int, 2>> tile) const {
         const Step* s = find_step(name, head, t, tile);
         if (!s) no_step(fmt::format("no step '{}' here", name));
         return *s;
@@ -94,16 +94,16 @@ public:
     using StepwiseExplainer::StepwiseExplainer;
 
     ExplainDocument explain() {
-        const std::string& name = cell_step("t", "weights[0,2]");
-        const bool cache = name == "k_cache" || name == "v_cache";
-        if (!cache && name != "scores" && name != "weights" && name != "out") no_step(fmt::format("decode steps have no '{}' at t", name));
+        const StepName name = cell_step("t", "weights[0,2]");
+        const bool cache = name == StepName::k_cache || name == StepName::v_cache;
+        if (!cache && name != StepName::scores && name != StepName::weights && name != StepName::out) no_step(fmt::format("decode steps have no '{}' at t", name));
         const int g = kv_head_of(p_, options_.head);
         const Step& s = step_at(name, cache ? g : options_.head, static_cast<int>(t()), std::nullopt);
         check_row(s.values.rows(), fmt::format("{} at t = {}", name, t()));
         check_column(s);
         if (cache) return cache_cell(s, g);
-        if (name == "scores") return score_cell(s);
-        if (name == "weights") return weight_cell(s);
+        if (name == StepName::scores) return score_cell(s);
+        if (name == StepName::weights) return weight_cell(s);
         return output_cell(s);
     }
 
@@ -118,7 +118,7 @@ private:
 
     ExplainDocument cache_cell(const Step& s, int g) {
         const std::size_t j = target_.row, c = *target_.column;
-        const bool key = target_.step == "k_cache";
+        const bool key = target_.step == StepName::k_cache;
         ExplainDocument d;
         d.heading = heading(fmt::format("row {} of KV head {}'s {} cache", j, g, key ? "key" : "value"));
         const std::string when = j < offset() ? fmt::format("one of the {} keys before the first query", offset())
@@ -141,7 +141,7 @@ private:
 
     ExplainDocument weight_cell(const Step& s) {
         const std::size_t r = target_.row, j = *target_.column;
-        const Step& scores = step_at("scores", options_.head, static_cast<int>(t()), std::nullopt);
+        const Step& scores = step_at(StepName::scores, options_.head, static_cast<int>(t()), std::nullopt);
         Matrix z(1, scores.values.cols());
         for (std::size_t l = 0; l < z.cols(); ++l) z(0, l) = scores.values(r, l);
         // The same softmax the decode step ran, on the same row.
@@ -163,8 +163,8 @@ private:
     ExplainDocument output_cell(const Step& s) {
         const std::size_t r = target_.row, c = *target_.column;
         const int g = kv_head_of(p_, options_.head);
-        const Step& weights = step_at("weights", options_.head, static_cast<int>(t()), std::nullopt);
-        const Step& cache = step_at("v_cache", g, static_cast<int>(t()), std::nullopt);
+        const Step& weights = step_at(StepName::weights, options_.head, static_cast<int>(t()), std::nullopt);
+        const Step& cache = step_at(StepName::v_cache, g, static_cast<int>(t()), std::nullopt);
         const auto products = elided(cache.values.rows(), [&](std::size_t j) { return n_.number(weights.values(r, j)) + n_.times() + n_.factor(cache.values(j, c)); });
         ExplainDocument d;
         d.heading = heading(fmt::format("component {} of the output: the weights times the cached values", c));
@@ -179,15 +179,16 @@ public:
     using StepwiseExplainer::StepwiseExplainer;
 
     ExplainDocument explain() {
-        const std::string& name = cell_step("tile", "l[0,0]");
-        if (name != "scores" && name != "m" && name != "l" && name != "u" && name != "rescale") no_step(fmt::format("tiled steps have no '{}' at a tile", name));
+        const StepName name = cell_step("tile", "l[0,0]");
+        if (name != StepName::scores && name != StepName::m && name != StepName::l && name != StepName::u && name != StepName::rescale)
+            no_step(fmt::format("tiled steps have no '{}' at a tile", name));
         const Step* s = find_step(name, options_.head, std::nullopt, tile());
         if (!s)
             throw InputError(fmt::format("⟦tile⟧ {},{}: the tile was skipped, every score in it is masked (no step records it); its state is "
                                          "the previous tile's", (*source_.tile)[0], (*source_.tile)[1]));
         check_row(s->values.rows(), fmt::format("{} of tile [{},{}]", name, (*source_.tile)[0], (*source_.tile)[1]));
         check_column(*s);
-        if (name == "scores") return score_cell(*s);
+        if (name == StepName::scores) return score_cell(*s);
         return state_cell(*s);
     }
 
@@ -199,7 +200,7 @@ private:
         return fmt::format("{}[{},{}] of tile [{},{}], {}: {}", target_.step, target_.row, *target_.column, tile()[0], tile()[1], where(), what);
     }
     // The same head's step at the last computed tile before this one, or null at the block's first.
-    const Step* previous(const std::string& name) const {
+    const Step* previous(StepName name) const {
         for (int kt = tile()[1] - 1; kt >= 0; --kt)
             if (const Step* s = find_step(name, options_.head, std::nullopt, std::array<int, 2>{tile()[0], kt})) return s;
         return nullptr;
@@ -216,11 +217,11 @@ private:
     // m, rescale, ℓ, u: the recurrence from the previous tile.
     ExplainDocument state_cell(const Step& s) {
         const std::size_t r = target_.row, c = *target_.column;
-        const Step& scores = step_at("scores", options_.head, std::nullopt, tile());
-        const Step& m = step_at("m", options_.head, std::nullopt, tile());
-        const Step* m_prev = previous("m");
+        const Step& scores = step_at(StepName::scores, options_.head, std::nullopt, tile());
+        const Step& m = step_at(StepName::m, options_.head, std::nullopt, tile());
+        const Step* m_prev = previous(StepName::m);
         const double m_old = m_prev ? m_prev->values(r, 0) : minus_infinity, m_new = m.values(r, 0);
-        const double rescale = step_at("rescale", options_.head, std::nullopt, tile()).values(r, 0);
+        const double rescale = step_at(StepName::rescale, options_.head, std::nullopt, tile()).values(r, 0);
         const std::size_t cols = scores.values.cols();
         ExplainDocument d;
         d.heading = heading(fmt::format("the running state of query {} after key tile {}", tile()[0] * Br() + r, tile()[1]));
@@ -229,13 +230,13 @@ private:
         d.lines.push_back({"the running max: the old max or the largest score of this tile's row",
                            fmt::format("{} = {}({}, {}({})) = {}", n_.sub("m", "new"), max_word(), n_.number(m_old), max_word(),
                                        n_.terms(elided(cols, [&](std::size_t l) { return n_.number(scores.values(r, l)); }), ", ", 6), n_.number(m_new))});
-        if (target_.step == "m") return finish(d);
+        if (target_.step == StepName::m) return finish(d);
         d.lines.push_back({"the rescale factor for what was summed under the old max (1 when the max did not change)",
                            fmt::format("{} = {} = {}", n_.exp(n_.sub("m", "old") + " - " + n_.sub("m", "new")), n_.exp(n_.number(m_old) + " - " + n_.factor(m_new)), n_.number(rescale))});
-        if (target_.step == "rescale") return finish(d);
+        if (target_.step == StepName::rescale) return finish(d);
         const auto p = [&](std::size_t l) { return std::isinf(scores.values(r, l)) ? 0.0 : std::exp(scores.values(r, l) - m_new); };
-        if (target_.step == "l") {
-            const Step* l_prev = previous("l");
+        if (target_.step == StepName::l) {
+            const Step* l_prev = previous(StepName::l);
             const double l_old = l_prev ? l_prev->values(r, 0) : 0.0;
             d.lines.push_back({"ℓ_new = rescale · ℓ_old + Σ_j e^(S_j - m_new), over this tile's keys",
                                n_.chain({n_.latex() ? "\\ell_{new}" : "ℓ_new",
@@ -243,7 +244,7 @@ private:
                                          n_.number(s.values(r, 0))})});
             return finish(d);
         }
-        const Step* u_prev = previous("u");
+        const Step* u_prev = previous(StepName::u);
         const double u_old = u_prev ? u_prev->values(r, c) : 0.0;
         const Trace rows = query_row(tile()[0] * Br() + r);
         const std::size_t j0 = tile()[1] * Bc();

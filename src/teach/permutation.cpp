@@ -33,7 +33,7 @@ void permute_list(std::vector<T>& items, const std::vector<std::size_t>& perm) {
 bool has_source(const Problem& p) { return p.cross_attention() || (!p.from_tokens() && p.n != p.m); }
 
 // The step that says what the layer gives out: final (with W_O), else concat (several heads).
-bool is_layer_output(const Problem& p, const Step& step) { return step.name == (p.W_O ? "final" : "concat"); }
+bool is_layer_output(const Problem& p, const Step& step) { return step.name == (p.W_O ? StepName::final : StepName::concat); }
 
 double max_abs_diff(const Matrix& a, const Matrix& b) {
     double most = 0;
@@ -145,15 +145,15 @@ Trace permutation_trace(const Problem& problem, const RunOptions& options, const
     const auto& perm = permute.perm;
     for (std::size_t s = 0; s < original.steps.size(); ++s) {
         const Step& step = original.steps[s];
-        const bool head_out = step.name == "out" && step.head;
+        const bool head_out = step.name == StepName::out && step.head;
         if (!head_out && !(with_final && is_layer_output(problem, step))) continue;
-        const std::string what = head_out ? "out" : step.name;  // out of a head, or the layer's final / concat
+        const StepName what = head_out ? StepName::out : step.name;  // out of a head, or the layer's final / concat
         const Step* other = shuffled.find(step.name, step.head, step.batch, std::nullopt, std::nullopt);
         Step of_x = step, of_permuted = *other;
-        of_x.name = "out";
+        of_x.name = StepName::out;
         of_x.head = head_out ? step.head : std::nullopt;
         of_x.formula = fmt::format("{}(X), the problem as given", what);
-        of_permuted.name = "out_of_permuted";
+        of_permuted.name = StepName::out_of_permuted;
         of_permuted.head = of_x.head;
         of_permuted.formula = permute.source ? fmt::format("{} with the source rows permuted", what) : fmt::format("{}(P·X), rows permuted first", what);
         trace.steps.push_back(of_x);
@@ -163,7 +163,7 @@ Trace permutation_trace(const Problem& problem, const RunOptions& options, const
             continue;
         }
         Step moved = step;
-        moved.name = "permuted_out";
+        moved.name = StepName::permuted_out;
         moved.head = of_x.head;
         moved.formula = fmt::format("P·{}(X): its rows permuted after", what);
         moved.values = permute_rows(step.values, perm);

@@ -57,24 +57,24 @@ Matrix map_cells(const Matrix& a, const Matrix& mask, double (*f)(double value, 
 
 // (n, m) scores before the mask (scaled, or capped), mask, masked, scores → wrong weights (n, m).
 Matrix wrong_weights(const std::string& name, const Trace& trace, const Step& weights, Dtype dtype) {
-    auto step = [&](const std::string& s) -> const Matrix& { return trace.find(s, weights.head, weights.batch, std::nullopt, std::nullopt)->values; };
-    const Matrix& mask = step("mask");
-    const Matrix& before_mask = trace.find("capped", weights.head, weights.batch, std::nullopt, std::nullopt) ? step("capped") : step("scaled");
+    auto step = [&](StepName s) -> const Matrix& { return trace.find(s, weights.head, weights.batch, std::nullopt, std::nullopt)->values; };
+    const Matrix& mask = step(StepName::mask);
+    const Matrix& before_mask = trace.find(StepName::capped, weights.head, weights.batch, std::nullopt, std::nullopt) ? step(StepName::capped) : step(StepName::scaled);
     // Wrong computations may leave a row (or column) with nothing visible: PyTorch ≥ 2.5 gives zeros there.
     auto softmax = [dtype](const Matrix& z) { return softmax_rows(z, EmptyRows::zero, dtype).weights; };
     if (name == "mask-after-softmax")
         return map_cells(softmax(before_mask), mask, [](double w, double m) { return blocked(m) ? 0.0 : w; });
     if (name == "zero-scores")
         return softmax(map_cells(before_mask, mask, [](double z, double m) { return blocked(m) ? 0.0 : z + m; }));
-    if (name == "column-softmax") return softmax(step("masked").transposed()).transposed();
-    if (name == "no-scale") return softmax(add_elementwise(step("scores"), mask, dtype));
+    if (name == "column-softmax") return softmax(step(StepName::masked).transposed()).transposed();
+    if (name == "no-scale") return softmax(add_elementwise(step(StepName::scores), mask, dtype));
     // bool-polarity: every visible key becomes blocked and every blocked key visible.
     return softmax(map_cells(before_mask, mask, [](double z, double m) { return blocked(m) ? z : minus_infinity; }));
 }
 
-Step labelled(const Step& like, std::string name, std::string formula, Matrix values) {
+Step labelled(const Step& like, StepName name, std::string formula, Matrix values) {
     Step s = like;
-    s.name = std::move(name);
+    s.name = name;
     s.formula = std::move(formula);
     s.values = std::move(values);
     return s;
@@ -127,19 +127,19 @@ Pitfall compute_pitfall(const std::string& name, const Problem& problem, const T
     Pitfall pitfall{rule.name, rule.mistake, rule.explanation, {}};
     bool anything_masked = false;
     for (const auto& weights : right.steps) {
-        if (weights.name != "weights" || !weights.head) continue;
-        auto step = [&](const std::string& s) -> const Step& { return *right.find(s, weights.head, weights.batch, std::nullopt, std::nullopt); };
-        const Matrix& mask = step("mask").values;
+        if (weights.name != StepName::weights || !weights.head) continue;
+        auto step = [&](StepName s) -> const Step& { return *right.find(s, weights.head, weights.batch, std::nullopt, std::nullopt); };
+        const Matrix& mask = step(StepName::mask).values;
         anything_masked = anything_masked || std::any_of(mask.data().begin(), mask.data().end(), blocked);
         // V of the KV head this query head reads.
-        const Step* v_all = right.find("v", std::nullopt, weights.batch, std::nullopt, std::nullopt);
+        const Step* v_all = right.find(StepName::v, std::nullopt, weights.batch, std::nullopt, std::nullopt);
         const Matrix v = v_all->values.columns(static_cast<std::size_t>(kv_head_of(problem, *weights.head)) * problem.d_v, problem.d_v);
         Matrix wrong = wrong_weights(name, right, weights, options.dtype);
         Matrix wrong_out = backend->multiply(wrong, v, options.dtype);
-        pitfall.heads.push_back({labelled(weights, "weights", "right: " + weights.formula, weights.values),
-                                 labelled(weights, "weights", "wrong: " + rule.formula, std::move(wrong)),
-                                 labelled(step("out"), "out", "right: " + step("out").formula, step("out").values),
-                                 labelled(step("out"), "out", "wrong: A V with the wrong A", std::move(wrong_out))});
+        pitfall.heads.push_back({labelled(weights, StepName::weights, "right: " + weights.formula, weights.values),
+                                 labelled(weights, StepName::weights, "wrong: " + rule.formula, std::move(wrong)),
+                                 labelled(step(StepName::out), StepName::out, "right: " + step(StepName::out).formula, step(StepName::out).values),
+                                 labelled(step(StepName::out), StepName::out, "wrong: A V with the wrong A", std::move(wrong_out))});
     }
     if (rule.needs_mask && !anything_masked)
         throw InputError(fmt::format("⟦pitfall⟧ {}: no key is masked in this problem, so the mistake would change nothing: add a mask, "

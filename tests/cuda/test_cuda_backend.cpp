@@ -55,7 +55,7 @@ TEST_CASE("the whole trace on --backend cuda equals the CPU trace") {
     const Trace cuda = pipeline_full(p, {Dtype::f64, "cuda"});
     REQUIRE(cuda.problem.backend == "cuda");
     REQUIRE(cuda.steps.size() == cpu.steps.size());
-    for (std::size_t s = 0; s < cpu.steps.size(); ++s) require_close(cuda.steps[s].values, cpu.steps[s].values, tolerances::same_math_f64, cpu.steps[s].name);
+    for (std::size_t s = 0; s < cpu.steps.size(); ++s) require_close(cuda.steps[s].values, cpu.steps[s].values, tolerances::same_math_f64, step_name(cpu.steps[s].name));
 }
 
 TEST_CASE("run --fast --backend cuda equals the CPU's fast path and the reference: masks by ranges, GQA, edge sizes") {
@@ -69,7 +69,7 @@ TEST_CASE("run --fast --backend cuda equals the CPU's fast path and the referenc
         const Trace gpu = pipeline_fast(p, {Dtype::f32, "cuda"}, {});
         REQUIRE(gpu.problem.backend == "cuda");
         for (int h = 0; h < p.heads; ++h)
-            for (const char* step : {"out", "row_max", "row_sum"}) {
+            for (StepName step : {StepName::out, StepName::row_max, StepName::row_sum}) {
                 const std::string what = fmt::format("{} head {} n={} m={} d={}{}", step, h, c.n, c.m, c.d, c.extra);
                 require_close(gpu.find(step, h, std::nullopt, std::nullopt, std::nullopt)->values,
                               cpu.find(step, h, std::nullopt, std::nullopt, std::nullopt)->values, tolerances::f32_vs_f64, what);

@@ -9,17 +9,22 @@
 #include <vector>
 
 #include "attn_trace/matrix.hpp"
+#include "attn_trace/step_table.hpp"
 
 namespace attn_trace {
 
 struct Step {
-    std::string name;     // a step name (docs/COMMANDS.md#run): scores, weights, out, ...
+    StepName name;        // scores, weights, out, ... (step_table.hpp)
     std::optional<int> head, batch, t;
     std::optional<std::array<int, 2>> tile;  // [query block, key tile]
     std::string formula;  // "Q Kᵀ", "softmax(masked)", ...
     Matrix values;
     std::vector<std::string> row_labels, column_labels;  // token names; empty = indices
+    std::string label;  // a `given` matrix's own name (Q, W_Q); empty for every other step
 };
+
+// The name a step is written under: its label, else its step name.
+inline const std::string& shown_name(const Step& step) { return step.label.empty() ? step_name(step.name) : step.label; }
 
 // What the trace was computed from, as written in the JSON "problem" object.
 struct TraceSummary {
@@ -34,12 +39,6 @@ struct TraceSummary {
     std::string empty_rows = "error";
 };
 
-// Every step name a trace can hold, in trace order: run's (docs/COMMANDS.md#run), then
-// decode's caches (docs/COMMANDS.md#decode) and tiled's running state
-// (docs/COMMANDS.md#tiled). The one list that --steps, `expect` and explain check names
-// against.
-const std::vector<std::string>& step_names();
-
 // Where a step sits: a part for each of its batch, head, t and tile that is set,
 // in that order, as the key and its number ("batch", "1"; "tile", "[0, 1]"). The
 // one source of every "batch 1, head 0" a label, a heading or a title writes.
@@ -51,7 +50,7 @@ inline std::vector<PlacePart> step_place(const Step& step) { return step_place(s
 
 // "weights (batch 1, head 0, t 2, tile [0, 1])": a step named in a message, as
 // check's report and the overflow error write it.
-std::string step_label(const std::string& name, std::optional<int> head, std::optional<int> batch, std::optional<int> t,
+std::string step_label(StepName name, std::optional<int> head, std::optional<int> batch, std::optional<int> t,
                        std::optional<std::array<int, 2>> tile);
 inline std::string step_label(const Step& step) { return step_label(step.name, step.head, step.batch, step.t, step.tile); }
 
@@ -81,7 +80,7 @@ struct Trace {
 
     // The first step matching name/head/batch/t/tile, or nullptr. A step without a
     // head (or batch) matches a request for head 0 only when it has no head at all.
-    const Step* find(const std::string& name, std::optional<int> head, std::optional<int> batch, std::optional<int> t,
+    const Step* find(StepName name, std::optional<int> head, std::optional<int> batch, std::optional<int> t,
                      std::optional<std::array<int, 2>> tile) const;
     // The notes of one kind, in order.
     std::vector<const Note*> notes_of(const std::string& kind) const;

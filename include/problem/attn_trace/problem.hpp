@@ -11,6 +11,7 @@
 
 #include "attn_trace/dtype.hpp"  // not part of a Problem: what its callers run one in
 #include "attn_trace/mask.hpp"
+#include "attn_trace/step_table.hpp"
 #include "attn_trace/matrix.hpp"
 #include "attn_trace/tolerances.hpp"
 
@@ -58,7 +59,7 @@ struct Mla {
 
 // One `expect` entry (docs/PROBLEM.md#expect-values-for-attn-trace-check).
 struct Expectation {
-    std::string name;
+    StepName name;
     std::optional<int> head, batch, t;
     std::optional<std::array<int, 2>> tile;
     std::optional<std::size_t> row;  // a jacobian entry's query row (grad --row)

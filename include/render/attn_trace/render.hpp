@@ -13,7 +13,7 @@ struct RenderOptions {
     int precision = 4;                 // decimals in text
     bool full = false;                 // text: every row and column, no "…"
     bool color = false;                // text: ANSI colours (only on a terminal)
-    std::vector<std::string> steps;    // only these step names; empty = all
+    std::vector<StepName> steps;       // only these steps; empty = all
     std::optional<int> head;           // only this head's per-head steps
     std::optional<int> batch;          // only this batch element's steps
     bool header = true;                // markdown/latex: the title, problem line and notes

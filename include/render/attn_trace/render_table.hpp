@@ -69,7 +69,7 @@ struct HeatmapPanel {
 // (weights without --steps): the full matrices of every head (steps with t or tile
 // are partial and left out). Throws InputError when --steps names no drawable
 // step, or the trace has none of it.
-const std::vector<std::string>& heatmap_steps();
+const std::vector<StepName>& heatmap_steps();
 std::vector<HeatmapPanel> heatmap_panels(const Trace& trace, const RenderOptions& options, const std::string& what);
 
 }  // namespace attn_trace

@@ -18,7 +18,7 @@ namespace attn_trace {
 
 // One cell, STEP[i,j], or one row, STEP[i].
 struct ExplainTarget {
-    std::string step;  // any step name of run, decode or tiled for a cell; weights or out for a row
+    StepName step;  // any step of run, decode or tiled for a cell; weights or out for a row
     std::size_t row = 0;
     std::optional<std::size_t> column;  // set for a cell
     std::string spec;                   // as the user wrote it, for messages
