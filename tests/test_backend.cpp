@@ -75,7 +75,7 @@ TEST_CASE("the fast path names the backend it ran on, in the problem and in its 
     const Trace fast = pipeline_fast(small_problem(), {Dtype::f32, "cpu"}, {});
     CHECK(fast.problem.backend == "cpu");
     REQUIRE_FALSE(fast.notes.empty());
-    CHECK(fast.notes.front().kind == "fast_path");
+    CHECK(fast.notes.front().kind == NoteKind::fast_path);
     CHECK(fast.notes.front().word("backend") == "cpu");
     CHECK_THAT(note_text(fast.notes.front()), Catch::Contains("on the cpu backend"));
 }

@@ -192,7 +192,7 @@ TEST_CASE("dropout in eval mode drops nothing and says why", "[dropout]") {
     const Trace none = run_json(random_qkv(6, 1, ""));
     CHECK(eval.find(StepName::keep, 0, std::nullopt, std::nullopt, std::nullopt) == nullptr);
     CHECK(step_values(eval, "out").data() == step_values(none, "out").data());
-    REQUIRE(eval.notes_of("dropout_eval").size() == 1);
+    REQUIRE(eval.notes_of(NoteKind::dropout_eval).size() == 1);
     const Problem train = parse_problem(random_qkv(6, 1, R"(, "dropout": {"p": 0.5, "mode": "train"})"), "t.json");
     CHECK_THROWS_AS(pipeline_tiled(train, {}, {}), InputError);
     CHECK_THROWS_AS(pipeline_decode(train, {}, {}), InputError);

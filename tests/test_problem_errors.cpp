@@ -150,7 +150,7 @@ TEST_CASE("allowed non-finite inputs are traced as they spread, and a NaN row is
     REQUIRE(trace.find(StepName::weights, 0, std::nullopt, std::nullopt, std::nullopt)->values(1, 1) > 0.5);  // the finite row is untouched
     bool noted = false;
     for (const auto& note : trace.notes) {
-        REQUIRE(note.kind != "empty_rows");
+        REQUIRE(note.kind != NoteKind::empty_rows);
         noted |= note_text(note).find("$.Q[0][1] is nan") != std::string::npos;
     }
     REQUIRE(noted);

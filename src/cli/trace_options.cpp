@@ -133,7 +133,7 @@ void check_steps_present(const Trace& trace, const RenderOptions& r, const Probl
                                *r.head / (problem.heads / problem.kv_heads), *r.head / (problem.heads / problem.kv_heads));
         else if (name == StepName::concat || name == StepName::final)
             hint = " (concat needs more than one head or W_O; final needs W_O)";
-        else if (!trace.notes_of("fast_path").empty())
+        else if (!trace.notes_of(NoteKind::fast_path).empty())
             hint = " (run took the fast path, which keeps only row_max, row_sum and out: its note says why; the full trace of a smaller "
                    "problem has every step)";
         throw InputError(fmt::format("--steps {}: this {} trace{} has no '{}' step{}; it has: {}", name, trace.command,

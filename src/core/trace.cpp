@@ -46,7 +46,7 @@ std::string overflow_text(const Note& note) {
                        note.word("dtype"), note.number("limit"));
 }
 
-std::vector<const Note*> Trace::notes_of(const std::string& kind) const {
+std::vector<const Note*> Trace::notes_of(NoteKind kind) const {
     std::vector<const Note*> out;
     for (const Note& note : notes)
         if (note.kind == kind) out.push_back(&note);

@@ -273,18 +273,18 @@ std::vector<Note> problem_notes(const Problem& p) {
     std::vector<Note> notes;
     for (const auto& spec : p.masks)
         if (spec.is_causal() && p.n != p.m)
-            notes.push_back({"causal_alignment",
+            notes.push_back({NoteKind::causal_alignment,
                              {{"n", static_cast<double>(p.n)}, {"m", static_cast<double>(p.m)}},
                              {{"alignment", spec.kind == MaskSpec::Kind::causal_upper_left ? "upper_left" : "bottom_right"}}});
-    if (!p.first_nonfinite.empty()) notes.push_back({"nonfinite_inputs", {}, {{"first", p.first_nonfinite}}});
-    if (p.kv_heads < p.heads) notes.push_back({"kv_sharing", {{"heads", p.heads}, {"kv_heads", p.kv_heads}}, {}});
+    if (!p.first_nonfinite.empty()) notes.push_back({NoteKind::nonfinite_inputs, {}, {{"first", p.first_nonfinite}}});
+    if (p.kv_heads < p.heads) notes.push_back({NoteKind::kv_sharing, {{"heads", p.heads}, {"kv_heads", p.kv_heads}}, {}});
     if (p.mla)
-        notes.push_back({"mla",
+        notes.push_back({NoteKind::mla,
                          {{"d_c", static_cast<double>(p.mla->d_c)}, {"d_r", static_cast<double>(p.mla->d_r)}, {"d_content", static_cast<double>(p.mla->d_content)},
                           {"d_k", static_cast<double>(p.d_k)}, {"auto_scale", p.scale.kind == Scale::Kind::automatic ? 1.0 : 0.0}},
                          {}});
     if (p.dropout)
-        notes.push_back({p.dropout->train ? "dropout_train" : "dropout_eval", {{"p", p.dropout->p}, {"seed", static_cast<double>(p.dropout->seed)}}, {}});
+        notes.push_back({p.dropout->train ? NoteKind::dropout_train : NoteKind::dropout_eval, {{"p", p.dropout->p}, {"seed", static_cast<double>(p.dropout->seed)}}, {}});
     return notes;
 }
 

@@ -51,7 +51,7 @@ void check_overflow(Trace& trace, const Problem& p, Dtype dtype) {
     const auto found = first_unexplained(trace, p);
     if (!found) return;
     const double largest = dtype == Dtype::f32 ? std::numeric_limits<float>::max() : std::numeric_limits<double>::max();
-    const Note note{"overflow",
+    const Note note{NoteKind::overflow,
                     {{"row", static_cast<double>(found->row)}, {"col", static_cast<double>(found->col)}, {"limit", largest}},
                     {{"step", step_label(*found->step)}, {"value", nonfinite_name(found->value)},
                      {"dtype", dtype_name(dtype)}}};

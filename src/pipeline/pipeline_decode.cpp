@@ -76,15 +76,15 @@ private:
 
     void add_decode_notes() {
         auto& notes = trace_.notes;
-        notes.push_back({"decode", {{"prefill", static_cast<double>(decode_.prefill)}}, {}});
+        notes.push_back({NoteKind::decode, {{"prefill", static_cast<double>(decode_.prefill)}}, {}});
         if (p_.mla) notes.back().numbers["mla"] = 1;
-        if (decode_.prefill) notes.push_back({"prefill", {{"prefill", static_cast<double>(decode_.prefill)}}, {}});
+        if (decode_.prefill) notes.push_back({NoteKind::prefill, {{"prefill", static_cast<double>(decode_.prefill)}}, {}});
         if (offset_ > 0)
-            notes.push_back({"cache_offset", {{"m", static_cast<double>(p_.m)}, {"n", static_cast<double>(p_.n)}, {"offset", static_cast<double>(offset_)}}, {}});
-        Note reference{"decode_reference", {}, {}};
+            notes.push_back({NoteKind::cache_offset, {{"m", static_cast<double>(p_.m)}, {"n", static_cast<double>(p_.n)}, {"offset", static_cast<double>(offset_)}}, {}});
+        Note reference{NoteKind::decode_reference, {}, {}};
         if (!p_.masks.empty() || !p_.lengths.empty()) reference.words["mask"] = trace_.problem.mask;
         notes.push_back(std::move(reference));
-        if (p_.kv_heads < p_.heads) notes.push_back({"cache_heads", {{"kv_heads", p_.kv_heads}, {"heads", p_.heads}}, {}});
+        if (p_.kv_heads < p_.heads) notes.push_back({NoteKind::cache_heads, {{"kv_heads", p_.kv_heads}, {"heads", p_.heads}}, {}});
     }
 
     // Every head's q, k, v of sequence b, with an (n, d_v) output and a list of
@@ -197,20 +197,20 @@ private:
             // What multi-head attention of the same heads would cache: every head's k (d_content) and v.
             const double without_mla = decode_.layers * p_.heads * static_cast<double>(p_.mla->d_content + p_.d_v) * bytes;
             numbers.emplace_back("kv_cache_bytes_per_token_without_mla", without_mla);
-            trace_.notes.push_back({"mla_cache_size",
+            trace_.notes.push_back({NoteKind::mla_cache_size,
                                     {{"layers", decode_.layers}, {"d_c", static_cast<double>(p_.mla->d_c)}, {"d_r", static_cast<double>(p_.mla->d_r)},
                                      {"bytes", bytes}, {"bytes_per_token", elements * bytes}, {"without_mla", without_mla}, {"heads", p_.heads}},
                                     {}});
             return;
         }
-        trace_.notes.push_back({"kv_cache_size",
+        trace_.notes.push_back({NoteKind::kv_cache_size,
                                 {{"layers", decode_.layers}, {"kv_heads", p_.kv_heads}, {"d_k", static_cast<double>(p_.d_k)},
                                  {"d_v", static_cast<double>(p_.d_v)}, {"bytes", bytes}, {"bytes_per_token", elements * bytes}, {"tokens", tokens}},
                                 {}});
         if (p_.kv_heads < p_.heads) {
             const double without_sharing = decode_.layers * p_.heads * per_kv_head * bytes;
             numbers.emplace_back("kv_cache_bytes_per_token_without_sharing", without_sharing);
-            trace_.notes.push_back({"kv_cache_sharing",
+            trace_.notes.push_back({NoteKind::kv_cache_sharing,
                                     {{"kv_heads", p_.kv_heads}, {"heads", p_.heads}, {"bytes_per_token", elements * bytes}, {"without_sharing", without_sharing}},
                                     {}});
         }

@@ -98,7 +98,7 @@ private:
     Note fast_path_note(const AttentionStats& stats) const {
         const double bytes = dtype_ == Dtype::f32 ? 4 : 8;
         const double full_bytes = static_cast<double>(p_.batch) * p_.heads * static_cast<double>(p_.n) * static_cast<double>(p_.m) * bytes;
-        return {"fast_path",
+        return {NoteKind::fast_path,
                 {{"block_q", static_cast<double>(stats.block_q)}, {"block_k", static_cast<double>(stats.block_k)}, {"workers", stats.workers},
                  {"held_bytes", static_cast<double>(stats.score_bytes_held)}, {"full_bytes", full_bytes}, {"n", static_cast<double>(p_.n)},
                  {"m", static_cast<double>(p_.m)}, {"d_v", static_cast<double>(p_.d_v)}},

@@ -277,7 +277,7 @@ private:
         trace_.numbers.push_back({"scores_held", static_cast<double>(grad_.tiled->block_q * grad_.tiled->block_k)});
         trace_.numbers.push_back({"scores_full", static_cast<double>(p_.n * p_.m)});
         if (p_.n * p_.m > 4194304) {
-            trace_.notes.push_back({"grad_tiled_unchecked", {{"n", static_cast<double>(p_.n)}, {"m", static_cast<double>(p_.m)}}, {}});
+            trace_.notes.push_back({NoteKind::grad_tiled_unchecked, {{"n", static_cast<double>(p_.n)}, {"m", static_cast<double>(p_.m)}}, {}});
             return;
         }
         GradOptions untiled = grad_;

@@ -91,11 +91,11 @@ public:
         const std::size_t Tr = (p_.n + Br_ - 1) / Br_, Tc = (p_.m + Bc_ - 1) / Bc_;
         const std::size_t heads_run = p_.batch * static_cast<std::size_t>(p_.heads);
         // The legend first: "tile [0, 1]" and "K[2…3]" must not read as GQA's KV head K_1.
-        skipped_notes_.insert(skipped_notes_.begin(), Note{"tile_legend", {}, {}});
+        skipped_notes_.insert(skipped_notes_.begin(), Note{NoteKind::tile_legend, {}, {}});
         if (tiles_skipped_ > max_skipped_lines)
-            skipped_notes_.push_back({"more_tiles_skipped", {{"count", static_cast<double>(tiles_skipped_ - max_skipped_lines)}}, {}});
+            skipped_notes_.push_back({NoteKind::more_tiles_skipped, {{"count", static_cast<double>(tiles_skipped_ - max_skipped_lines)}}, {}});
         trace_.notes.insert(trace_.notes.begin(), skipped_notes_.begin(), skipped_notes_.end());
-        trace_.notes.insert(trace_.notes.begin(), Note{"tiled",
+        trace_.notes.insert(trace_.notes.begin(), Note{NoteKind::tiled,
                                                        {{"block_q", static_cast<double>(Br_)}, {"block_k", static_cast<double>(Bc_)},
                                                         {"Tr", static_cast<double>(Tr)}, {"Tc", static_cast<double>(Tc)},
                                                         {"skipped", static_cast<double>(tiles_skipped_)}, {"heads_run", static_cast<double>(heads_run)},
@@ -154,7 +154,7 @@ private:
 
     Note skipped_tile_note(std::size_t qb, std::size_t kt, int h, std::size_t b, std::size_t i0, std::size_t rows, std::size_t j0,
                            std::size_t cols) const {
-        Note note{"tile_skipped",
+        Note note{NoteKind::tile_skipped,
                   {{"qb", static_cast<double>(qb)}, {"kt", static_cast<double>(kt)}, {"first_query", static_cast<double>(i0)},
                    {"last_query", static_cast<double>(i0 + rows - 1)}, {"first_key", static_cast<double>(j0)}, {"last_key", static_cast<double>(j0 + cols - 1)}},
                   {}};

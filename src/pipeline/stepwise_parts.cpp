@@ -41,7 +41,7 @@ void StepRecorder::record_concat_and_final(const std::vector<Matrix>& outs, std:
 void StepRecorder::note_empty_rows(const std::vector<std::size_t>& rows, int head, std::size_t batch) {
     if (rows.empty()) return;
     if (p_.empty_rows == EmptyRows::error) fail_empty_row(p_, rows.front(), head, batch);
-    Note note{"empty_rows", {{"rows", static_cast<double>(rows.size())}}, {{"policy", empty_rows_name(p_.empty_rows)}}};
+    Note note{NoteKind::empty_rows, {{"rows", static_cast<double>(rows.size())}}, {{"policy", empty_rows_name(p_.empty_rows)}}};
     if (p_.heads > 1) note.numbers["head"] = head;
     if (p_.batched) note.numbers["batch"] = static_cast<double>(batch);
     trace_.notes.push_back(std::move(note));

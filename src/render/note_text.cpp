@@ -112,69 +112,71 @@ std::string permutation(const Note& note) {
 }
 
 std::string note_text(const Note& note) {
-    const std::string& k = note.kind;
-    if (k == "causal_alignment") return causal_alignment(note);
-    if (k == "nonfinite_inputs")
-        return fmt::format("allow_nonfinite: the inputs hold non-finite numbers ({}, the first); they spread through every step that "
-                           "reads them (x · NaN = NaN, inf − inf = NaN), as traced below",
-                           note.word("first"));
-    if (k == "kv_sharing") return kv_sharing(note);
-    if (k == "overflow")
-        return fmt::format("allow_nonfinite: overflow: {}; it spreads through the steps after it, as traced below", overflow_text(note));
-    if (k == "empty_rows") return empty_rows(note);
-    if (k == "fast_path") return fast_path(note);
-    if (k == "tiled") return tiled(note);
-    if (k == "tile_legend")
-        return "tile [qb, kt] = query block qb × key tile kt; Q[a…b] and K[c…d] are the query and key rows "
-               "of the tile (K_g with a subscript is KV head g)";
-    if (k == "tile_skipped")
-        return fmt::format("tile [{}, {}]{}{}: skipped, every score masked (queries {}…{}, keys {}…{})", whole(note, "qb"), whole(note, "kt"),
-                           note.has("head") ? fmt::format(", head {}", whole(note, "head")) : "",
-                           note.has("batch") ? fmt::format(", batch {}", whole(note, "batch")) : "", whole(note, "first_query"), whole(note, "last_query"), whole(note, "first_key"),
-                           whole(note, "last_key"));
-    if (k == "more_tiles_skipped") return fmt::format("… and {} more skipped tiles", whole(note, "count"));
-    if (k == "decode") return decode(note);
-    if (k == "prefill")
-        return fmt::format("prefill: the first {} queries as one bottom-right-aligned causal block; its steps carry t = {} and have {} rows",
-                           whole(note, "prefill"), whole(note, "prefill") - 1, whole(note, "prefill"));
-    if (k == "cache_offset")
-        return fmt::format("m = {} keys for n = {} queries: the cache starts with the {} keys before the first query, so after step t it holds t + {} keys",
-                           whole(note, "m"), whole(note, "n"), whole(note, "offset"), whole(note, "offset") + 1);
-    if (k == "decode_reference") return decode_reference(note);
-    if (k == "cache_heads")
-        return fmt::format("k_cache and v_cache carry the KV head index: {} caches, each read by {} query heads", whole(note, "kv_heads"),
-                           whole(note, "heads") / whole(note, "kv_heads"));
-    if (k == "kv_cache_size") return kv_cache_size(note);
-    if (k == "kv_cache_sharing")
-        return fmt::format("with {} KV heads instead of {} the cache is {}× smaller: {:g} instead of {:g} bytes per token", whole(note, "kv_heads"),
-                           whole(note, "heads"), whole(note, "heads") / whole(note, "kv_heads"), note.number("bytes_per_token"),
-                           note.number("without_sharing"));
-    if (k == "dropout_train")
-        return fmt::format("dropout in train mode: p = {:g}, seed {}: each weight is kept (keep = 1) with probability 1 − p = {:g} and the kept ones "
-                           "are divided by 1 − p, so each row's expected sum stays 1; eval mode switches it off",
-                           note.number("p"), whole(note, "seed"), 1 - note.number("p"));
-    if (k == "dropout_eval")
-        return fmt::format("dropout p = {:g} is not applied: eval mode (train mode applies it). Beware: F.scaled_dot_product_attention applies its "
-                           "dropout_p whatever the module's mode, so a module passes dropout_p = p if self.training else 0.0",
-                           note.number("p"));
-    if (k == "permutation") return permutation(note);
-    if (k == "grad_tiled_unchecked")
-        return fmt::format("the tiled gradients are not compared with the untiled ones here: those would hold n · m = {} × {} scores per head "
-                           "(tests/test_grad.cpp compares them on smaller problems)",
-                           whole(note, "n"), whole(note, "m"));
-    if (k == "mla_cache_size")
-        return fmt::format("MLA cache: c_cache (d_c = {}) and kr_cache (d_r = {}) for all {} heads, (d_c + d_r) · {} layer{} · {:g} bytes = {:g} bytes "
-                           "per token, where multi-head attention would cache every head's k and v: {:g} bytes ({:.3g}× more)",
-                           whole(note, "d_c"), whole(note, "d_r"), whole(note, "heads"), whole(note, "layers"), plural(whole(note, "layers")),
-                           note.number("bytes"), note.number("bytes_per_token"), note.number("without_mla"),
-                           note.number("without_mla") / note.number("bytes_per_token"));
-    if (k == "mla")
-        return fmt::format("MLA: each head's keys and values come from the latent c_kv (d_c = {}); its scores are q_h k_hᵀ{} over d_k = {}{}{}; "
-                           "q_latent shows the absorbed form (W_UK folded into the query), which max_abs_diff_absorbed compares with the scores",
-                           whole(note, "d_c"), whole(note, "d_r") ? " + q_rope,h k_ropeᵀ" : "", whole(note, "d_k"),
-                           whole(note, "d_r") ? fmt::format(" = {} + d_r {}", whole(note, "d_content"), whole(note, "d_r")) : "",
-                           note.number("auto_scale") != 0 ? fmt::format(", so the scale 1/√{} counts both parts", whole(note, "d_k")) : "");
-    return "note of an unknown kind: " + k;  // a pipeline recorded a kind this phrasebook lacks (tests/test_notes.cpp phrases every kind)
+    switch (note.kind) {
+        case NoteKind::causal_alignment: return causal_alignment(note);
+        case NoteKind::nonfinite_inputs:
+            return fmt::format("allow_nonfinite: the inputs hold non-finite numbers ({}, the first); they spread through every step that "
+                               "reads them (x · NaN = NaN, inf − inf = NaN), as traced below",
+                               note.word("first"));
+        case NoteKind::kv_sharing: return kv_sharing(note);
+        case NoteKind::overflow:
+            return fmt::format("allow_nonfinite: overflow: {}; it spreads through the steps after it, as traced below", overflow_text(note));
+        case NoteKind::empty_rows: return empty_rows(note);
+        case NoteKind::fast_path: return fast_path(note);
+        case NoteKind::tiled: return tiled(note);
+        case NoteKind::tile_legend:
+            return "tile [qb, kt] = query block qb × key tile kt; Q[a…b] and K[c…d] are the query and key rows "
+                   "of the tile (K_g with a subscript is KV head g)";
+        case NoteKind::tile_skipped:
+            return fmt::format("tile [{}, {}]{}{}: skipped, every score masked (queries {}…{}, keys {}…{})", whole(note, "qb"), whole(note, "kt"),
+                               note.has("head") ? fmt::format(", head {}", whole(note, "head")) : "",
+                               note.has("batch") ? fmt::format(", batch {}", whole(note, "batch")) : "", whole(note, "first_query"), whole(note, "last_query"), whole(note, "first_key"),
+                               whole(note, "last_key"));
+        case NoteKind::more_tiles_skipped: return fmt::format("… and {} more skipped tiles", whole(note, "count"));
+        case NoteKind::decode: return decode(note);
+        case NoteKind::prefill:
+            return fmt::format("prefill: the first {} queries as one bottom-right-aligned causal block; its steps carry t = {} and have {} rows",
+                               whole(note, "prefill"), whole(note, "prefill") - 1, whole(note, "prefill"));
+        case NoteKind::cache_offset:
+            return fmt::format("m = {} keys for n = {} queries: the cache starts with the {} keys before the first query, so after step t it holds t + {} keys",
+                               whole(note, "m"), whole(note, "n"), whole(note, "offset"), whole(note, "offset") + 1);
+        case NoteKind::decode_reference: return decode_reference(note);
+        case NoteKind::cache_heads:
+            return fmt::format("k_cache and v_cache carry the KV head index: {} caches, each read by {} query heads", whole(note, "kv_heads"),
+                               whole(note, "heads") / whole(note, "kv_heads"));
+        case NoteKind::kv_cache_size: return kv_cache_size(note);
+        case NoteKind::kv_cache_sharing:
+            return fmt::format("with {} KV heads instead of {} the cache is {}× smaller: {:g} instead of {:g} bytes per token", whole(note, "kv_heads"),
+                               whole(note, "heads"), whole(note, "heads") / whole(note, "kv_heads"), note.number("bytes_per_token"),
+                               note.number("without_sharing"));
+        case NoteKind::dropout_train:
+            return fmt::format("dropout in train mode: p = {:g}, seed {}: each weight is kept (keep = 1) with probability 1 − p = {:g} and the kept ones "
+                               "are divided by 1 − p, so each row's expected sum stays 1; eval mode switches it off",
+                               note.number("p"), whole(note, "seed"), 1 - note.number("p"));
+        case NoteKind::dropout_eval:
+            return fmt::format("dropout p = {:g} is not applied: eval mode (train mode applies it). Beware: F.scaled_dot_product_attention applies its "
+                               "dropout_p whatever the module's mode, so a module passes dropout_p = p if self.training else 0.0",
+                               note.number("p"));
+        case NoteKind::permutation: return permutation(note);
+        case NoteKind::grad_tiled_unchecked:
+            return fmt::format("the tiled gradients are not compared with the untiled ones here: those would hold n · m = {} × {} scores per head "
+                               "(tests/test_grad.cpp compares them on smaller problems)",
+                               whole(note, "n"), whole(note, "m"));
+        case NoteKind::mla_cache_size:
+            return fmt::format("MLA cache: c_cache (d_c = {}) and kr_cache (d_r = {}) for all {} heads, (d_c + d_r) · {} layer{} · {:g} bytes = {:g} bytes "
+                               "per token, where multi-head attention would cache every head's k and v: {:g} bytes ({:.3g}× more)",
+                               whole(note, "d_c"), whole(note, "d_r"), whole(note, "heads"), whole(note, "layers"), plural(whole(note, "layers")),
+                               note.number("bytes"), note.number("bytes_per_token"), note.number("without_mla"),
+                               note.number("without_mla") / note.number("bytes_per_token"));
+        case NoteKind::mla:
+            return fmt::format("MLA: each head's keys and values come from the latent c_kv (d_c = {}); its scores are q_h k_hᵀ{} over d_k = {}{}{}; "
+                               "q_latent shows the absorbed form (W_UK folded into the query), which max_abs_diff_absorbed compares with the scores",
+                               whole(note, "d_c"), whole(note, "d_r") ? " + q_rope,h k_ropeᵀ" : "", whole(note, "d_k"),
+                               whole(note, "d_r") ? fmt::format(" = {} + d_r {}", whole(note, "d_content"), whole(note, "d_r")) : "",
+                               note.number("auto_scale") != 0 ? fmt::format(", so the scale 1/√{} counts both parts", whole(note, "d_k")) : "");
+    }
+    // A value outside the enum: a bug, not a kind
+    return fmt::format("note of an unknown kind {}", static_cast<int>(note.kind));
 }
 
 }  // namespace attn_trace

@@ -49,7 +49,7 @@ double trace_number(const Trace& trace, const std::string& name) {
     throw std::logic_error("exercise: the trace has no number " + name);
 }
 
-std::vector<std::string> trace_notes(const Trace& trace, const std::string& kind) {
+std::vector<std::string> trace_notes(const Trace& trace, NoteKind kind) {
     std::vector<std::string> out;
     for (const Note* note : trace.notes_of(kind)) out.push_back(note_text(*note));
     return out;

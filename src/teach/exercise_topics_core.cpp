@@ -84,7 +84,7 @@ ExercisePlan multihead(HandNumbers& numbers) {
 // Which KV head each query head reads (the trace's note), and the cache per token
 // and layer as `decode` counts it: a key of d_k and a value of d_v per KV head.
 std::vector<std::string> gqa_cache_notes(const Problem& problem, const Trace& trace) {
-    std::vector<std::string> notes = trace_notes(trace, "kv_sharing");
+    std::vector<std::string> notes = trace_notes(trace, NoteKind::kv_sharing);
     const Trace decoded = pipeline_decode(problem, RunOptions{}, DecodeOptions{});
     const double bytes_per_number = trace_number(decoded, "kv_cache_bytes_per_number");
     const double shared = trace_number(decoded, "kv_cache_elements_per_token");

@@ -29,7 +29,7 @@ ExercisePlan qkv_plan(std::string title, HandNumbers& numbers, std::size_t n, st
 double trace_number(const Trace& trace, const std::string& name);
 
 // The trace's own notes of one kind (how query heads share KV heads, ...), as the trace prints them.
-std::vector<std::string> trace_notes(const Trace& trace, const std::string& kind);
+std::vector<std::string> trace_notes(const Trace& trace, NoteKind kind);
 
 // The cell "scores[i,j]" and the row "step[i]", as a plan names what it works out.
 std::string cell(std::size_t i, std::size_t j);

@@ -55,7 +55,7 @@ CellExplanations explain_cells(const Trace& trace, const Problem& problem, const
                                page_explained_cells, cells);
         return out;
     }
-    if (!trace.notes_of("fast_path").empty()) {
+    if (!trace.notes_of(NoteKind::fast_path).empty()) {
         out.note = "run took the fast path, which keeps only row_max, row_sum and out: attn-trace explain computes any cell of the full trace on its own.";
         return out;
     }

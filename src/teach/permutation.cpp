@@ -179,7 +179,7 @@ Trace permutation_trace(const Problem& problem, const RunOptions& options, const
     const double rounding = 64 * (options.dtype == Dtype::f32 ? 1.2e-7 : 2.3e-16) * std::max(largest, 1.0);
     const auto breakers = symmetry_breakers(problem, permute.source);
     trace.numbers.push_back({permute.source ? "max_abs_diff_invariance" : "max_abs_diff_equivariance", most});
-    trace.notes.push_back({"permutation",
+    trace.notes.push_back({NoteKind::permutation,
                            {{"max_abs_diff", most}, {"rounding", rounding}, {"holds", most <= rounding ? 1.0 : 0.0}},
                            {{"perm", fmt::format("{}", fmt::join(perm, ","))},
                             {"side", permute.source ? "source" : "queries"},

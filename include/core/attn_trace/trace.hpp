@@ -2,6 +2,7 @@
 // The trace (docs/COMMANDS.md#run): an ordered list of named steps, each a matrix with its
 // shape, formula and labels. Every pipeline produces one; every renderer reads one.
 #include <array>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -54,12 +55,21 @@ std::string step_label(StepName name, std::optional<int> head, std::optional<int
                        std::optional<std::array<int, 2>> tile);
 inline std::string step_label(const Step& step) { return step_label(step.name, step.head, step.batch, step.t, step.tile); }
 
+// The kinds of note, each phrased once by the renderers (render/note_text.cpp switches
+// on the kind, so -Wswitch names it when a kind is added). mla stays last:
+// tests/test_notes.cpp counts the kinds up to it.
+enum class NoteKind : std::uint8_t {
+    causal_alignment, nonfinite_inputs, kv_sharing, overflow, empty_rows, fast_path, tiled, tile_legend, tile_skipped,
+    more_tiles_skipped, decode, prefill, cache_offset, decode_reference, cache_heads, kv_cache_size, kv_cache_sharing,
+    dropout_train, dropout_eval, permutation, grad_tiled_unchecked, mla_cache_size, mla
+};
+
 // A note is a fact about the computation, not a sentence: its kind and the
 // numbers and words that fill it. The renderers phrase it (note_text, render.hpp),
 // so the pipelines write no prose and no formatted sizes, and a program can ask a
 // trace what it says (notes_of) without reading English.
 struct Note {
-    std::string kind;                        // "fast_path", "kv_sharing", ... (render/note_text.cpp lists every kind)
+    NoteKind kind;
     std::map<std::string, double> numbers;   // counts, sizes in bytes, indices
     std::map<std::string, std::string> words;  // names: a mask, a policy, a backend, a step label
     bool has(const std::string& key) const { return numbers.count(key) || words.count(key); }
@@ -83,7 +93,7 @@ struct Trace {
     const Step* find(StepName name, std::optional<int> head, std::optional<int> batch, std::optional<int> t,
                      std::optional<std::array<int, 2>> tile) const;
     // The notes of one kind, in order.
-    std::vector<const Note*> notes_of(const std::string& kind) const;
+    std::vector<const Note*> notes_of(NoteKind kind) const;
 };
 
 }  // namespace attn_trace
