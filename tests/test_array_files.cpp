@@ -213,5 +213,5 @@ TEST_CASE("a NaN or infinity in an array file is refused like one in the JSON, n
     std::ofstream(dir + "/zero_d.safetensors", std::ios::binary)
         << safetensors(R"({"h.0.attn.c_attn.weight": {"dtype": "F64", "shape": [], "data_offsets": [0, 8]}})", bytes_of(std::vector<double>{3}));
     refused([&] { parse_problem(R"({"X": [[1, 2]], "heads": 1, "checkpoint": {"safetensors": "zero_d.safetensors", "family": "gpt2"}})", dir + "/c.json"); },
-            "h.0.attn.c_attn.weight: a packed Q, K, V tensor of 0 dimensions (expected 1 or 2)");
+            "zero_d.safetensors: h.0.attn.c_attn.weight: a packed Q, K, V tensor of 0 dimensions (expected 1 or 2)");
 }

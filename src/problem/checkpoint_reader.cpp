@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "attn_trace/errors.hpp"
 
@@ -87,7 +88,13 @@ void expand_checkpoint(json& root, ArraySource& arrays, const JsonReader& reader
 
     const std::string name = reader.string(spec["family"], at + ".family");
     const auto family = std::find_if(families().begin(), families().end(), [&](const auto& f) { return f.first == name; });
-    if (family == families().end()) reader.fail(at + ".family", fmt::format("unknown family \"{}\": expected gpt2, llama, bert or torch-mha", name));
+    if (family == families().end()) {
+        std::vector<std::string> known;  // from the table, so a new family is listed without another edit
+        for (const auto& f : families()) known.push_back(f.first);
+        const std::string last = known.back();
+        known.pop_back();
+        reader.fail(at + ".family", fmt::format("unknown family \"{}\": expected {} or {}", name, fmt::join(known, ", "), last));
+    }
     const std::string layer = spec.contains("layer") ? std::to_string(reader.whole_number(spec["layer"], at + ".layer", 0, 100000)) : "0";
     const std::string file = reader.string(spec["safetensors"], at + ".safetensors");
     const SafetensorsFile* st = nullptr;
@@ -116,10 +123,10 @@ void expand_checkpoint(json& root, ArraySource& arrays, const JsonReader& reader
             // The packed tensor holds three equal parts along its output axis.
             const auto& shape = st->tensor(tensor).shape;
             if (shape.size() != 1 && shape.size() != 2)
-                reader.fail(at, fmt::format("{}: a packed Q, K, V tensor of {} dimensions (expected 1 or 2)", tensor, shape.size()));
+                reader.fail(at, fmt::format("{}: {}: a packed Q, K, V tensor of {} dimensions (expected 1 or 2)", file, tensor, shape.size()));
             const bool by_rows = s.transpose;  // torch-mha stacks rows; gpt2 puts columns side by side
             const std::size_t axis = shape.size() == 1 ? 0 : by_rows ? 0 : 1;
-            if (shape[axis] % 3 != 0) reader.fail(at, fmt::format("{}: {} values along the packed axis do not split into Q, K and V", tensor, shape[axis]));
+            if (shape[axis] % 3 != 0) reader.fail(at, fmt::format("{}: {}: {} values along the packed axis do not split into Q, K and V", file, tensor, shape[axis]));
             const std::size_t third = shape[axis] / 3, first = third * static_cast<std::size_t>(s.part);
             ref[shape.size() == 1 || !by_rows ? "cols" : "rows"] = {first, first + third};
         }
