@@ -10,6 +10,7 @@
 #include "attn_trace/errors.hpp"
 #include "commands.hpp"
 #include "report_error.hpp"
+#include "usage_error.hpp"
 #include "version_text.hpp"
 
 // The CLI's allocation policy: blocks under 4 MiB come from the heap, and freed heap
@@ -48,7 +49,7 @@ Run `attn-trace COMMAND --help` for each command's options and examples.)");
     } catch (const CLI::Success& success) {
         return app.exit(success);  // --help, --version
     } catch (const CLI::ParseError& error) {
-        app.exit(error);
+        std::cerr << attn_trace::cli::usage_error_text(error, app) << "\n";
         return 2;  // usage errors share the bad-input exit code (docs/COMMANDS.md#exit-codes)
     } catch (...) {
         return attn_trace::cli::report_error(std::current_exception(), std::cerr);

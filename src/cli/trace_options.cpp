@@ -14,6 +14,7 @@
 #include "attn_trace/render_html.hpp"
 #include "attn_trace/size_text.hpp"
 #include "attn_trace/split_list.hpp"
+#include "attn_trace/nearest_word.hpp"
 
 namespace attn_trace::cli {
 
@@ -107,7 +108,9 @@ RenderOptions render_options(const TraceOptions& o, const Problem&) {
     if (!o.steps.empty())
         for (const std::string& name : split_list(o.steps, ',')) {
             const auto step = find_step(name);
-            if (!step) throw InputError(fmt::format("--steps: unknown step '{}': expected some of {}", name, fmt::join(step_names(), ", ")));
+            if (!step)
+                throw InputError(fmt::format("--steps: unknown step '{}'{}: expected some of {}", name, did_you_mean(name, step_names()),
+                                             fmt::join(step_names(), ", ")));
             r.steps.push_back(*step);
         }
     return r;

@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "attn_trace/nearest_word.hpp"
+
 #include "attn_trace/matrix.hpp"
 #include "attn_trace/numeric_array.hpp"
 
@@ -65,9 +67,5 @@ std::size_t element_count(const std::vector<std::size_t>& shape);
 // "a string \"abc\"", "an array of 3 items", "an object", "null", ...
 std::string describe_json(const nlohmann::json& value);
 
-// The nearest of `known` to `word` by edit distance, or "" when nothing is close.
-std::string nearest_word(const std::string& word, const std::vector<std::string>& known);
-// The `count` entries of `known` nearest to `word` by edit distance, nearest first, however far.
-std::vector<std::string> nearest_words(const std::string& word, const std::vector<std::string>& known, std::size_t count);
 
 }  // namespace attn_trace

@@ -7,6 +7,7 @@
 
 #include "attn_trace/errors.hpp"
 #include "attn_trace/split_list.hpp"
+#include "attn_trace/nearest_word.hpp"
 
 namespace attn_trace {
 
@@ -159,10 +160,16 @@ MaskSpec parse_mask_string(const std::string& text, const std::string& where) {
         }
         return spec;
     }
+    if (colon == std::string::npos && (head == "window" || head == "chunked" || head == "padding"))
+        throw InputError(fmt::format("{}: mask '{}' needs its {}: {}", where, text, head == "padding" ? "keys" : "width",
+                                     head == "window"    ? "window:W, W keys ending at the query's own, e.g. window:2"
+                                     : head == "chunked" ? "chunked:C, causal inside chunks of C positions, e.g. chunked:4"
+                                                         : "padding:1,1,0, 1 for each valid key and 0 for each padding key"));
+    const std::string near = did_you_mean(head, {"none", "causal", "causal-upper-left", "causal-bottom-right", "causal-lower-right", "window", "chunked", "padding"});
     throw InputError(fmt::format(
-        "{}: unknown mask '{}': expected none, causal, causal-upper-left, causal-bottom-right, "
-        "causal-lower-right, window:W, chunked:C or padding:1,1,0 (objects: window, chunked, key_valid, additive, allowed, blocked)",
-        where, text));
+        "{}: unknown mask '{}'{}: expected none, causal, causal-upper-left, causal-bottom-right, "
+        "causal-lower-right, window:W, chunked:C or padding:1,1,0 (objects: window, chunked, key_valid, additive, allowed, blocked, sparse)",
+        where, text, near));
 }
 
 Matrix build_mask(const std::vector<MaskSpec>& masks, std::size_t n, std::size_t m,

@@ -12,6 +12,7 @@
 #include "attn_trace/errors.hpp"
 #include "attn_trace/exercise.hpp"
 #include "attn_trace/render.hpp"
+#include "attn_trace/nearest_word.hpp"
 #include "exercise_topics_parts.hpp"
 
 namespace attn_trace {
@@ -93,7 +94,7 @@ ExercisePlan plan_exercise(const std::string& topic, HandNumbers& numbers) {
         return all;
     }();
     const auto planner = planners.find(topic);
-    if (planner == planners.end()) throw InputError(fmt::format("⟦topic⟧ '{}': expected one of {}", topic, fmt::join(exercise_topics(), ", ")));
+    if (planner == planners.end()) throw InputError(fmt::format("⟦topic⟧ '{}'{}: expected one of {}", topic, did_you_mean(topic, exercise_topics()), fmt::join(exercise_topics(), ", ")));
     return planner->second(numbers);
 }
 

@@ -11,6 +11,7 @@
 #include "attn_trace/pipeline.hpp"
 #include "attn_trace/errors.hpp"
 #include "attn_trace/render_html.hpp"
+#include "attn_trace/nearest_word.hpp"
 #include "explain_run.hpp"
 #include "explain_grad.hpp"
 #include "explain_stepwise.hpp"
@@ -35,7 +36,8 @@ ExplainTarget parse_spec(const std::string& text, bool row) {
     const auto step = find_step(match[1].str());
     if (!step || (row && std::find(row_steps.begin(), row_steps.end(), *step) == row_steps.end())) {
         const std::string allowed = row ? fmt::format("{}", fmt::join(row_steps, ", ")) : fmt::format("{}", fmt::join(step_names(), ", "));
-        throw InputError(fmt::format("{} '{}': cannot explain step '{}' this way: {} explains {}", option, text, match[1].str(), option, allowed));
+        const std::string near = step ? "" : did_you_mean(match[1].str(), step_names());
+        throw InputError(fmt::format("{} '{}': cannot explain step '{}'{} this way: {} explains {}", option, text, match[1].str(), near, option, allowed));
     }
     ExplainTarget target;
     target.step = *step;

@@ -11,6 +11,7 @@
 #include "attn_trace/render_table.hpp"
 #include "attn_trace/backend.hpp"
 #include "attn_trace/errors.hpp"
+#include "attn_trace/nearest_word.hpp"
 
 namespace attn_trace {
 
@@ -44,7 +45,7 @@ const std::vector<PitfallRule>& rules() {
 const PitfallRule& rule_named(const std::string& name) {
     for (const auto& rule : rules())
         if (rule.name == name) return rule;
-    throw InputError(fmt::format("⟦pitfall⟧ '{}': expected one of {}", name, fmt::join(pitfall_names(), ", ")));
+    throw InputError(fmt::format("⟦pitfall⟧ '{}'{}: expected one of {}", name, did_you_mean(name, pitfall_names()), fmt::join(pitfall_names(), ", ")));
 }
 
 bool blocked(double mask_value) { return std::isinf(mask_value) && mask_value < 0; }

@@ -26,8 +26,23 @@ expect_exit 2 "--empty-rows" -- "$T" run good.json --empty-rows maybe
 expect_exit 2 "--steps: unknown step 'wieghts'" -- "$T" run good.json --steps wieghts
 expect_exit 2 "--head 3: the problem has 1 head" -- "$T" run good.json --head 3
 expect_exit 2 "format" -- "$T" run good.json --format yaml
-expect_exit 2 "" -- "$T" run
-expect_exit 2 "" -- "$T" frobnicate
+
+# Usage errors, CLI11's included, are one line in the one form, and a misspelling of a
+# closed set's word names the nearest one (docs/COMMANDS.md#exit-codes).
+expect_exit 2 "^attn-trace: error: --mask: unknown mask 'casual' \(did you mean 'causal'\?\)" -- "$T" run good.json --mask casual
+expect_exit 2 "^attn-trace: error: --mask: mask 'window' needs its width: window:W" -- "$T" run good.json --mask window
+expect_exit 2 "objects: window, chunked, key_valid, additive, allowed, blocked, sparse\)" -- "$T" run good.json --mask diagonal
+expect_exit 2 "^attn-trace: error: --steps: unknown step 'weigths' \(did you mean 'weights'\?\)" -- "$T" run good.json --steps weigths
+expect_exit 2 "^attn-trace: error: --format 'jsn' \(did you mean 'json'\?\): expected one of text, json" -- "$T" run good.json --format jsn
+expect_exit 2 "^attn-trace: error: unknown option '--bogus'; see attn-trace run --help\$" -- "$T" run good.json --bogus
+expect_exit 2 "^attn-trace: error: unknown option '--mak' \(did you mean '--mask'\?\)" -- "$T" run good.json --mak causal
+expect_exit 2 "^attn-trace: error: unexpected argument 'more.json'" -- "$T" run good.json more.json
+expect_exit 2 "^attn-trace: error: PROBLEM is required; see attn-trace run --help" -- "$T" run
+expect_exit 2 "^attn-trace: error: unknown command 'frobnicate': expected one of run, decode" -- "$T" frobnicate
+expect_exit 2 "^attn-trace: error: unknown command 'rn' \(did you mean 'run'\?\)" -- "$T" rn good.json
+expect_exit 2 "^attn-trace: error: name a command: run, decode" -- "$T"
+expect_exit 2 "^attn-trace: error: ⟦cell⟧|--cell 'weigths\[0,1\]': cannot explain step 'weigths' \(did you mean 'weights'\?\)" -- "$T" explain good.json --cell 'weigths[0,1]'
+expect_exit 2 "^attn-trace: error: --topic 'softmx' \(did you mean 'softmax'\?\)" -- "$T" exercise --topic softmx
 expect_exit 3 "--backend cuda: (this build has no CUDA backend|no usable CUDA device|no CUDA device)" -- "$T" run good.json --backend cuda
 expect_exit 3 "--backend cuda: " -- "$T" run good.json --fast --backend cuda
 expect_exit 3 "--backend cuda: " -- "$T" tiled good.json --backend cuda

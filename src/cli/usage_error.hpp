@@ -1,0 +1,13 @@
+#pragma once
+// CLI11's parse errors in the form every error of attn-trace has
+// (docs/COMMANDS.md#exit-codes): one line "attn-trace: error: WHAT", with the nearest
+// valid option or value where the mistake looks like a misspelling.
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+namespace attn_trace::cli {
+
+std::string usage_error_text(const CLI::ParseError& error, const CLI::App& app);
+
+}  // namespace attn_trace::cli
