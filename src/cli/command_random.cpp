@@ -1,5 +1,6 @@
 // `random`: writes a problem file whose matrices are the project's portable
 // random generators (compact at any n), or their numbers with --literal.
+#include <cmath>
 #include <fstream>
 #include <iostream>
 
@@ -27,16 +28,20 @@ struct RandomOptions {
 };
 
 // A generator spec; each matrix gets its own seed so changing one shape keeps the others.
-nlohmann::json random_matrix(std::size_t rows, std::size_t cols, std::uint64_t seed, const std::string& dist) {
-    return {{"random", {{"shape", {rows, cols}}, {"seed", seed}, {"dist", dist}}}};
+// `std` scales a normal draw (the projections'); 1 is the file's default and is not written.
+nlohmann::json random_matrix(std::size_t rows, std::size_t cols, std::uint64_t seed, const std::string& dist, double std = 1.0) {
+    nlohmann::json spec = {{"shape", {rows, cols}}, {"seed", seed}, {"dist", dist}};
+    if (std != 1.0) spec["std"] = std;
+    return {{"random", spec}};
 }
 
 // The same numbers the loader would generate from random_matrix(...).
-nlohmann::json literal_matrix(std::size_t rows, std::size_t cols, std::uint64_t seed, const std::string& dist) {
+nlohmann::json literal_matrix(std::size_t rows, std::size_t cols, std::uint64_t seed, const std::string& dist, double std = 1.0) {
     RandomDraw how = integers_draw();  // the loader's defaults for each dist
     if (dist != "integers") {
         how = RandomDraw{};
         parse_dist(dist, how.dist);  // --dist is checked by CLI11
+        how.std = std;
     }
     std::vector<double> values(rows * cols);
     PortableRandom generator(seed);
@@ -76,9 +81,13 @@ Examples:
         if (o.literal && static_cast<double>(std::max(o.n, m)) * static_cast<double>(std::max(o.d_model, o.heads * std::max(o.d_k, d_v))) > 1e7)
             throw InputError("--literal writes every number: keep it under 10 million values (leave it out for generator specs)");
         if (!o.mask.empty()) (void)parse_mask_option(o.mask, o.n, m, "--mask");  // refuse a bad spec now, not when the file is read
-        auto matrix = [&](std::size_t rows, std::size_t cols, std::uint64_t seed) {
-            return o.literal ? literal_matrix(rows, cols, seed, o.dist) : random_matrix(rows, cols, seed, o.dist);
+        auto matrix = [&](std::size_t rows, std::size_t cols, std::uint64_t seed, double std = 1.0) {
+            return o.literal ? literal_matrix(rows, cols, seed, o.dist, std) : random_matrix(rows, cols, seed, o.dist, std);
         };
+        // Normal projections drawn with std 1/√d_model, so that X W has entries of about
+        // unit size whatever d_model is and the softmax is not saturated from the start
+        // (docs/COMMANDS.md#random); uniform and integer draws stay as hand-friendly as asked.
+        const double w_std = o.dist == "normal" && o.d_model ? 1.0 / std::sqrt(static_cast<double>(o.d_model)) : 1.0;
         const std::size_t q_width = static_cast<std::size_t>(o.heads) * o.d_k, k_width = static_cast<std::size_t>(kv_heads) * o.d_k,
                           v_width = static_cast<std::size_t>(kv_heads) * d_v;
         nlohmann::ordered_json problem;
@@ -86,9 +95,9 @@ Examples:
         if (o.d_model) {
             problem["X"] = matrix(o.n, o.d_model, o.seed);
             if (m != o.n) problem["X_source"] = matrix(m, o.d_model, o.seed + 4);
-            problem["W_Q"] = matrix(o.d_model, q_width, o.seed + 1);
-            problem["W_K"] = matrix(o.d_model, k_width, o.seed + 2);
-            problem["W_V"] = matrix(o.d_model, v_width, o.seed + 3);
+            problem["W_Q"] = matrix(o.d_model, q_width, o.seed + 1, w_std);
+            problem["W_K"] = matrix(o.d_model, k_width, o.seed + 2, w_std);
+            problem["W_V"] = matrix(o.d_model, v_width, o.seed + 3, w_std);
         } else {
             problem["Q"] = matrix(o.n, q_width, o.seed);
             problem["K"] = matrix(m, k_width, o.seed + 1);

@@ -36,6 +36,12 @@ expect_exit 0 "" -- cmp a.json b.json
 "$T" run a.json --format json > from_spec.json && "$T" run literal.json --format json > from_literal.json
 expect_exit 0 "" -- bash -c "diff <(sed 's/\"title\":\"[^\"]*\"//' from_spec.json) <(sed 's/\"title\":\"[^\"]*\"//' from_literal.json)"
 expect_exit 2 "must divide" -- "$T" random --heads 3 --kv-heads 2
+# --d-model: normal projections with std 1/√d_model (0.25 for 16), in the spec and in --literal alike.
+expect_exit 0 '"W_Q": \{"random":\{"dist":"normal","seed":3,"shape":\[16,2\],"std":0.25\}\}' -- "$T" random --n 3 --d-model 16 --seed 2
+"$T" random --n 3 --d-model 16 --seed 2 -o dm.json && "$T" random --n 3 --d-model 16 --seed 2 --literal -o dm_literal.json
+"$T" run dm.json --format json > dm_spec.out && "$T" run dm_literal.json --format json > dm_literal.out
+expect_exit 0 "" -- cmp dm_spec.out dm_literal.out
+expect_exit 1 "" -- bash -c "\"$T\" random --n 3 --d-model 16 --dist integers | grep -q std"  # integers stay hand-friendly
 
 # check: golden traces, failures reported with the cell, exit codes.
 "$T" run "$E/damaged_on_arrival.json" --format json > golden.json
