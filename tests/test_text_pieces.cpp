@@ -3,6 +3,13 @@
 // messages and tests/cli compare them.
 #include <catch2/catch.hpp>
 
+#include <cmath>
+#include <limits>
+
+#include <nlohmann/json.hpp>
+
+#include "attn_trace/nearest_word.hpp"
+#include "attn_trace/number_text.hpp"
 #include "attn_trace/errors.hpp"
 #include "attn_trace/mask.hpp"
 #include "attn_trace/permutation.hpp"
@@ -55,4 +62,23 @@ TEST_CASE("split_list's readers: an empty item or a trailing comma is refused by
     CHECK_THROWS_WITH(parse_permutation("2,,1", 3), "perm 2,,1: expected indices 0 … 2 separated by commas, found ''");
     CHECK_THROWS_WITH(parse_permutation("2,0,1,", 3), "perm 2,0,1,: expected indices 0 … 2 separated by commas, found a comma at the end");
     CHECK_THROWS_WITH(parse_permutation("", 3), "perm : the experiment permutes 3 rows, so it needs 3 indices, found 0");
+}
+
+TEST_CASE("json_quantity writes a whole count as an integer and anything else as it is") {
+    CHECK(json_quantity(66.0).dump() == "66");
+    CHECK(json_quantity(4194304.0).dump() == "4194304");
+    CHECK(json_quantity(-3.0).dump() == "-3");
+    CHECK(json_quantity(0.5).dump() == "0.5");
+    CHECK(json_quantity(9007199254740992.0).is_number_float());  // 2^53: past exact integers, left a double
+    CHECK(json_quantity(std::numeric_limits<double>::infinity()).dump() == "\"inf\"");
+    CHECK(json_quantity(std::nan("")).dump() == "\"nan\"");
+}
+
+TEST_CASE("nearest_word suggests only what looks like a misspelling") {
+    const std::vector<std::string> masks = {"none", "causal", "window", "chunked", "padding"};
+    CHECK(nearest_word("casual", masks) == "causal");
+    CHECK(nearest_word("WINDOW", masks) == "window");  // case aside
+    CHECK(nearest_word("diagonal", masks).empty());
+    CHECK(did_you_mean("chunkd", masks) == " (did you mean 'chunked'?)");
+    CHECK(did_you_mean("xyz", masks).empty());
 }

@@ -67,19 +67,19 @@ std::string cost_json(const CostAnswer& a) {
         {"kv_heads", q.kv_heads},
         {"d_k", a.d_head},
         {"layers", q.layers},
-        {"bytes", q.bytes},
+        {"bytes", json_quantity(q.bytes)},
         {"tokens", q.tokens},
         {"projection_multiply_adds", a.projection_multiply_adds},
         {"attention_multiply_adds", a.attention_multiply_adds},
         {"total_multiply_adds", a.total_multiply_adds},
         {"scores_per_head", a.scores_per_head},
         {"scores_per_layer", a.scores_per_layer},
-        {"score_bytes_per_head", a.score_bytes_per_head},
-        {"score_bytes_per_layer", a.score_bytes_per_layer},
+        {"score_bytes_per_head", json_quantity(a.score_bytes_per_head)},
+        {"score_bytes_per_layer", json_quantity(a.score_bytes_per_layer)},
         {"kv_cache_numbers_per_token", a.kv_cache_numbers_per_token},
-        {"kv_cache_bytes_per_token", a.kv_cache_bytes_per_token},
-        {"kv_cache_bytes_total", a.kv_cache_bytes_total},
-        {"kv_cache_bytes_per_token_without_sharing", a.kv_cache_bytes_per_token_without_sharing},
+        {"kv_cache_bytes_per_token", json_quantity(a.kv_cache_bytes_per_token)},
+        {"kv_cache_bytes_total", json_quantity(a.kv_cache_bytes_total)},
+        {"kv_cache_bytes_per_token_without_sharing", json_quantity(a.kv_cache_bytes_per_token_without_sharing)},
         {"parameters_with_biases", a.parameters_with_biases},
         {"parameters_without_biases", a.parameters_without_biases},
         {"crossover_length", a.crossover_length},
@@ -122,10 +122,10 @@ std::string sparse_cost_json(const SparseCost& c) {
                         {"density", row.density},
                         {"attention_multiply_adds", row.attention_multiply_adds},
                         {"dense_attention_multiply_adds", row.dense_attention_multiply_adds},
-                        {"score_bytes_per_head", row.score_bytes_per_head},
-                        {"dense_score_bytes_per_head", row.dense_score_bytes_per_head}});
+                        {"score_bytes_per_head", json_quantity(row.score_bytes_per_head)},
+                        {"dense_score_bytes_per_head", json_quantity(row.dense_score_bytes_per_head)}});
     const nlohmann::ordered_json out = {{"attn_trace", 1}, {"command", "cost"},       {"sparse", c.pattern},      {"d_model", c.question.d_model},
-                                        {"heads", c.question.heads}, {"bytes", c.question.bytes}, {"lengths", rows}};
+                                        {"heads", c.question.heads}, {"bytes", json_quantity(c.question.bytes)}, {"lengths", rows}};
     return out.dump(1) + "\n";
 }
 
@@ -151,10 +151,10 @@ std::string cache_comparison_text(const CacheComparison& c) {
 
 std::string cache_comparison_json(const CacheComparison& c) {
     const CostQuestion& q = c.question;
-    const auto bytes = [&](std::uint64_t elements) { return static_cast<double>(elements) * static_cast<double>(q.layers) * q.bytes; };
+    const auto bytes = [&](std::uint64_t elements) { return json_quantity(static_cast<double>(elements) * static_cast<double>(q.layers) * q.bytes); };
     const nlohmann::ordered_json out = {
         {"attn_trace", 1},       {"command", "cost"},      {"d_model", q.d_model},  {"heads", q.heads},         {"kv_heads", q.kv_heads},
-        {"d_head", c.d_head},    {"d_c", c.d_c},           {"d_r", c.d_r},          {"layers", q.layers},       {"bytes", q.bytes},
+        {"d_head", c.d_head},    {"d_c", c.d_c},           {"d_r", c.d_r},          {"layers", q.layers},       {"bytes", json_quantity(q.bytes)},
         {"cache_elements_per_token_per_layer", {{"mha", c.mha}, {"gqa", c.gqa}, {"mqa", c.mqa}, {"mla", c.mla}}},
         {"cache_bytes_per_token", {{"mha", bytes(c.mha)}, {"gqa", bytes(c.gqa)}, {"mqa", bytes(c.mqa)}, {"mla", bytes(c.mla)}}}};
     return out.dump(1) + "\n";

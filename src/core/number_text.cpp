@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 namespace attn_trace {
 
@@ -21,6 +22,12 @@ std::string grouped(std::uint64_t value) {
 
 std::string grouped(double value) {
     return value == std::floor(value) && value < 1.8e19 ? grouped(static_cast<std::uint64_t>(value)) : fmt::format("{:.1f}", value);
+}
+
+nlohmann::json json_quantity(double value) {
+    if (!std::isfinite(value)) return nonfinite_name(value);
+    if (value == std::floor(value) && std::fabs(value) < 9007199254740992.0) return static_cast<std::int64_t>(value);  // below 2^53: exact
+    return value;
 }
 
 }  // namespace attn_trace

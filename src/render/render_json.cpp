@@ -51,7 +51,7 @@ std::string render_json(const Trace& trace, const RenderOptions& options) {
     nlohmann::ordered_json notes = nlohmann::ordered_json::array();  // sentences, as docs/COMMANDS.md#output-formats has them
     for (const Note& note : trace.notes) notes.push_back(note_text(note));
     nlohmann::ordered_json out = {{"attn_trace", 1}, {"command", trace.command}, {"problem", problem}, {"notes", notes}, {"steps", steps}};
-    for (const auto& [key, value] : trace.numbers) out[key] = number_json(value);
+    for (const auto& [key, value] : trace.numbers) out[key] = json_quantity(value);
     return out.dump() + "\n";
 }
 

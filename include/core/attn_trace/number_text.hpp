@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <string>
 
+#include <nlohmann/json_fwd.hpp>
+
 namespace attn_trace {
 
 const char* nonfinite_name(double x);
@@ -14,5 +16,9 @@ std::string full_precision_text(double x);
 std::string grouped(std::uint64_t value);
 // A whole count grouped as above, anything else to one decimal: "1,536", "0.5".
 std::string grouped(double value);
+
+// A count or measure for JSON: a whole number as an integer (66, not 66.0), anything
+// else as the double, nan and inf by their names (docs/COMMANDS.md#output-formats).
+nlohmann::json json_quantity(double value);
 
 }  // namespace attn_trace
