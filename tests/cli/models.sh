@@ -9,11 +9,14 @@ M=$SOURCE_DIR/tests/models
 for family in gpt2 llama bert torch_mha; do
   expect_exit 0 "^PASS .*$family/problem.json \(run " -- "$T" check "$M/$family/problem.json"
 done
-# The README quotes the largest difference check reports for each model: the same figures.
-for quoted in "gpt2 3.6e-15 GPT-2" "llama 5.6e-17 Llama" "torch_mha 2.2e-15 nn.MultiheadAttention\`" "bert 1e-07 float32 model"; do
+# The README quotes the largest difference check reports for each model, as measured on
+# one machine; another CPU's BLAS may round differently, so the test holds check to ten
+# times the quoted figure and the README to the figures.
+for quoted in "gpt2 3.6e-15 GPT-2" "llama 5.6e-17 Llama" "torch_mha 2.2e-15 nn.MultiheadAttention\`" "bert 1e-7 float32 model"; do
   read -r family figure words <<<"$quoted"
-  expect_exit 0 "max error ${figure}\)" -- "$T" check "$M/$family/problem.json"
-  expect_exit 0 "" -- grep -q "${words} ${figure/1e-07/1e-7}" "$SOURCE_DIR/README.md"
+  bound=$(python3 -c "print(10 * $figure)")
+  expect_exit 0 "^PASS " -- "$T" check "$M/$family/problem.json" --atol "$bound" --rtol 0
+  expect_exit 0 "" -- grep -q "${words} ${figure}" "$SOURCE_DIR/README.md"
 done
 expect_exit 0 "^4 passed, 0 failed$" -- "$T" check "$M"/*/problem.json --dtype f32 --atol 1e-5
 # token labels from the problem file, the layer's weights per head
