@@ -22,6 +22,18 @@ namespace {
 
 const std::vector<StepName> row_steps = {StepName::weights, StepName::out};
 
+// The steps a cell of which explain explains: run's, decode's (⟦t⟧), tiled's (⟦tile⟧)
+// and grad's gradients. Not permute's two outputs, the Jacobian of grad ⟦row⟧ or the
+// tiled backward's lse, delta and tiles (docs/COMMANDS.md#explain).
+std::vector<std::string> cell_steps() {
+    std::vector<std::string> names;
+    for (const StepInfo& info : step_table()) {
+        const bool forward = (info.commands & (by_run | by_decode | by_tiled)) != 0;
+        if (forward || (is_gradient(info.id) && info.id != StepName::grad_p && info.id != StepName::grad_s)) names.push_back(info.name);
+    }
+    return names;
+}
+
 ExplainTarget parse_spec(const std::string& text, bool row) {
     const std::string option = row ? "⟦row⟧" : "⟦cell⟧";
     static const std::regex cell_pattern(R"(\s*([A-Za-z_]+)\s*\[\s*(\d+)\s*,\s*(\d+)\s*\]\s*)");
@@ -34,8 +46,11 @@ ExplainTarget parse_spec(const std::string& text, bool row) {
                                      other_form ? fmt::format(" (for {} use {})", row ? "one cell" : "a whole row", row ? "⟦cell⟧" : "⟦row⟧") : ""));
     }
     const auto step = find_step(match[1].str());
-    if (!step || (row && std::find(row_steps.begin(), row_steps.end(), *step) == row_steps.end())) {
-        const std::string allowed = row ? fmt::format("{}", fmt::join(row_steps, ", ")) : fmt::format("{}", fmt::join(step_names(), ", "));
+    const std::vector<std::string> cells = cell_steps();
+    const bool explained = step && (row ? std::find(row_steps.begin(), row_steps.end(), *step) != row_steps.end()
+                                        : std::find(cells.begin(), cells.end(), step_name(*step)) != cells.end());
+    if (!explained) {
+        const std::string allowed = row ? fmt::format("{}", fmt::join(row_steps, ", ")) : fmt::format("{}", fmt::join(cells, ", "));
         const std::string near = step ? "" : did_you_mean(match[1].str(), step_names());
         throw InputError(fmt::format("{} '{}': cannot explain step '{}'{} this way: {} explains {}", option, text, match[1].str(), near, option, allowed));
     }

@@ -42,6 +42,9 @@ expect_exit 2 "^attn-trace: error: unknown command 'frobnicate': expected one of
 expect_exit 2 "^attn-trace: error: unknown command 'rn' \(did you mean 'run'\?\)" -- "$T" rn good.json
 expect_exit 2 "^attn-trace: error: name a command: run, decode" -- "$T"
 expect_exit 2 "^attn-trace: error: ⟦cell⟧|--cell 'weigths\[0,1\]': cannot explain step 'weigths' \(did you mean 'weights'\?\)" -- "$T" explain good.json --cell 'weigths[0,1]'
+# explain lists only the steps it explains: not grad --row's jacobian, nor the tiled backward's lse.
+expect_exit 2 "cannot explain step 'jacobian' this way: --cell explains x, .*grad_x_source$" -- "$T" explain good.json --cell 'jacobian[0,0]'
+expect_exit 2 "cannot explain step 'lse' this way" -- "$T" explain good.json --cell 'lse[0,0]'
 expect_exit 2 "^attn-trace: error: --topic 'softmx' \(did you mean 'softmax'\?\)" -- "$T" exercise --topic softmx
 expect_exit 3 "--backend cuda: (this build has no CUDA backend|no usable CUDA device|no CUDA device)" -- "$T" run good.json --backend cuda
 expect_exit 3 "--backend cuda: " -- "$T" run good.json --fast --backend cuda
