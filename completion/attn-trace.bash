@@ -1,6 +1,7 @@
 # bash completion for attn-trace (docs/COMMANDS.md#installing): commands, each command's
-# options, exercise topics, step names (for --steps, comma-separated), formats, and
-# problem files. The words come from the binary itself (the hidden `attn-trace words`), so
+# options, exercise topics, step names (for --steps, comma-separated), formats, the
+# values of the other closed options (bench's --impl, random's --dist, --mask, ...), and
+# problem files only where a file is asked for. The words come from the binary itself (the hidden `attn-trace words`), so
 # they never lag.
 _attn_trace() {
   local bin=${COMP_WORDS[0]} cur=${COMP_WORDS[COMP_CWORD]} prev=""
@@ -13,12 +14,14 @@ _attn_trace() {
   case $prev in
     --topic) COMPREPLY=($(compgen -W "$("$bin" words topics 2>/dev/null)" -- "$cur")); return ;;
     --format) COMPREPLY=($(compgen -W "$("$bin" words formats 2>/dev/null)" -- "$cur")); return ;;
-    --steps)  # a comma-separated list: complete its last item
-      local done="" last=$cur
+    --steps|--impl)  # a comma-separated list: complete its last item
+      local done="" last=$cur words
       if [[ $cur == *,* ]]; then done=${cur%,*},; last=${cur##*,}; fi
-      COMPREPLY=($(compgen -P "$done" -W "$("$bin" words steps 2>/dev/null)" -- "$last"))
+      if [ "$prev" = --impl ]; then words="naive fast cuda"; else words=$("$bin" words steps 2>/dev/null); fi
+      COMPREPLY=($(compgen -P "$done" -W "$words" -- "$last"))
       compopt -o nospace 2>/dev/null
       return ;;
+    --dist) COMPREPLY=($(compgen -W "normal uniform integers" -- "$cur")); return ;;
     --mask) COMPREPLY=($(compgen -W "none causal causal-bottom-right window: chunked: padding:" -- "$cur")); return ;;
     --dtype) COMPREPLY=($(compgen -W "f64 f32" -- "$cur")); return ;;
     --backend) COMPREPLY=($(compgen -W "cpu cuda" -- "$cur")); return ;;

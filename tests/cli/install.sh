@@ -52,6 +52,8 @@ expect_exit 2 "words: expected commands, steps, topics, formats or options COMMA
 expect_exit 0 "^permutation$" -- complete_words exercise --topic perm
 expect_exit 0 "^weights,grad_masked$" -- complete_words grad x.json --steps weights,grad_mas
 expect_exit 0 "^markdown$" -- complete_words run x.json --format mark
+expect_exit 0 "^naive,fast$" -- complete_words bench --impl naive,fa  # implementations, not file names
+expect_exit 0 "^uniform$" -- complete_words random --dist uni
 cd "$SOURCE_DIR/examples"
 expect_exit 0 "^damaged_on_arrival_causal.json$" -- complete_words run damaged_on_arrival_ca
 cd - > /dev/null
