@@ -32,7 +32,9 @@ std::string cost_text(const CostAnswer& a) {
     t += fmt::format("  total        {}   ({} FLOPs counting multiply and add)\n", grouped(a.total_multiply_adds),
                      grouped(static_cast<double>(a.total_multiply_adds) * 2));
     t += fmt::format("  the N² term overtakes when N > {} = {}: {}\n", sharing ? "d + H_kv·d_k" : "2·d", grouped(a.crossover_length),
-                     q.n > a.crossover_length ? "here attention dominates" : "here the projections dominate");
+                     a.attention_multiply_adds > a.projection_multiply_adds   ? "here attention dominates"
+                     : a.attention_multiply_adds == a.projection_multiply_adds ? "here the two are equal"
+                                                                                : "here the projections dominate");
 
     t += fmt::format("\nscore memory (N² per head, {:g} bytes each)\n", q.bytes);
     t += fmt::format("  per head     {} = {}\n", plural(a.scores_per_head, "score"), bytes_text(a.score_bytes_per_head));

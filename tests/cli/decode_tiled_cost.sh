@@ -39,6 +39,10 @@ expect_exit 0 "^1 passed, 0 failed$" -- "$T" check "$E/damaged_on_arrival_tiled.
 expect_exit 1 "no such step" -- "$T" check "$E/damaged_on_arrival_tiled.json" --block-k 3
 
 # cost: the seeds' figures.
+# At N = 2d the two terms are equal: neither dominates (4·N·d² = 2·N²·d).
+expect_exit 0 "overtakes when N > 2·d = 1,024: here the two are equal" -- "$T" cost --n 1024 --d-model 512
+expect_exit 0 "here the projections dominate" -- "$T" cost --n 1023 --d-model 512
+expect_exit 0 "here attention dominates" -- "$T" cost --n 1025 --d-model 512
 expect_exit 0 "with biases +4d² \+ 4d = 16,640" -- "$T" cost --n 30 --d-model 64 --heads 4
 expect_exit 0 "4d² \+ 4d = 1,050,624" -- "$T" cost --n 30 --d-model 512 --heads 8
 expect_exit 0 "per head .*0\.07 MB" -- "$T" cost --n 128 --d-model 64 --heads 1
