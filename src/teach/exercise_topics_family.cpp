@@ -14,12 +14,12 @@ namespace attn_trace::topic_plans {
 
 namespace {
 
-// "(0, 1, 1), (0, 1, 0)": a small matrix's rows written inline.
+// "(0, 1, 1), (1.2119, 0.6584)": a small matrix's rows written inline, to 4 decimals like the answer's tables.
 std::string inline_rows(const Matrix& m) {
     std::vector<std::string> rows;
     for (std::size_t i = 0; i < m.rows(); ++i) {
         std::vector<std::string> cells;
-        for (std::size_t j = 0; j < m.cols(); ++j) cells.push_back(fmt::format("{:.4g}", m(i, j)));
+        for (std::size_t j = 0; j < m.cols(); ++j) cells.push_back(format_rounded(m(i, j), 4));  // as the worked arithmetic writes them
         rows.push_back(fmt::format("({})", fmt::join(cells, ", ")));
     }
     return fmt::format("{}", fmt::join(rows, ", "));
