@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "attn_trace/cost.hpp"
+#include "attn_trace/number_text.hpp"
 #include "attn_trace/pipeline.hpp"
 #include "attn_trace/size_text.hpp"
 #include "exercise_topics_parts.hpp"
@@ -129,9 +130,10 @@ ExercisePlan kv_cache(HandNumbers& numbers) {
     plan.tasks.back() += fmt::format(": {} layers, {} KV heads of d_k = d_v = {}, {:g} bytes per number, {} tokens", model.layers, model.kv_heads, cost.d_head,
                                      model.bytes, model.n);
     plan.notes = {"Decoding computes row t of the causal weights at step t: the arithmetic above is the full computation's row 2, which step t = 2 repeats.",
-                  fmt::format("Cache per token, as attn-trace cost counts it: 2 · layers · H_kv · d_k · bytes = 2 · {} · {} · {} · {:g} = {}; for {} tokens: {}.",
-                              model.layers, model.kv_heads, cost.d_head, model.bytes, bytes_text(cost.kv_cache_bytes_per_token), model.n,
-                              bytes_text(cost.kv_cache_bytes_total))};
+                  fmt::format("Each layer caches, per token, a key and a value for each KV head: H_kv · (d_k + d_v) = {} · ({} + {}) = {} numbers. "
+                              "Cache per token, as attn-trace cost counts it: 2 · layers · H_kv · d_k · bytes = 2 · {} · {} · {} · {:g} = {}; for {} tokens: {}.",
+                              model.kv_heads, cost.d_head, cost.d_head, grouped(model.kv_heads * 2 * cost.d_head), model.layers, model.kv_heads, cost.d_head,
+                              model.bytes, bytes_text(cost.kv_cache_bytes_per_token), model.n, bytes_text(cost.kv_cache_bytes_total))};
     return plan;
 }
 

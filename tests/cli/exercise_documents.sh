@@ -43,4 +43,8 @@ done
 [ "$(wc -w <<<"$topics")" -ge 10 ] || fail "topics '$topics': the list from the tool's message was not read"
 # The permutation exercise writes its reordered outputs to 4 decimals, as its tables do.
 expect_exit 0 "the outputs are \(1\.2119, 1\.7881\), \(1\.2119, 1\.7881\), \(0\.6584, 1\.5317\)" -- "$A" exercise --topic permutation --seed 1 --format text
+# The kv-cache exercise states the per-token cache of a layer, H_kv · (d_k + d_v), on every seed.
+for seed in 1 2 3 4 5 6; do
+  expect_exit 0 "H_kv · \(d_k \+ d_v\) = [0-9]+ · \([0-9]+ \+ [0-9]+\) = [0-9,]+ numbers" -- "$A" exercise --topic kv-cache --seed "$seed" --format text
+done
 finish
