@@ -33,8 +33,12 @@ std::vector<std::string> command_names(const CLI::App& app) {
     return names;
 }
 
+// The command's usage line, "Usage: attn-trace run [OPTIONS] PROBLEM", and where its options are listed.
 std::string help_hint(const CLI::App& app, const CLI::App& command) {
-    return &command == &app ? "see attn-trace --help" : fmt::format("see attn-trace {} --help", command.get_name());
+    const std::string name = &command == &app ? "attn-trace" : "attn-trace " + command.get_name();
+    std::string usage = CLI::Formatter().make_usage(&command, name);
+    while (!usage.empty() && usage.back() == '\n') usage.pop_back();
+    return fmt::format("\n{} ({} --help lists the options)", usage, name);
 }
 
 }  // namespace
@@ -53,7 +57,7 @@ std::string usage_error_text(const CLI::ParseError& error, const CLI::App& app) 
                                                         : "";
             parts.push_back(fmt::format("{} '{}'{}", option ? "unknown option" : &command == &app ? "unknown command" : "unexpected argument", extra, near));
         }
-        if (!parts.empty()) return fmt::format("attn-trace: error: {}; {}", fmt::join(parts, "; "), hint);
+        if (!parts.empty()) return fmt::format("attn-trace: error: {}{}", fmt::join(parts, "; "), hint);
     }
     const std::string what = error.what();
     // CLI11's "--format: jsn not in {text,json,...}" (a closed set of values).
@@ -61,17 +65,17 @@ std::string usage_error_text(const CLI::ParseError& error, const CLI::App& app) 
     std::smatch m;
     if (std::regex_match(what, m, not_in)) {
         const std::vector<std::string> known = split_list(m[3].str(), ',');
-        return fmt::format("attn-trace: error: {} '{}'{}: expected one of {}", m[1].str(), m[2].str(), did_you_mean(m[2].str(), known),
-                           fmt::join(known, ", "));
+        return fmt::format("attn-trace: error: {} '{}'{}: expected one of {}{}", m[1].str(), m[2].str(), did_you_mean(m[2].str(), known),
+                           fmt::join(known, ", "), hint);
     }
     if (dynamic_cast<const CLI::RequiredError*>(&error) && &command == &app) {
         const std::vector<std::string> words = app.remaining();
         if (!words.empty() && words.front().rfind("-", 0) != 0)
-            return fmt::format("attn-trace: error: unknown command '{}'{}: expected one of {}; {}", words.front(),
+            return fmt::format("attn-trace: error: unknown command '{}'{}: expected one of {}{}", words.front(),
                                did_you_mean(words.front(), command_names(app)), fmt::join(command_names(app), ", "), hint);
-        return fmt::format("attn-trace: error: name a command: {}; {}", fmt::join(command_names(app), ", "), hint);
+        return fmt::format("attn-trace: error: name a command: {}{}", fmt::join(command_names(app), ", "), hint);
     }
-    return fmt::format("attn-trace: error: {}; {}", what, hint);
+    return fmt::format("attn-trace: error: {}{}", what, hint);
 }
 
 }  // namespace attn_trace::cli

@@ -34,10 +34,11 @@ expect_exit 2 "^attn-trace: error: --mask: mask 'window' needs its width: window
 expect_exit 2 "objects: window, chunked, key_valid, additive, allowed, blocked, sparse\)" -- "$T" run good.json --mask diagonal
 expect_exit 2 "^attn-trace: error: --steps: unknown step 'weigths' \(did you mean 'weights'\?\)" -- "$T" run good.json --steps weigths
 expect_exit 2 "^attn-trace: error: --format 'jsn' \(did you mean 'json'\?\): expected one of text, json" -- "$T" run good.json --format jsn
-expect_exit 2 "^attn-trace: error: unknown option '--bogus'; see attn-trace run --help\$" -- "$T" run good.json --bogus
+expect_exit 2 "^attn-trace: error: unknown option '--bogus'\$" -- "$T" run good.json --bogus
+expect_exit 2 "^Usage: attn-trace run \[OPTIONS\] PROBLEM \(attn-trace run --help lists the options\)\$" -- "$T" run good.json --bogus
 expect_exit 2 "^attn-trace: error: unknown option '--mak' \(did you mean '--mask'\?\)" -- "$T" run good.json --mak causal
 expect_exit 2 "^attn-trace: error: unexpected argument 'more.json'" -- "$T" run good.json more.json
-expect_exit 2 "^attn-trace: error: PROBLEM is required; see attn-trace run --help" -- "$T" run
+expect_exit 2 "^attn-trace: error: PROBLEM is required\$" -- "$T" run
 expect_exit 2 "^attn-trace: error: unknown command 'frobnicate': expected one of run, decode" -- "$T" frobnicate
 expect_exit 2 "^attn-trace: error: unknown command 'rn' \(did you mean 'run'\?\)" -- "$T" rn good.json
 expect_exit 2 "^attn-trace: error: name a command: run, decode" -- "$T"
