@@ -77,11 +77,53 @@ CheckResult check_expectations(const Problem& problem, const CheckOptions& optio
     return result;
 }
 
-CheckResult check_golden(const Problem& problem, const Trace& golden, const CheckOptions& options) {
+namespace {
+
+// The problem as the golden computed it: its recorded settings, then the command line's
+// overrides, each said in a note (docs/COMMANDS.md#check).
+Problem golden_problem(const Problem& problem, const TraceSummary& g, const GoldenOverrides& o, RunOptions& run, std::vector<std::string>& notes) {
+    Problem p = problem;
+    run.dtype = parse_dtype(g.dtype, "the golden trace's $.problem.dtype");  // recompute as the golden was computed
+    if (g.recorded) {
+        p.masks = masks_from_spec(g.mask_spec, p.n, p.m, "the golden trace's $.problem.mask_spec");
+        p.mask_spec = g.mask_spec;
+        p.scale = Scale{Scale::Kind::value, g.scale};
+        p.empty_rows = parse_empty_rows(g.empty_rows, "the golden trace's $.problem.empty_rows");
+        p.dropout.reset();
+        if (g.dropout) p.dropout = Dropout{g.dropout->p, g.dropout->seed, g.dropout->train};
+        notes.push_back(fmt::format("the golden's settings: mask {}, scale {}, empty_rows {}, dropout {}, dtype {}", g.mask, g.scale, g.empty_rows,
+                                    g.dropout ? fmt::format("p = {} ({})", g.dropout->p, g.dropout->train ? "train" : "eval") : "none", g.dtype));
+    } else {
+        notes.push_back("the golden records no settings (it was written before they were recorded): the problem file's mask, scale, empty_rows and dropout apply");
+    }
+    if (o.mask) {
+        p.masks = parse_mask_option(*o.mask, p.n, p.m, "⟦mask⟧");
+        p.mask_spec = mask_option_json(*o.mask);
+        notes.push_back(fmt::format("⟦mask⟧ {} replaces the golden's mask {}", *o.mask, g.recorded ? g.mask : "(the file's)"));
+    }
+    if (o.scale) {
+        p.scale = parse_scale(*o.scale, "⟦scale⟧");
+        notes.push_back(fmt::format("⟦scale⟧ {} replaces the golden's scale {}", *o.scale, g.scale));
+    }
+    if (o.empty_rows) {
+        p.empty_rows = parse_empty_rows(*o.empty_rows, "⟦empty_rows⟧");
+        notes.push_back(fmt::format("⟦empty_rows⟧ {} replaces the golden's {}", *o.empty_rows, g.empty_rows));
+    }
+    if (o.dtype) {
+        run.dtype = parse_dtype(*o.dtype, "⟦dtype⟧");
+        notes.push_back(fmt::format("⟦dtype⟧ {} replaces the golden's {}", *o.dtype, g.dtype));
+    }
+    validate_masks(p);
+    return p;
+}
+
+}  // namespace
+
+CheckResult check_golden(const Problem& given, const Trace& golden, const CheckOptions& options) {
     CheckResult result;
     result.command = golden.command;
     RunOptions run = options.run;
-    run.dtype = parse_dtype(golden.problem.dtype, "the golden trace's $.problem.dtype");  // recompute as the golden was computed
+    const Problem problem = golden_problem(given, golden.problem, options.overrides, run, result.notes);
     std::vector<Expectation> asked;  // the golden's steps, to pick grad's options as a file's expect entries do
     for (const auto& step : golden.steps) asked.push_back({step.name, step.head, step.batch, step.t, step.tile, std::nullopt, {}, 0, 0, ""});
     GradOptions grad = grad_options_for(asked, options.tiled);

@@ -15,6 +15,7 @@ namespace {
 struct CheckCommandOptions {
     std::vector<std::string> files;
     std::string golden;
+    std::optional<std::string> mask, scale, empty_rows;  // with --golden: replace its settings
     std::string dtype = "f64";
     std::string backend = "cpu";
     std::optional<double> atol, rtol;
@@ -68,15 +69,21 @@ themselves). Entries with "t" run decode (--prefill P), with "tile" run tiled (-
 by default), otherwise run. Gradient names (grad_…, jacobian, lse, delta, p) run grad with the problem's
 d_out: a jacobian entry carries "row" (grad --row), and lse, delta or tiles of the backward run
 grad --tiled at --block-q, --block-k. A golden trace of grad must have been made with the problem's d_out.
+--golden TRACE recomputes with the settings the trace recorded (mask, scale, empty_rows, dropout,
+dtype) and says so; --mask, --scale, --empty-rows and --dtype replace them, each named on a line.
 The last line is "N passed, N failed". Exit 0 all passed, 1 a check failed, 2 a file is bad input.
 
 Examples:
   attn-trace check examples/*.json
   attn-trace check tests/golden/*.json --dtype f32 --atol 1e-5
   attn-trace run problem.json --format json > golden.json
-  attn-trace check problem.json --golden golden.json)");
+  attn-trace check problem.json --golden golden.json
+  attn-trace check problem.json --golden golden.json --mask none)");
     check->add_option("FILE", o.files, "problem files with expect entries")->required();
     check->add_option("--golden", o.golden, "compare with a trace written by `run --format json` (one FILE)");
+    check->add_option("--mask", o.mask, "with --golden: the mask to recompute with instead of the golden's");
+    check->add_option("--scale", o.scale, "with --golden: the scale instead of the golden's (auto, none or a number)");
+    check->add_option("--empty-rows", o.empty_rows, "with --golden: error, zero or nan instead of the golden's");
     check->add_option("--dtype", o.dtype, "f64 or f32")->check(CLI::IsMember({"f64", "f32"}))->capture_default_str();
     check->add_option("--backend", o.backend, "cpu or cuda")->capture_default_str();
     check->add_option("--atol", o.atol, "absolute tolerance for every entry, overriding the files")->check(CLI::NonNegativeNumber);
@@ -86,14 +93,17 @@ Examples:
     check->add_option("--prefill", o.prefill, "decode files: the first P queries as one block")->capture_default_str();
     check->add_flag("--allow-nonfinite", o.allow_nonfinite, "accept NaN or infinities in input matrices, as \"allow_nonfinite\": true does");
     add_memory_option(*check, o.budget);
-    check->callback([&exit_code] {
+    check->callback([&exit_code, check] {
         if (!o.golden.empty() && o.files.size() != 1) throw InputError("--golden compares one problem file with one trace");
+        if (o.golden.empty() && (o.mask || o.scale || o.empty_rows))
+            throw InputError("--mask, --scale and --empty-rows replace a golden trace's settings: give them with --golden (an expect file's own settings are its problem's)");
         CheckOptions options;
         options.run = {parse_dtype(o.dtype, "--dtype"), o.backend};
         options.atol = o.atol;
         options.rtol = o.rtol;
         options.tiled = {whole_number_option("--block-q", o.block_q, 1), whole_number_option("--block-k", o.block_k, 1)};
         options.decode.prefill = whole_number_option("--prefill", o.prefill, 0);
+        options.overrides = {o.mask, o.scale, o.empty_rows, check->count("--dtype") ? std::optional<std::string>(o.dtype) : std::nullopt};
         int passed = 0, failed = 0;
         bool bad_input = false;
         for (const auto& file : o.files) {
@@ -109,6 +119,7 @@ Examples:
                     values += s.comparison.compared;
                     max_error = std::max(max_error, s.comparison.max_error);
                 }
+                for (const auto& note : result.notes) std::cout << "note: " << word_options(note, flag_of) << "\n";
                 if (result.passed()) {
                     ++passed;
                     std::cout << fmt::format("PASS {} ({} {} step{}, {} values, max error {:.2g})\n", file, result.command, result.steps.size(),

@@ -73,7 +73,10 @@ void add_trace_options(CLI::App& command, TraceOptions& o) {
 
 Problem load_with_overrides(const TraceOptions& o) {
     Problem problem = load_problem(o.problem_path, o.allow_nonfinite);
-    if (!o.mask.empty()) problem.masks = parse_mask_option(o.mask, problem.n, problem.m, "--mask");
+    if (!o.mask.empty()) {
+        problem.masks = parse_mask_option(o.mask, problem.n, problem.m, "--mask");
+        problem.mask_spec = mask_option_json(o.mask);
+    }
     if (!o.scale.empty()) problem.scale = parse_scale(o.scale, "--scale");
     if (o.train || o.eval) {
         if (!problem.dropout)

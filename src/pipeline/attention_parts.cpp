@@ -266,6 +266,8 @@ TraceSummary summarise_problem(const Problem& p, Dtype dtype, const std::string&
     s.dtype = dtype_name(dtype);
     s.backend = backend_name;
     s.empty_rows = empty_rows_name(p.empty_rows);
+    s.mask_spec = p.mask_spec;
+    if (p.dropout) s.dropout = TraceSummary::Dropout{p.dropout->p, p.dropout->seed, p.dropout->train};
     return s;
 }
 

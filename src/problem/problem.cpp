@@ -72,10 +72,21 @@ std::string empty_rows_name(EmptyRows policy) {
     return "error";
 }
 
+namespace {
+bool is_json_text(const std::string& text) {
+    const auto first = text.find_first_not_of(" \t\n");
+    return first != std::string::npos && (text[first] == '{' || text[first] == '[');
+}
+}  // namespace
+
+std::string mask_option_json(const std::string& text) {
+    if (text == "none" || text.empty()) return "";
+    return is_json_text(text) ? parse_json_text(text, "⟦mask⟧").dump() : json(text).dump();
+}
+
 std::vector<MaskSpec> parse_mask_option(const std::string& text, std::size_t n, std::size_t m, const std::string& where) {
     std::vector<MaskSpec> masks;
-    const auto first = text.find_first_not_of(" \t\n");
-    if (first == std::string::npos || (text[first] != '{' && text[first] != '[')) {
+    if (!is_json_text(text)) {
         if (text != "none") masks.push_back(parse_mask_string(text, where));
         return masks;
     }
@@ -86,6 +97,12 @@ std::vector<MaskSpec> parse_mask_option(const std::string& text, std::size_t n, 
     else
         masks.push_back(read_mask_spec(value, "$", reader, n, m));
     return masks;
+}
+
+std::vector<MaskSpec> masks_from_spec(const std::string& mask_spec, std::size_t n, std::size_t m, const std::string& where) {
+    if (mask_spec.empty()) return {};
+    const json value = parse_json_text(mask_spec, where);
+    return parse_mask_option(value.is_string() ? value.get<std::string>() : mask_spec, n, m, where);
 }
 
 EmptyRows parse_empty_rows(const std::string& text, const std::string& where) {

@@ -30,7 +30,31 @@ Trace parse_golden_trace(const std::string& text, const std::string& file) {
         reader.fail("$", "expected a trace written by `attn-trace run ⟦format⟧ json` ({\"attn_trace\": 1, \"steps\": [...]})");
     Trace trace;
     if (root.contains("command")) trace.command = reader.string(root["command"], "$.command");
-    if (root.contains("problem") && root["problem"].is_object()) trace.problem.dtype = root["problem"].value("dtype", "f64");
+    trace.problem.recorded = false;
+    if (root.contains("problem") && root["problem"].is_object()) {
+        const auto& problem = root["problem"];
+        trace.problem.dtype = problem.value("dtype", "f64");
+        // The settings a run records whole (docs/COMMANDS.md#check); a golden written
+        // before has no mask_spec, and the problem file's settings apply.
+        if (problem.contains("mask_spec")) {
+            trace.problem.recorded = true;
+            if (problem.contains("mask")) trace.problem.mask = reader.string(problem["mask"], "$.problem.mask");
+            trace.problem.mask_spec = problem["mask_spec"] == "none" ? "" : problem["mask_spec"].dump();
+            if (!problem["mask_spec"].is_string() && !problem["mask_spec"].is_object() && !problem["mask_spec"].is_array())
+                reader.fail("$.problem.mask_spec", "expected a mask as ⟦mask⟧ takes it, found " + describe_json(problem["mask_spec"]));
+            if (problem.contains("scale")) trace.problem.scale = reader.number(problem["scale"], "$.problem.scale");
+            if (problem.contains("empty_rows")) trace.problem.empty_rows = reader.string(problem["empty_rows"], "$.problem.empty_rows");
+            if (problem.contains("dropout") && !problem["dropout"].is_null()) {
+                const auto& d = problem["dropout"];
+                if (!d.is_object()) reader.fail("$.problem.dropout", "expected {\"p\", \"seed\", \"mode\"} or null, found " + describe_json(d));
+                TraceSummary::Dropout dropout;
+                if (d.contains("p")) dropout.p = reader.number(d["p"], "$.problem.dropout.p");
+                if (d.contains("seed")) dropout.seed = static_cast<std::uint64_t>(reader.whole_number(d["seed"], "$.problem.dropout.seed", 0, 1L << 53));
+                if (d.contains("mode")) dropout.train = reader.string(d["mode"], "$.problem.dropout.mode") == "train";
+                trace.problem.dropout = dropout;
+            }
+        }
+    }
     // grad --row writes which row its jacobian is of: check recomputes that row.
     if (root.contains("jacobian_row"))
         trace.numbers.push_back({"jacobian_row", static_cast<double>(reader.whole_number(root["jacobian_row"], "$.jacobian_row", 0, 1L << 40))});

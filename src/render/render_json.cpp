@@ -36,6 +36,10 @@ std::string render_json(const Trace& trace, const RenderOptions& options) {
                               {"kv_heads", p.kv_heads}, {"d_k", p.d_k}, {"d_v", p.d_v}, {"scale", number_json(p.scale)},
                               {"mask", p.mask}, {"dtype", p.dtype}, {"backend", p.backend}, {"batch", p.batch},
                               {"empty_rows", p.empty_rows}};
+    // The settings whole, as `check --golden` applies them (docs/COMMANDS.md#output-formats).
+    problem["mask_spec"] = p.mask_spec.empty() ? nlohmann::ordered_json("none") : nlohmann::ordered_json::parse(p.mask_spec);
+    problem["dropout"] = p.dropout ? nlohmann::ordered_json{{"p", p.dropout->p}, {"seed", p.dropout->seed}, {"mode", p.dropout->train ? "train" : "eval"}}
+                                   : nlohmann::ordered_json();
     nlohmann::ordered_json steps = nlohmann::ordered_json::array();
     for (const Step* step : selected_steps(trace, options)) {
         nlohmann::ordered_json s = {{"name", shown_name(*step)}};

@@ -48,12 +48,32 @@ expect_exit 1 "" -- bash -c "\"$T\" random --n 3 --d-model 16 --dist integers | 
 expect_exit 0 "1 passed, 0 failed" -- "$T" check "$E/damaged_on_arrival.json" --golden golden.json
 sed 's/0\.7275703441891866/0.7/' golden.json > wrong.json
 expect_exit 1 "weights \(head 0\): 1 of 9 values differ.*1 passed, 0 failed|0 passed, 1 failed" -- "$T" check "$E/damaged_on_arrival.json" --golden wrong.json
+# A golden records its settings whole (mask_spec, dropout) and check applies them: a golden
+# made with --mask causal --scale 0.5 passes against its own problem, and says so; an
+# option replaces one, named on a line before the closing line (docs/COMMANDS.md#check).
+"$T" run "$E/damaged_on_arrival.json" --mask causal --scale 0.5 --format json > causal_golden.json
+expect_exit 0 '"mask_spec":"causal","dropout":null' -- cat causal_golden.json
+expect_exit 0 "^note: the golden's settings: mask causal, scale 0.5, empty_rows error, dropout none, dtype f64$" -- "$T" check "$E/damaged_on_arrival.json" --golden causal_golden.json
+expect_exit 0 "^1 passed, 0 failed$" -- "$T" check "$E/damaged_on_arrival.json" --golden causal_golden.json
+expect_exit 1 "^note: --mask none replaces the golden's mask causal$" -- "$T" check "$E/damaged_on_arrival.json" --golden causal_golden.json --mask none
+expect_exit 1 "^0 passed, 1 failed$" -- "$T" check "$E/damaged_on_arrival.json" --golden causal_golden.json --mask none
+"$T" run "$E/damaged_on_arrival.json" --mask '{"window": 2}' --format json > window_golden.json
+expect_exit 0 '"mask_spec":\{"window":2\}' -- cat window_golden.json
+expect_exit 0 "^1 passed, 0 failed$" -- "$T" check "$E/damaged_on_arrival.json" --golden window_golden.json
+"$T" run "$E/dropout_train.json" --format json > dropout_golden.json
+expect_exit 0 '"dropout":\{"p":0.5,"seed":[0-9]+,"mode":"train"\}' -- cat dropout_golden.json
+expect_exit 0 "^1 passed, 0 failed$" -- "$T" check "$E/dropout_train.json" --golden dropout_golden.json
+# A golden written before the settings were recorded: the file's apply, with a note.
+sed 's/,"mask_spec":"causal","dropout":null//' causal_golden.json > old_golden.json
+expect_exit 1 "^note: the golden records no settings" -- "$T" check "$E/damaged_on_arrival.json" --golden old_golden.json
+expect_exit 2 "give them with --golden" -- "$T" check "$E/damaged_on_arrival.json" --mask causal
 sed 's/"data": \[\[0.5, 0.75, 3.0\]/"data": [[0.5, 0.75, 3.5]/' "$E/damaged_on_arrival.json" > off.json
 expect_exit 1 "\[0, 2\] expected 3\.5, got 3, difference -0\.5" -- "$T" check off.json
 expect_exit 1 "^1 passed, 1 failed$" -- "$T" check "$E/damaged_on_arrival.json" off.json
 # issue 11, finding 8: a changed mask differs by an infinity, not by "max error 0"
+# (the golden's own mask applies unless --mask replaces it)
 "$T" run "$E/damaged_on_arrival.json" --mask causal --format json > causal.json
-expect_exit 1 "mask \(head 0\): 3 of 9 values differ \(max error inf at \[0, 1\]: expected -inf, got 0;" -- "$T" check "$E/damaged_on_arrival.json" --golden causal.json
+expect_exit 1 "mask \(head 0\): 3 of 9 values differ \(max error inf at \[0, 1\]: expected -inf, got 0;" -- "$T" check "$E/damaged_on_arrival.json" --golden causal.json --mask none
 # a malformed golden trace is exit 2 naming the path, not an abort
 sed 's/"command":"run"/"command":5/' golden.json > command5.json
 expect_exit 2 "command5.json: .\.command: expected a string" -- "$T" check "$E/damaged_on_arrival.json" --golden command5.json

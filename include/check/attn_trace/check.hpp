@@ -13,8 +13,15 @@
 
 namespace attn_trace {
 
+// Settings given on check's command line: they replace a golden trace's
+// (docs/COMMANDS.md#check), and check names each one it replaced.
+struct GoldenOverrides {
+    std::optional<std::string> mask, scale, empty_rows, dtype;
+};
+
 struct CheckOptions {
     RunOptions run;
+    GoldenOverrides overrides;         // with --golden
     std::optional<double> atol, rtol;  // override every entry's tolerance
     DecodeOptions decode;              // --prefill, for files whose steps carry t
     TiledOptions tiled;                // --block-q, --block-k, for files whose steps carry tile
@@ -33,6 +40,7 @@ struct StepCheck {
 struct CheckResult {
     std::string command;  // the pipeline the expectations belong to: run, decode, tiled, grad
     std::vector<StepCheck> steps;
+    std::vector<std::string> notes;  // which settings a golden's comparison used, and what replaced them
     bool passed() const;
 };
 

@@ -38,6 +38,17 @@ struct TraceSummary {
     std::string dtype = "f64";
     std::string backend = "cpu";
     std::string empty_rows = "error";
+    // The settings whole, for `check --golden` (docs/COMMANDS.md#check): the masks as
+    // given (JSON text, "" for none) and dropout as {p, seed, mode}. A golden written
+    // before they were recorded has neither, and `recorded` is false.
+    std::string mask_spec;
+    struct Dropout {
+        double p = 0;
+        std::uint64_t seed = 0;
+        bool train = false;
+    };
+    std::optional<Dropout> dropout;
+    bool recorded = true;
 };
 
 // Where a step sits: a part for each of its batch, head, t and tile that is set,

@@ -86,6 +86,10 @@ struct Problem {
     int kv_heads = 1;
     Scale scale;
     std::vector<MaskSpec> masks;
+    // The masks as given (the file's "sparse" and "mask", or --mask), as JSON text, ""
+    // for none: what a run's JSON records whole, so that `check --golden` can apply it
+    // (docs/COMMANDS.md#check).
+    std::string mask_spec;
     EmptyRows empty_rows = EmptyRows::error;
     std::vector<std::size_t> lengths;  // per batch element; empty = all valid
     std::optional<Rope> rope;
@@ -124,6 +128,12 @@ void validate_masks(const Problem& problem);
 // A --mask value: a string form (docs/PROBLEM.md#masks) or JSON, one spec object or a list of
 // them ({"sparse": {...}} among them), for n queries and m keys; "none" is no mask.
 std::vector<MaskSpec> parse_mask_option(const std::string& text, std::size_t n, std::size_t m, const std::string& where);
+// A --mask value as the JSON a problem's mask_spec holds: JSON as it is, a string form
+// as a JSON string ("causal" -> "\"causal\""); "" for none.
+std::string mask_option_json(const std::string& text);
+// The masks of a recorded mask_spec (a JSON string form, object or list; "" for none),
+// for n queries and m keys; errors name `where`.
+std::vector<MaskSpec> masks_from_spec(const std::string& mask_spec, std::size_t n, std::size_t m, const std::string& where);
 
 std::string empty_rows_name(EmptyRows policy);
 EmptyRows parse_empty_rows(const std::string& text, const std::string& where);
