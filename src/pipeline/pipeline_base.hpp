@@ -30,8 +30,8 @@ protected:
     ~PipelineBase() = default;
 
     // How a pipeline ends: the overflow check over every step (check_overflow), then the
-    // trace handed over. A pipeline that still compares itself with the full trace
-    // checks first, so that its own overflow is the one reported.
+    // trace handed over. Decode's and tiled's whole runs call check_overflow themselves,
+    // before their comparison with the full trace, so that their own overflow is the one reported.
     Trace finish() {
         check_overflow(trace_, p_, dtype_);
         return std::move(trace_);
