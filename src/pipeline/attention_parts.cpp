@@ -250,25 +250,24 @@ Matrix apply_dropout(const Matrix& weights, const Matrix& keep, double p, Dtype 
 }
 
 TraceSummary summarise_problem(const Problem& p, Dtype dtype, const std::string& backend_name) {
-    TraceSummary s;
-    s.title = p.title;
-    s.batch = p.batch;
-    s.n = p.n;
-    s.m = p.m;
-    s.d_model = p.d_model;
-    s.heads = p.heads;
-    s.kv_heads = p.kv_heads;
-    s.d_k = p.d_k;
-    s.d_v = p.d_v;
-    s.scale = round_to(dtype, p.scale_factor());
-    s.mask = describe_masks(p.masks);
-    if (!p.lengths.empty()) s.mask = p.masks.empty() ? "lengths" : s.mask + " + lengths";  // not "nonelengths"
-    s.dtype = dtype_name(dtype);
-    s.backend = backend_name;
-    s.empty_rows = empty_rows_name(p.empty_rows);
-    s.mask_spec = p.mask_spec;
-    if (p.dropout) s.dropout = TraceSummary::Dropout{p.dropout->p, p.dropout->seed, p.dropout->train};
-    return s;
+    std::string mask = describe_masks(p.masks);
+    if (!p.lengths.empty()) mask = p.masks.empty() ? "lengths" : mask + " + lengths";  // not "nonelengths"
+    std::optional<TraceSummary::Dropout> dropout;
+    if (p.dropout) dropout = TraceSummary::Dropout{p.dropout->p, p.dropout->seed, p.dropout->train};
+    // One value, every field named once and in TraceSummary's own order (C++20 refuses
+    // designators out of order), so a field read into the wrong place shows at a glance.
+    return {.title = p.title,
+            .batch = p.batch, .n = p.n, .m = p.m, .d_model = p.d_model,
+            .heads = p.heads, .kv_heads = p.kv_heads,
+            .d_k = p.d_k, .d_v = p.d_v,
+            .scale = round_to(dtype, p.scale_factor()),
+            .mask = std::move(mask),
+            .dtype = dtype_name(dtype),
+            .backend = backend_name,
+            .empty_rows = empty_rows_name(p.empty_rows),
+            .mask_spec = p.mask_spec,
+            .dropout = dropout,
+            .recorded = true};
 }
 
 std::vector<Note> problem_notes(const Problem& p) {

@@ -7,9 +7,7 @@
 
 #include "attn_trace/cost.hpp"
 #include "attn_trace/errors.hpp"
-#include "overflow.hpp"
-#include "attn_trace/pipeline.hpp"
-#include "stepwise_parts.hpp"
+#include "pipeline_base.hpp"
 
 namespace attn_trace {
 
@@ -17,20 +15,18 @@ namespace {
 
 constexpr double minus_infinity = -std::numeric_limits<double>::infinity();
 
-class DecodePipeline {
+class DecodePipeline : PipelineBase {
 public:
     DecodePipeline(const Problem& problem, const RunOptions& options, const DecodeOptions& decode)
-        : p_(problem), options_(options), decode_(decode), backend_(make_backend(options.backend)), recorder_(problem, trace_),
-          offset_(problem.m - std::min(problem.m, problem.n)) {}
+        : PipelineBase(problem, options, "decode"), decode_(decode), offset_(problem.m - std::min(problem.m, problem.n)) {}
 
     Trace run() {
         validate();
-        trace_.command = "decode";
-        trace_.problem = summarise_problem(p_, options_.dtype, backend_->name());
         trace_.notes = problem_notes(p_);
         add_decode_notes();
         for (std::size_t b = 0; b < p_.batch; ++b) run_sequence(b);
-        check_overflow(trace_, p_, options_.dtype);
+        // Before the comparison computes the full trace, so that decode's own overflow is the one reported.
+        check_overflow(trace_, p_, dtype_);
         trace_.numbers.emplace_back("max_abs_diff_vs_full", max_abs_diff_vs(trace_, pipeline_full(causal_reference(), options_)));
         add_cache_size();
         return std::move(trace_);
@@ -39,13 +35,10 @@ public:
     // Only the decode step that ends at query t (explain): its steps, no notes or numbers.
     Trace run_step_of(std::size_t b, std::size_t t) {
         validate();
-        trace_.command = "decode";
-        trace_.problem = summarise_problem(p_, options_.dtype, backend_->name());
         Heads heads = prepare_heads(b);
         const std::size_t first = decode_.prefill > 0 && t + 1 == decode_.prefill ? 0 : t;
         run_step(first, t + 1, b, heads);
-        check_overflow(trace_, p_, options_.dtype);
-        return std::move(trace_);
+        return finish();
     }
 
 private:
@@ -97,10 +90,10 @@ private:
     };
     Heads prepare_heads(std::size_t b) const {
         Heads heads;
-        if (p_.mla) heads.mla = mla_parts(p_, b, *backend_, options_.dtype, {0, p_.n});
-        const Projections projections = heads.mla ? mla_projections(p_, *heads.mla) : project(p_, b, *backend_, options_.dtype);
+        if (p_.mla) heads.mla = mla_parts(p_, b, *backend_, dtype_, {0, p_.n});
+        const Projections projections = heads.mla ? mla_projections(p_, *heads.mla) : project(p_, b, *backend_, dtype_);
         for (int h = 0; h < p_.heads; ++h) {
-            heads.inputs.push_back(head_inputs(p_, projections, h, options_.dtype));
+            heads.inputs.push_back(head_inputs(p_, projections, h, dtype_));
             heads.outs.emplace_back(p_.n, p_.d_v);
         }
         heads.empty_rows.resize(static_cast<std::size_t>(p_.heads));
@@ -116,10 +109,10 @@ private:
         }
         for (int h = 0; h < p_.heads; ++h) {
             const std::size_t hs = static_cast<std::size_t>(h);
-            recorder_.note_empty_rows(heads.empty_rows[hs], h, b);
-            recorder_.record(StepName::out, "the output rows of every step, stacked", heads.outs[hs], h, b, query_labels(p_));
+            steps_.note_empty_rows(heads.empty_rows[hs], h, b);
+            steps_.record(StepName::out, "the output rows of every step, stacked", heads.outs[hs], h, b, query_labels(p_));
         }
-        recorder_.record_concat_and_final(heads.outs, b, *backend_, options_.dtype);
+        steps_.record_concat_and_final(heads.outs, b, *backend_, dtype_);
     }
 
     // Queries first … end−1 as one step: the cache then holds keys 0 … end−1+(m−n).
@@ -127,7 +120,6 @@ private:
     // receives the rows. The mask rows are built per step, so no step ever holds
     // the whole n × m mask.
     void run_step(std::size_t first, std::size_t end, std::size_t b, Heads& heads) {
-        const Dtype dtype = options_.dtype;
         const std::size_t rows = end - first, cache_length = end + offset_;
         const int t = static_cast<int>(end - 1);
         const int group = p_.heads / p_.kv_heads;
@@ -135,38 +127,38 @@ private:
         const auto key_names = slice_labels(key_labels(p_), 0, cache_length);
         if (heads.mla) {
             // One latent and one RoPE key per token for every head: each head's keys and values are c_cache W_UK,h and c_cache W_UV,h.
-            recorder_.record(StepName::c_cache, fmt::format("latent cache after appending c_kv,{}", t), block_of(heads.mla->c_kv, 0, cache_length, 0, p_.mla->d_c),
-                             std::nullopt, b, key_names).t = t;
+            steps_.record(StepName::c_cache, fmt::format("latent cache after appending c_kv,{}", t), block_of(heads.mla->c_kv, 0, cache_length, 0, p_.mla->d_c),
+                          std::nullopt, b, key_names).t = t;
             if (p_.mla->d_r)
-                recorder_.record(StepName::kr_cache, fmt::format("RoPE key cache after appending k_rope,{}", t), block_of(heads.mla->k_rope, 0, cache_length, 0, p_.mla->d_r),
-                                 std::nullopt, b, key_names).t = t;
+                steps_.record(StepName::kr_cache, fmt::format("RoPE key cache after appending k_rope,{}", t), block_of(heads.mla->k_rope, 0, cache_length, 0, p_.mla->d_r),
+                              std::nullopt, b, key_names).t = t;
         }
         for (int g = 0; g < p_.kv_heads && !heads.mla; ++g) {
             const HeadInputs& kv = heads.inputs[static_cast<std::size_t>(g * group)];
             const std::string which = p_.kv_heads > 1 || p_.heads > 1 ? fmt::format(" of KV head {}", g) : "";
-            recorder_.record(StepName::k_cache, fmt::format("K cache{} after appending k_{}", which, t), block_of(kv.k, 0, cache_length, 0, p_.d_k), g, b, key_names).t = t;
-            recorder_.record(StepName::v_cache, fmt::format("V cache{} after appending v_{}", which, t), block_of(kv.v, 0, cache_length, 0, p_.d_v), g, b, key_names).t = t;
+            steps_.record(StepName::k_cache, fmt::format("K cache{} after appending k_{}", which, t), block_of(kv.k, 0, cache_length, 0, p_.d_k), g, b, key_names).t = t;
+            steps_.record(StepName::v_cache, fmt::format("V cache{} after appending v_{}", which, t), block_of(kv.v, 0, cache_length, 0, p_.d_v), g, b, key_names).t = t;
         }
         for (int h = 0; h < p_.heads; ++h) {
             const std::size_t hs = static_cast<std::size_t>(h);
             const HeadInputs& in = heads.inputs[hs];
             const Matrix k_cache = block_of(in.k, 0, cache_length, 0, p_.d_k), v_cache = block_of(in.v, 0, cache_length, 0, p_.d_v);
             // z = s · q_t K_cacheᵀ (+ softcap) + M[t, 0 … cache)
-            Matrix z = scale(backend_->multiply_transposed(block_of(in.q, first, rows, 0, p_.d_k), k_cache, dtype), p_.scale_factor(), dtype);
-            if (p_.softcap) z = soft_cap(z, *p_.softcap, dtype);
-            z = add_elementwise(z, cache_mask(head_mask(p_, b, h, {first, rows}), first, cache_length), dtype);
-            SoftmaxSteps softmax = softmax_rows(z, p_.empty_rows, dtype);
+            Matrix z = scale(backend_->multiply_transposed(block_of(in.q, first, rows, 0, p_.d_k), k_cache, dtype_), p_.scale_factor(), dtype_);
+            if (p_.softcap) z = soft_cap(z, *p_.softcap, dtype_);
+            z = add_elementwise(z, cache_mask(head_mask(p_, b, h, {first, rows}), first, cache_length), dtype_);
+            SoftmaxSteps softmax = softmax_rows(z, p_.empty_rows, dtype_);
             for (std::size_t r : softmax.empty_rows) heads.empty_rows[hs].push_back(first + r);
-            if (p_.empty_rows == EmptyRows::error) recorder_.note_empty_rows(heads.empty_rows[hs], h, b);
+            if (p_.empty_rows == EmptyRows::error) steps_.note_empty_rows(heads.empty_rows[hs], h, b);
             // o_t = a_t V_cache
-            Matrix out = backend_->multiply(softmax.weights, v_cache, dtype);
+            Matrix out = backend_->multiply(softmax.weights, v_cache, dtype_);
             for (std::size_t r = 0; r < rows; ++r)
                 for (std::size_t j = 0; j < p_.d_v; ++j) heads.outs[hs](first + r, j) = out(r, j);
             const std::string q_name = rows == 1 ? fmt::format("q_{}", t) : fmt::format("Q_0…{}", t);
-            recorder_.record(StepName::scores, fmt::format("s · {} K_cacheᵀ{}{}", q_name, p_.softcap ? ", capped," : "", rows > 1 ? " + causal M" : " + M"),
-                             std::move(z), h, b, query_names, key_names).t = t;
-            recorder_.record(StepName::weights, "softmax(scores)", std::move(softmax.weights), h, b, query_names, key_names).t = t;
-            recorder_.record(StepName::out, "weights · V_cache", std::move(out), h, b, query_names).t = t;
+            steps_.record(StepName::scores, fmt::format("s · {} K_cacheᵀ{}{}", q_name, p_.softcap ? ", capped," : "", rows > 1 ? " + causal M" : " + M"),
+                          std::move(z), h, b, query_names, key_names).t = t;
+            steps_.record(StepName::weights, "softmax(scores)", std::move(softmax.weights), h, b, query_names, key_names).t = t;
+            steps_.record(StepName::out, "weights · V_cache", std::move(out), h, b, query_names).t = t;
         }
     }
 
@@ -181,7 +173,7 @@ private:
 
     // Cache size per token: layers · H_kv · (d_k + d_v) · bytes (= 2 · layers · H_kv · d_k · bytes when d_v = d_k).
     void add_cache_size() {
-        const double bytes = decode_.bytes.value_or(options_.dtype == Dtype::f32 ? 4.0 : 8.0);
+        const double bytes = decode_.bytes.value_or(dtype_ == Dtype::f32 ? 4.0 : 8.0);
         const double tokens = static_cast<double>(decode_.tokens.value_or(p_.m));
         const double per_kv_head = static_cast<double>(p_.d_k + p_.d_v);
         const double elements = p_.mla ? static_cast<double>(mla_cache_elements_per_token(p_.mla->d_c, p_.mla->d_r, static_cast<std::uint64_t>(decode_.layers)))
@@ -216,12 +208,7 @@ private:
         }
     }
 
-    const Problem& p_;
-    RunOptions options_;
     DecodeOptions decode_;
-    std::unique_ptr<Backend> backend_;
-    Trace trace_;
-    StepRecorder recorder_;
     std::size_t offset_;  // m − n: keys in the cache before the first query
 };
 

@@ -6,11 +6,8 @@
 
 #include <fmt/format.h>
 
-#include "attn_trace/attention_parts.hpp"
-#include "overflow.hpp"
-#include "stepwise_parts.hpp"
 #include "attn_trace/errors.hpp"
-#include "attn_trace/pipeline.hpp"
+#include "pipeline_base.hpp"
 
 namespace attn_trace {
 
@@ -67,14 +64,11 @@ std::optional<KeyMask> key_mask(const Problem& p, std::size_t batch) {
     return mask;
 }
 
-class FastPipeline {
+class FastPipeline : PipelineBase {
 public:
-    FastPipeline(const Problem& problem, const RunOptions& options, const FastPathOptions& fast)
-        : p_(problem), dtype_(options.dtype), backend_(make_backend(options.backend)), fast_(fast) {}
+    FastPipeline(const Problem& problem, const RunOptions& options, const FastPathOptions& fast) : PipelineBase(problem, options, "run"), fast_(fast) {}
 
     Trace run() {
-        trace_.command = "run";
-        trace_.problem = summarise_problem(p_, dtype_, backend_->name());
         trace_.notes = problem_notes(p_);
         AttentionStats stats;
         for (std::size_t b = 0; b < p_.batch; ++b) {
@@ -87,11 +81,10 @@ public:
             stats.block_k = s.block_k;
         }
         trace_.notes.insert(trace_.notes.begin(), fast_path_note(stats));
-        check_overflow(trace_, p_, dtype_);
         trace_.numbers = {{"scores_held", static_cast<double>(stats.score_bytes_held / (dtype_ == Dtype::f32 ? 4 : 8))},
                           {"tiles_computed", static_cast<double>(stats.tiles_computed)},
                           {"tiles_skipped", static_cast<double>(stats.tiles_skipped)}};
-        return std::move(trace_);
+        return finish();
     }
 
 private:
@@ -170,12 +163,7 @@ private:
         return attend(*backend_, Operation::fused_attention, call);
     }
 
-    const Problem& p_;
-    Dtype dtype_;
-    std::unique_ptr<Backend> backend_;
     FastPathOptions fast_;
-    Trace trace_;
-    StepRecorder steps_{p_, trace_};
 };
 
 }  // namespace

@@ -6,9 +6,8 @@
 
 #include "attn_trace/compare.hpp"
 #include "attn_trace/pipeline.hpp"
-#include "overflow.hpp"
+#include "pipeline_base.hpp"
 #include "sparse_facts.hpp"
-#include "stepwise_parts.hpp"
 
 namespace attn_trace {
 
@@ -25,15 +24,12 @@ std::string columns_read(const Problem& p, int head, bool values) {
     return fmt::format(" (q columns {}…{}, k columns {}…{})", h * p.d_k, (h + 1) * p.d_k - 1, g * p.d_k, (g + 1) * p.d_k - 1);
 }
 
-class FullPipeline {
+class FullPipeline : PipelineBase {
 public:
     FullPipeline(const Problem& problem, const RunOptions& options, QueryRows rows)
-        : p_(problem), dtype_(options.dtype), backend_(make_backend(options.backend)), steps_(problem, trace_), rows_(rows),
-          queries_(slice_labels(query_labels(problem), rows.first, rows.count)) {}
+        : PipelineBase(problem, options, "run"), rows_(rows), queries_(slice_labels(query_labels(problem), rows.first, rows.count)) {}
 
     Trace run() {
-        trace_.command = "run";
-        trace_.problem = summarise_problem(p_, dtype_, backend_->name());
         trace_.notes = problem_notes(p_);
         if (has_sparse_pattern(p_)) pattern_ = pattern_facts(p_);
         for (std::size_t b = 0; b < p_.batch; ++b) run_sequence(b);
@@ -44,18 +40,14 @@ public:
         }
         if (drawn_ > 0) trace_.numbers.push_back({"kept_share", kept_ / drawn_});
         if (p_.mla) trace_.numbers.push_back({"max_abs_diff_absorbed", absorbed_diff_});
-        check_overflow(trace_, p_, dtype_);
-        return std::move(trace_);
+        return finish();
     }
 
     // One sequence, no notes: what explain reads.
     Trace run_one(std::size_t b) {
-        trace_.command = "run";
-        trace_.problem = summarise_problem(p_, dtype_, backend_->name());
         if (has_sparse_pattern(p_)) pattern_ = pattern_facts(p_);
         run_sequence(b, false);
-        check_overflow(trace_, p_, dtype_);
-        return std::move(trace_);
+        return finish();
     }
 
 private:
@@ -190,11 +182,6 @@ private:
         return out;
     }
 
-    const Problem& p_;
-    Dtype dtype_;
-    std::unique_ptr<Backend> backend_;
-    Trace trace_;
-    StepRecorder steps_;
     QueryRows rows_;
     std::vector<std::string> queries_;  // the labels of those rows
     std::optional<PatternFacts> pattern_;  // with a sparse pattern, in `run` only

@@ -7,12 +7,10 @@
 
 #include <fmt/format.h>
 
-#include "attn_trace/attention_parts.hpp"
 #include "attn_trace/compare.hpp"
 #include "attn_trace/errors.hpp"
-#include "attn_trace/pipeline.hpp"
 #include "attn_trace/random.hpp"
-#include "stepwise_parts.hpp"
+#include "pipeline_base.hpp"
 
 namespace attn_trace {
 
@@ -68,17 +66,15 @@ std::vector<Matrix> upstream(const Problem& p, const std::string& option, std::s
     return out;
 }
 
-class GradPipeline {
+class GradPipeline : PipelineBase {
 public:
     GradPipeline(const Problem& problem, const RunOptions& options, const GradOptions& grad)
-        : p_(problem), options_(options), dtype_(options.dtype), backend_(make_backend(options.backend)), grad_(grad),
+        : PipelineBase(problem, options, "grad"), grad_(grad),
           // The tiled backward keeps what FlashAttention-2's forward keeps: row_max, row_sum and out (the fast path).
-          forward_(grad.tiled ? pipeline_fast(problem, options, {}) : pipeline_full(problem, options)), steps_(problem, trace_) {}
+          forward_(grad.tiled ? pipeline_fast(problem, options, {}) : pipeline_full(problem, options)) {}
 
     Trace run() {
-        trace_.command = "grad";
-        trace_.problem = forward_.problem;
-        trace_.notes = forward_.notes;
+        trace_.notes = forward_.notes;  // what the forward pass noted holds for its gradients too
         const std::size_t width = p_.W_O ? p_.W_O->cols() : static_cast<std::size_t>(p_.heads) * p_.d_v;
         const auto d_out = upstream(p_, grad_.d_out, width);
         for (std::size_t b = 0; b < p_.batch; ++b) run_sequence(b, d_out[b]);
@@ -359,15 +355,9 @@ private:
         if (p_.b_V) record(StepName::grad_b_V, "Σ_j grad_v", grad_b_[2]);
     }
 
-    const Problem& p_;
-    RunOptions options_;
-    Dtype dtype_;
-    std::unique_ptr<Backend> backend_;
     GradOptions grad_;
     Trace forward_;
     std::size_t tiles_computed_ = 0, tiles_skipped_ = 0;
-    Trace trace_;
-    StepRecorder steps_;
     Matrix grad_W_O_, grad_b_O_, grad_W_[3], grad_b_[3];
 };
 

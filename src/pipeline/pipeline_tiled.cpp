@@ -9,9 +9,7 @@
 
 #include "attn_trace/errors.hpp"
 #include "attn_trace/online_softmax.hpp"
-#include "overflow.hpp"
-#include "attn_trace/pipeline.hpp"
-#include "stepwise_parts.hpp"
+#include "pipeline_base.hpp"
 
 namespace attn_trace {
 
@@ -75,17 +73,14 @@ bool every_score_masked(const Matrix& mask_tile) {
     return true;
 }
 
-class TiledPipeline {
+class TiledPipeline : PipelineBase {
 public:
     TiledPipeline(const Problem& problem, const RunOptions& options, const TiledOptions& tiled)
-        : p_(problem), options_(options), backend_(make_backend(options.backend)), recorder_(problem, trace_),
-          Br_(std::min(tiled.block_q, problem.n)), Bc_(std::min(tiled.block_k, problem.m)) {
+        : PipelineBase(problem, options, "tiled"), Br_(std::min(tiled.block_q, problem.n)), Bc_(std::min(tiled.block_k, problem.m)) {
         validate_tiles(tiled);
     }
 
     Trace run() {
-        trace_.command = "tiled";
-        trace_.problem = summarise_problem(p_, options_.dtype, backend_->name());
         trace_.notes = problem_notes(p_);
         for (std::size_t b = 0; b < p_.batch; ++b) run_sequence(b);
         const std::size_t Tr = (p_.n + Br_ - 1) / Br_, Tc = (p_.m + Bc_ - 1) / Bc_;
@@ -101,7 +96,8 @@ public:
                                                         {"skipped", static_cast<double>(tiles_skipped_)}, {"heads_run", static_cast<double>(heads_run)},
                                                         {"held", static_cast<double>(Br_ * Bc_)}, {"full", static_cast<double>(p_.n * p_.m)}},
                                                        {}});
-        check_overflow(trace_, p_, options_.dtype);
+        // Before the comparison computes the full trace, so that tiled's own overflow is the one reported.
+        check_overflow(trace_, p_, dtype_);
         trace_.numbers = {{"max_abs_diff_vs_full", max_abs_diff_vs(trace_, pipeline_full(p_, options_))},
                           {"scores_held", static_cast<double>(Br_ * Bc_)},
                           {"scores_full", static_cast<double>(p_.n * p_.m)},
@@ -112,40 +108,36 @@ public:
 
     // Only query block qb, key tiles 0 … last_tile (explain): their tile steps.
     Trace run_block_of(std::size_t b, std::size_t qb, std::size_t last_tile) {
-        trace_.command = "tiled";
-        trace_.problem = summarise_problem(p_, options_.dtype, backend_->name());
-        const Projections projections = project(p_, b, *backend_, options_.dtype, {qb * Br_, std::min(Br_, p_.n - qb * Br_)});
+        const Projections projections = project(p_, b, *backend_, dtype_, {qb * Br_, std::min(Br_, p_.n - qb * Br_)});
         for (int h = 0; h < p_.heads; ++h) {
-            const HeadInputs in = head_inputs(p_, projections, h, options_.dtype, qb * Br_);
+            const HeadInputs in = head_inputs(p_, projections, h, dtype_, qb * Br_);
             run_block(in, 0, qb, last_tile, h, b);
         }
-        check_overflow(trace_, p_, options_.dtype);
-        return std::move(trace_);
+        return finish();
     }
 
 private:
     void run_sequence(std::size_t b) {
-        const Projections projections = project(p_, b, *backend_, options_.dtype);
+        const Projections projections = project(p_, b, *backend_, dtype_);
         std::vector<Matrix> outs;
         for (int h = 0; h < p_.heads; ++h) {
             std::vector<std::size_t> empty_rows;
-            Matrix out = run_head(head_inputs(p_, projections, h, options_.dtype), h, b, empty_rows);
-            recorder_.note_empty_rows(empty_rows, h, b);
-            recorder_.record(StepName::out, "u / ℓ after the last tile of each query block", out, h, b, query_labels(p_));
+            Matrix out = run_head(head_inputs(p_, projections, h, dtype_), h, b, empty_rows);
+            steps_.note_empty_rows(empty_rows, h, b);
+            steps_.record(StepName::out, "u / ℓ after the last tile of each query block", out, h, b, query_labels(p_));
             outs.push_back(std::move(out));
         }
-        recorder_.record_concat_and_final(outs, b, *backend_, options_.dtype);
+        steps_.record_concat_and_final(outs, b, *backend_, dtype_);
     }
 
     // in: q (n, d_k), k (m, d_k), v (m, d_v) -> out (n, d_v)
     Matrix run_head(const HeadInputs& in, int h, std::size_t b, std::vector<std::size_t>& empty_rows) {
-        const Dtype dtype = options_.dtype;
         Matrix out(p_.n, p_.d_v);
         const std::size_t last_tile = (p_.m + Bc_ - 1) / Bc_ - 1;
         for (std::size_t qb = 0, i0 = 0; i0 < p_.n; ++qb, i0 += Br_) {
             const OnlineSoftmax state = run_block(in, i0, qb, last_tile, h, b);
-            const Matrix O_i = dtype == Dtype::f32 ? finish_rows<float>(state, p_.empty_rows, empty_rows, i0)
-                                                   : finish_rows<double>(state, p_.empty_rows, empty_rows, i0);
+            const Matrix O_i = dtype_ == Dtype::f32 ? finish_rows<float>(state, p_.empty_rows, empty_rows, i0)
+                                                    : finish_rows<double>(state, p_.empty_rows, empty_rows, i0);
             for (std::size_t i = 0; i < O_i.rows(); ++i)
                 for (std::size_t c = 0; c < p_.d_v; ++c) out(i0 + i, c) = O_i(i, c);
         }
@@ -166,7 +158,6 @@ private:
     // Query block qb against key tiles 0 … last_tile; in.q holds query qb·Br at row
     // q_row. The block's mask rows only: the whole n × m mask is never built.
     OnlineSoftmax run_block(const HeadInputs& in, std::size_t q_row, std::size_t qb, std::size_t last_tile, int h, std::size_t b) {
-        const Dtype dtype = options_.dtype;
         const std::size_t i0 = qb * Br_, rows = std::min(Br_, p_.n - i0);
         const Matrix Q_i = block_of(in.q, q_row, rows, 0, p_.d_k);
         const Matrix mask = head_mask(p_, b, h, {i0, rows});
@@ -184,11 +175,11 @@ private:
             ++tiles_computed_;
             const Matrix K_j = block_of(in.k, j0, cols, 0, p_.d_k), V_j = block_of(in.v, j0, cols, 0, p_.d_v);
             // S_ij = s · Q_i K_jᵀ (capped) + M_ij
-            Matrix S_ij = scale(backend_->multiply_transposed(Q_i, K_j, dtype), p_.scale_factor(), dtype);
-            if (p_.softcap) S_ij = soft_cap(S_ij, *p_.softcap, dtype);
-            S_ij = add_elementwise(S_ij, M_ij, dtype);
-            if (dtype == Dtype::f32) absorb_tile<float>(state, S_ij, V_j, *backend_, dtype);
-            else absorb_tile<double>(state, S_ij, V_j, *backend_, dtype);
+            Matrix S_ij = scale(backend_->multiply_transposed(Q_i, K_j, dtype_), p_.scale_factor(), dtype_);
+            if (p_.softcap) S_ij = soft_cap(S_ij, *p_.softcap, dtype_);
+            S_ij = add_elementwise(S_ij, M_ij, dtype_);
+            if (dtype_ == Dtype::f32) absorb_tile<float>(state, S_ij, V_j, *backend_, dtype_);
+            else absorb_tile<double>(state, S_ij, V_j, *backend_, dtype_);
             record_tile(state, std::move(S_ij), qb, kt, i0, rows, j0, cols, h, b, first_tile);
             first_tile = false;
         }
@@ -200,24 +191,19 @@ private:
         const std::array<int, 2> tile{static_cast<int>(qb), static_cast<int>(kt)};
         const auto queries = slice_labels(query_labels(p_), i0, rows), keys = slice_labels(key_labels(p_), j0, cols);
         const std::string k_name = p_.kv_heads < p_.heads ? fmt::format("K_{}", kv_head_of(p_, h)) : "K";
-        recorder_.record(StepName::scores, fmt::format("s · Q[{}…{}] {}[{}…{}]ᵀ{} + M (query block {}, key tile {})", i0, i0 + rows - 1, k_name, j0,
-                                               j0 + cols - 1, p_.softcap ? ", capped," : "", qb, kt),
-                         std::move(scores), h, b, queries, keys).tile = tile;
-        recorder_.record(StepName::m, "m_new = max(m_old, max_j S_ij)", state.m, h, b, queries).tile = tile;
+        steps_.record(StepName::scores, fmt::format("s · Q[{}…{}] {}[{}…{}]ᵀ{} + M (query block {}, key tile {})", i0, i0 + rows - 1, k_name, j0,
+                                            j0 + cols - 1, p_.softcap ? ", capped," : "", qb, kt),
+                      std::move(scores), h, b, queries, keys).tile = tile;
+        steps_.record(StepName::m, "m_new = max(m_old, max_j S_ij)", state.m, h, b, queries).tile = tile;
         // Before a block's first tile m_old = −∞, so the factor is e^(−∞) = 0 (it
         // multiplies ℓ = u = 0): say so rather than print a rule that shows 1.
-        recorder_.record(StepName::rescale, first_tile ? "e^(m_old − m_new) = 0 (the block's first tile: m_old = −∞, nothing to rescale; 1 where m_new is still −∞)"
-                                               : "e^(m_old − m_new) (1 where the max did not change, or the row has read no key yet)",
-                         state.rescale, h, b, queries).tile = tile;
-        recorder_.record(StepName::l, "ℓ_new = e^(m_old − m_new) ℓ_old + Σ_j e^(S_ij − m_new)", state.l, h, b, queries).tile = tile;
-        recorder_.record(StepName::u, "u_new = e^(m_old − m_new) u_old + e^(S_ij − m_new) V_j", state.u, h, b, queries).tile = tile;
+        steps_.record(StepName::rescale, first_tile ? "e^(m_old − m_new) = 0 (the block's first tile: m_old = −∞, nothing to rescale; 1 where m_new is still −∞)"
+                                            : "e^(m_old − m_new) (1 where the max did not change, or the row has read no key yet)",
+                      state.rescale, h, b, queries).tile = tile;
+        steps_.record(StepName::l, "ℓ_new = e^(m_old − m_new) ℓ_old + Σ_j e^(S_ij − m_new)", state.l, h, b, queries).tile = tile;
+        steps_.record(StepName::u, "u_new = e^(m_old − m_new) u_old + e^(S_ij − m_new) V_j", state.u, h, b, queries).tile = tile;
     }
 
-    const Problem& p_;
-    RunOptions options_;
-    std::unique_ptr<Backend> backend_;
-    Trace trace_;
-    StepRecorder recorder_;
     std::size_t Br_, Bc_;  // block sizes, at most n and m
     std::size_t tiles_computed_ = 0, tiles_skipped_ = 0;
     // One note per skipped tile, up to a screenful; the count covers the rest.
