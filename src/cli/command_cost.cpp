@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "attn_trace/cost.hpp"
+#include "attn_trace/cost_report.hpp"
 #include "attn_trace/errors.hpp"
 #include "attn_trace/problem.hpp"
 #include "commands.hpp"
