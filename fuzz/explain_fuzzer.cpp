@@ -33,7 +33,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         ExplainSource decode_step, tile;
         decode_step.t = target.row;
         tile.tile = std::array<std::size_t, 2>{target.row / tile.tiled.block_q, 0};
-        for (const auto& format : explain_formats())
+        for (Format format : formats_of(for_explain))
             for (const ExplainSource& source : {ExplainSource{}, decode_step, tile}) {
                 try {
                     (void)explain_problem(problem, RunOptions{}, target, ExplainOptions{0, 0, 4, format}, source);

@@ -72,7 +72,7 @@ void require_same_outputs(const Trace& full, const Trace& other, const char* pat
 void render_all(const Trace& trace) {
     RenderOptions options;
     options.full = true;
-    for (const auto& format : render_formats()) attempt([&] { (void)render(trace, format, options); });
+    for (Format format : formats_of(for_trace)) attempt([&] { (void)render(trace, format, options); });
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 // cost (docs/COMMANDS.md#cost) against the figures of two teaching texts (the cost of attention, a KV cache) and a textbook KV cache.
 #include <catch2/catch.hpp>
 
-#include "attn_trace/cost.hpp"
+#include "attn_trace/cost_report.hpp"
 #include "attn_trace/errors.hpp"
 #include "attn_trace/size_text.hpp"
 

@@ -20,7 +20,7 @@ TEST_CASE("every topic's JSON passes check for several seeds") {
     for (const auto& topic : exercise_topics())
         for (std::uint64_t seed : {0, 1, 2, 7, 12345}) {
             INFO("topic " << topic << ", seed " << seed);
-            const Problem problem = parse_problem(write_exercise(topic, seed, "json"), "exercise.json");
+            const Problem problem = parse_problem(write_exercise(topic, seed, Format::json), "exercise.json");
             REQUIRE_FALSE(problem.expect.empty());
             const CheckResult result = check_expectations(problem, CheckOptions{});
             CHECK(result.passed());
@@ -28,22 +28,22 @@ TEST_CASE("every topic's JSON passes check for several seeds") {
 }
 
 TEST_CASE("kv-cache exercises check decode steps, tiled exercises tiled steps") {
-    CHECK(pipeline_for(parse_problem(write_exercise("kv-cache", 3, "json"), "kv.json").expect) == "decode");
-    CHECK(pipeline_for(parse_problem(write_exercise("tiled", 3, "json"), "tiled.json").expect) == "tiled");
-    CHECK(pipeline_for(parse_problem(write_exercise("causal", 3, "json"), "causal.json").expect) == "run");
+    CHECK(pipeline_for(parse_problem(write_exercise("kv-cache", 3, Format::json), "kv.json").expect) == "decode");
+    CHECK(pipeline_for(parse_problem(write_exercise("tiled", 3, Format::json), "tiled.json").expect) == "tiled");
+    CHECK(pipeline_for(parse_problem(write_exercise("causal", 3, Format::json), "causal.json").expect) == "run");
 }
 
 TEST_CASE("the same seed writes the same exercise; another seed another one") {
     for (const auto& topic : exercise_topics()) {
         INFO("topic " << topic);
-        CHECK(write_exercise(topic, 5, "markdown") == write_exercise(topic, 5, "markdown"));
-        CHECK(write_exercise(topic, 5, "json") != write_exercise(topic, 6, "json"));
+        CHECK(write_exercise(topic, 5, Format::markdown) == write_exercise(topic, 5, Format::markdown));
+        CHECK(write_exercise(topic, 5, Format::json) != write_exercise(topic, 6, Format::json));
     }
 }
 
 TEST_CASE("a seed's numbers are pinned, so every platform writes the same exercise") {
     // If the portable generator or the plan changes, this file changes: update it on purpose.
-    const std::string json = write_exercise("scores", 1, "json");
+    const std::string json = write_exercise("scores", 1, Format::json);
     CHECK(json.find("\"title\": \"exercise scores (seed 1): Scores: Q Kᵀ and the scale\"") != std::string::npos);
     const Problem problem = parse_problem(json, "scores.json");
     CHECK(problem.d_k == 4);
@@ -55,18 +55,18 @@ TEST_CASE("a seed's numbers are pinned, so every platform writes the same exerci
 }
 
 TEST_CASE("the worked answer shows the steps and the arithmetic of a row, in Markdown and LaTeX") {
-    const std::string md = write_exercise("causal", 2, "markdown");
+    const std::string md = write_exercise("causal", 2, Format::markdown);
     CHECK(md.find("## Answer") != std::string::npos);
     CHECK(md.find("### `mask`") != std::string::npos);
     CHECK(md.find("the softmax of row") != std::string::npos);
     CHECK(md.find("## The arithmetic, step by step") != std::string::npos);
     CHECK(md.find("```math") != std::string::npos);  // explain's display maths, as GitHub renders it
-    const std::string tex = write_exercise("softmax", 2, "latex");
+    const std::string tex = write_exercise("softmax", 2, Format::latex);
     CHECK(tex.find("\\begin{enumerate}") != std::string::npos);
     CHECK(tex.find("\\begin{bmatrix}") != std::string::npos);
     CHECK(tex.find("\\frac{") != std::string::npos);
-    CHECK(write_exercise("scale", 0, "markdown").find("Without the scale") != std::string::npos);
-    CHECK(write_exercise("cost", 0, "markdown").find("```") != std::string::npos);
+    CHECK(write_exercise("scale", 0, Format::markdown).find("Without the scale") != std::string::npos);
+    CHECK(write_exercise("cost", 0, Format::markdown).find("```") != std::string::npos);
 }
 
 namespace {
@@ -92,14 +92,14 @@ TEST_CASE("every given matrix is printed whole in every format, one block per he
     for (const auto& topic : exercise_topics())
         for (std::uint64_t seed : {0, 3}) {
             INFO("topic " << topic << ", seed " << seed);
-            CHECK(givens_of(write_exercise(topic, seed, "markdown")).find("…") == std::string::npos);
-            CHECK(givens_of(write_exercise(topic, seed, "text")).find("…") == std::string::npos);
-            const std::string tex = givens_of(write_exercise(topic, seed, "latex"));
+            CHECK(givens_of(write_exercise(topic, seed, Format::markdown)).find("…") == std::string::npos);
+            CHECK(givens_of(write_exercise(topic, seed, Format::text)).find("…") == std::string::npos);
+            const std::string tex = givens_of(write_exercise(topic, seed, Format::latex));
             CHECK(tex.find("\\cdots") == std::string::npos);
             CHECK(tex.find("\\dots") == std::string::npos);
         }
-    const std::string md = write_exercise("gqa", 0, "markdown");
-    const Problem problem = parse_problem(write_exercise("gqa", 0, "json"), "gqa.json");
+    const std::string md = write_exercise("gqa", 0, Format::markdown);
+    const Problem problem = parse_problem(write_exercise("gqa", 0, Format::json), "gqa.json");
     const std::string given = givens_of(md);
     for (int h = 0; h < problem.heads; ++h) {
         INFO("head " << h);
@@ -115,11 +115,11 @@ TEST_CASE("the gqa answer counts the cache as H_kv · (d_k + d_v), the count dec
     // User test: the answer said 2 · H_kv · d_k = 16 against 32, but d_v = 2 there.
     for (std::uint64_t seed = 0; seed < 10; ++seed) {
         INFO("seed " << seed);
-        const Problem problem = parse_problem(write_exercise("gqa", seed, "json"), "gqa.json");
+        const Problem problem = parse_problem(write_exercise("gqa", seed, Format::json), "gqa.json");
         const std::size_t shared = static_cast<std::size_t>(problem.kv_heads) * (problem.d_k + problem.d_v);
         const std::size_t unshared = static_cast<std::size_t>(problem.heads) * (problem.d_k + problem.d_v);
         REQUIRE(problem.d_v != problem.d_k);  // otherwise 2 · H_kv · d_k would pass too
-        for (const char* format : {"markdown", "text"}) {
+        for (Format format : {Format::markdown, Format::text}) {
             const std::string answer = write_exercise("gqa", seed, format);
             CHECK(answer.find(fmt::format("= {} numbers per token and layer", shared)) != std::string::npos);
             CHECK(answer.find(fmt::format("= {} with one KV head per query head", unshared)) != std::string::npos);
@@ -131,14 +131,14 @@ TEST_CASE("every topic has d_k = 4, as --help says, so the scale is exactly 1/2"
     for (const auto& topic : exercise_topics())
         for (std::uint64_t seed : {0, 1, 2}) {
             INFO("topic " << topic << ", seed " << seed);
-            const Problem problem = parse_problem(write_exercise(topic, seed, "json"), "exercise.json");
+            const Problem problem = parse_problem(write_exercise(topic, seed, Format::json), "exercise.json");
             CHECK(problem.d_k == 4);
             CHECK(problem.scale_factor() == 0.5);
         }
 }
 
 TEST_CASE("text is a format for the terminal: aligned tables, no Markdown or LaTeX markup") {
-    const std::string text = write_exercise("softmax", 1, "text");
+    const std::string text = write_exercise("softmax", 1, Format::text);
     CHECK(text.find("Answer\n------") != std::string::npos);
     CHECK(text.find("###") == std::string::npos);
     CHECK(text.find("\\begin") == std::string::npos);
@@ -149,20 +149,20 @@ TEST_CASE("text is a format for the terminal: aligned tables, no Markdown or LaT
 TEST_CASE("Markdown escapes labels such as <pad>; LaTeX has no raw Unicode") {
     for (std::uint64_t seed = 0; seed < 5; ++seed) {
         INFO("seed " << seed);
-        const std::string md = write_exercise("padding", seed, "markdown");
+        const std::string md = write_exercise("padding", seed, Format::markdown);
         CHECK(md.find("\\<pad\\>") != std::string::npos);
         // The exercise's own text; the arithmetic section is explain's Markdown.
         const std::string own = md.substr(0, md.find("## The arithmetic"));
         CHECK(!std::regex_search(own, std::regex("[^\\\\]<pad")));
         for (const auto& topic : exercise_topics()) {
             INFO("topic " << topic);
-            const std::string tex = write_exercise(topic, seed, "latex");
+            const std::string tex = write_exercise(topic, seed, Format::latex);
             CHECK(std::find_if(tex.begin(), tex.end(), [](char c) { return static_cast<unsigned char>(c) >= 0x80; }) == tex.end());
         }
     }
 }
 
 TEST_CASE("unknown topics and formats are input errors") {
-    CHECK_THROWS_AS(write_exercise("attention", 0, "markdown"), InputError);
-    CHECK_THROWS_AS(write_exercise("scores", 0, "csv"), InputError);
+    CHECK_THROWS_AS(write_exercise("attention", 0, Format::markdown), InputError);
+    CHECK_THROWS_AS(write_exercise("scores", 0, Format::csv), InputError);
 }

@@ -26,7 +26,7 @@ const char* grouped = R"({"Q": [[1, 0, 2, 1], [0, 1, -1, 1], [1, 1, 0, 2]], "K":
   "V": [[1, 0], [0, 1], [2, 2]], "heads": 2, "kv_heads": 1, "mask": "causal"})";
 
 std::string explain_text(const std::string& json, const std::string& spec, bool row, int head = 0, int precision = 4,
-                         const std::string& format = "text") {
+                         Format format = Format::text) {
     const Problem problem = parse_problem(json, "test.json");
     const Trace trace = pipeline_full(problem, RunOptions{});
     return explain(trace, problem, row ? parse_row_spec(spec) : parse_cell_spec(spec), ExplainOptions{head, 0, precision, format});
@@ -74,7 +74,7 @@ TEST_CASE("the output row adds every A_ij v_j and ends on the trace's output") {
 TEST_CASE("explain reads the requested head, and a shared KV head under GQA") {
     const Problem problem = parse_problem(grouped, "test.json");
     const Trace trace = pipeline_full(problem, RunOptions{});
-    const std::string head1 = explain(trace, problem, parse_cell_spec("scores[2,1]"), ExplainOptions{1, 0, 4, "text"});
+    const std::string head1 = explain(trace, problem, parse_cell_spec("scores[2,1]"), ExplainOptions{1, 0, 4, Format::text});
     CHECK(contains(head1, "q_2 = (0, 2)"));  // head 1 = columns 2-3 of Q
     CHECK(contains(head1, "KV head 0 (read by query head 1)"));
     CHECK(contains(head1, "= " + format_rounded(step_values(trace, "scores", 1)(2, 1), 4) + "\n"));
@@ -87,8 +87,8 @@ TEST_CASE("precision rounds every number of the explanation alike") {
 }
 
 TEST_CASE("markdown and latex write the same arithmetic in LaTeX notation") {
-    CHECK(contains(explain_text(damaged, "scores[0,2]", false, 0, 4, "markdown"), "```math\nS_{02} = q_{0} \\cdot k_{2} = 0.5 \\times 0 + 1.5 \\times 2"));
-    const std::string tex = explain_text(damaged, "weights[0]", true, 0, 4, "latex");
+    CHECK(contains(explain_text(damaged, "scores[0,2]", false, 0, 4, Format::markdown), "```math\nS_{02} = q_{0} \\cdot k_{2} = 0.5 \\times 0 + 1.5 \\times 2"));
+    const std::string tex = explain_text(damaged, "weights[0]", true, 0, 4, Format::latex);
     CHECK(contains(tex, "A_{00} = \\frac{0.1707}{1.3744} = 0.1242"));
     CHECK_FALSE(contains(tex, "Σ"));
 }
@@ -104,7 +104,7 @@ TEST_CASE("bad specs and out-of-range indices are input errors") {
     CHECK_THROWS_AS(explain_text(damaged, "scores[0,3]", false), InputError);
     CHECK_THROWS_AS(explain_text(damaged, "out[5]", true), InputError);
     CHECK_THROWS_AS(explain_text(damaged, "out[0]", true, 1), InputError);
-    CHECK_THROWS_AS(explain_text(damaged, "out[0]", true, 0, 4, "json"), InputError);
+    CHECK_THROWS_AS(explain_text(damaged, "out[0]", true, 0, 4, Format::json), InputError);
 }
 
 // ---- Version 2: every step, computed on the rows it needs ----
@@ -182,13 +182,13 @@ TEST_CASE("every cell of every run step explains the same numbers from its own r
                         for (const std::size_t j : {std::size_t{0}, step.values.cols() - 1}) {
                             const std::string spec = fmt::format("{}[{},{}]", step.name, i, j);
                             INFO(problem.file << " " << spec << " head " << head << " batch " << batch);
-                            const ExplainOptions options{head, batch, 12, "text"};
+                            const ExplainOptions options{head, batch, 12, Format::text};
                             const ExplainTarget target = parse_cell_spec(spec);
                             CHECK(explain_problem(problem, RunOptions{}, target, options) == explain(full, problem, target, options));
                         }
                 }
         for (const std::string spec : {"weights[0]", "out[0]"}) {
-            const ExplainOptions options{0, 0, 12, "latex"};
+            const ExplainOptions options{0, 0, 12, Format::latex};
             CHECK(explain_problem(problem, RunOptions{}, parse_row_spec(spec), options) == explain(full, problem, parse_row_spec(spec), options));
         }
     }
@@ -213,7 +213,7 @@ TEST_CASE("a mask cell names the rule: causal alignment, ALiBi slope times dista
     CHECK(contains(hidden, "query 0 reads keys j <= 0, so key 2 is hidden (-inf)"));
     CHECK(contains(hidden, "M_02 = -inf"));
     const Problem alibi = load_problem(std::string(ATTN_TRACE_SOURCE_DIR) + "/tests/golden/alibi.json");
-    const std::string biased = explain_problem(alibi, RunOptions{}, parse_cell_spec("mask[3,0]"), ExplainOptions{1, 0, 4, "text"});
+    const std::string biased = explain_problem(alibi, RunOptions{}, parse_cell_spec("mask[3,0]"), ExplainOptions{1, 0, 4, Format::text});
     CHECK(contains(biased, "ALiBi: head 1's slope"));
     CHECK(contains(biased, "M_30 = " + format_rounded(step_values(pipeline_full(alibi, RunOptions{}), "mask", 1)(3, 0), 4)));
 }
@@ -336,5 +336,5 @@ TEST_CASE("a row of more than 16 keys shows the first 12 and the last 4, with an
     CHECK_FALSE(contains(text, "A_3,12 = "));
     CHECK(contains(text, "…"));
     CHECK(contains(text, "A_3,39 = "));
-    CHECK(contains(explain_problem(problem, RunOptions{}, parse_row_spec("weights[3]"), ExplainOptions{0, 0, 4, "latex"}), "\\dots"));
+    CHECK(contains(explain_problem(problem, RunOptions{}, parse_row_spec("weights[3]"), ExplainOptions{0, 0, 4, Format::latex}), "\\dots"));
 }

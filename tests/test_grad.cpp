@@ -207,16 +207,16 @@ TEST_CASE("explain writes every gradient cell as terms that add up to the traced
                              "grad_scores[3,2]", "grad_q_rot[2,1]", "grad_k_rot[4,0]", "grad_x[1,5]", "grad_x_source[4,2]", "grad_W_Q[5,3]",
                              "grad_W_K[2,1]", "grad_W_V[0,0]", "grad_b_Q[0,1]"}) {
         for (int head : {0, 1})
-            check_sums(explain_problem(cross, {}, parse_cell_spec(cell), ExplainOptions{head, 0, 12, "text"}), cell);
+            check_sums(explain_problem(cross, {}, parse_cell_spec(cell), ExplainOptions{head, 0, 12, Format::text}), cell);
     }
     // GQA without RoPE: grad_q, and grad_k summed over the two query heads of KV head 0.
     const Problem gqa = parse_problem(direct, "t.json");
     for (const char* cell : {"grad_q[3,2]", "grad_k[2,3]", "grad_v[1,1]", "grad_dropped[4,1]", "grad_weights[4,1]", "grad_weights[3,0]"})
-        check_sums(explain_problem(gqa, {}, parse_cell_spec(cell), ExplainOptions{0, 0, 12, "text"}), cell);
+        check_sums(explain_problem(gqa, {}, parse_cell_spec(cell), ExplainOptions{0, 0, 12, Format::text}), cell);
     // A batch: a weight's gradient sums over both sequences.
     const Problem batch = parse_problem(R"({"heads": 1, "X": {"random": {"shape": [2, 3, 2], "seed": 1}}, "lengths": [3, 2],
         "W_Q": {"random": {"shape": [2, 2], "seed": 2}}, "W_K": {"random": {"shape": [2, 2], "seed": 3}}, "W_V": {"random": {"shape": [2, 2], "seed": 4}},
         "b_V": [1, -1], "d_out": {"random": {"shape": [2, 3, 2], "seed": 5}}})", "t.json");
     for (const char* cell : {"grad_W_Q[1,0]", "grad_b_V[0,1]", "grad_x[2,1]"})
-        check_sums(explain_problem(batch, {}, parse_cell_spec(cell), ExplainOptions{0, 1, 12, "text"}), cell);
+        check_sums(explain_problem(batch, {}, parse_cell_spec(cell), ExplainOptions{0, 1, 12, Format::text}), cell);
 }

@@ -1,9 +1,12 @@
 #pragma once
 // Small helpers shared by the Catch2 tests.
 #include <cmath>
+#include <fstream>
 #include <limits>
+#include <sstream>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "attn_trace/check.hpp"
 #include "attn_trace/pipeline.hpp"
@@ -20,6 +23,21 @@ inline const std::string damaged_keys = R"({"tokens": ["damaged", "on", "arrival
   "X": [[1, 0, 0, 1], [0, 1, 0, 0], [0, 0, 1, 0]],
   "W_Q": [[0.5, 0.5], [0, 0], [1, 0], [0, 1]], "W_K": [[1, 0], [0, 0.5], [0, 2], [0, 0]],
   "W_V": [[1, 0], [0, 0], [0, 1], [1, 0]])";
+
+// The lines of docs/COMMANDS.md's section `## heading`, up to the next section: for
+// the tests that hold a table of the page to the library's.
+inline std::vector<std::string> commands_doc_section(const std::string& heading) {
+    std::ifstream in(ATTN_TRACE_SOURCE_DIR "/docs/COMMANDS.md");
+    std::stringstream page;
+    page << in.rdbuf();
+    const std::string text = page.str();
+    const auto from = text.find("## " + heading + "\n");
+    if (from == std::string::npos) throw std::runtime_error("docs/COMMANDS.md has no section " + heading);
+    std::vector<std::string> lines;
+    std::istringstream section(text.substr(from, text.find("\n## ", from + 1) - from));
+    for (std::string line; std::getline(section, line);) lines.push_back(line);
+    return lines;
+}
 
 inline Trace run_json(const std::string& json, Dtype dtype = Dtype::f64) {
     return pipeline_full(parse_problem(json, "test.json"), RunOptions{dtype, "cpu"});

@@ -177,14 +177,14 @@ TEST_CASE("a tiled page has a slider over its tiles, a multi-head page its head 
 }
 
 TEST_CASE("an exercise page hides each part of its answer, an explanation is a page of its own") {
-    const std::string exercise = write_exercise("causal", 1, "html");
+    const std::string exercise = write_exercise("causal", 1, Format::html);
     CHECK(exercise.rfind("<!doctype html>", 0) == 0);
     CHECK(count(exercise, "<details class=\"answer\">") == 2);
     CHECK(exercise.find("<summary>Show the answer</summary>") < exercise.find("<h2>Answer</h2>"));
     CHECK(exercise.find("Compute:") < exercise.find("<details"));
     const Problem problem = parse_problem(damaged_causal, "damaged.json");
     ExplainOptions html;
-    html.format = "html";
+    html.format = Format::html;
     const std::string page = explain_problem(problem, RunOptions{}, parse_cell_spec("weights[2,1]"), html);
     CHECK(page.rfind("<!doctype html>", 0) == 0);
     CHECK(page.find("<pre class=\"math\">") != std::string::npos);

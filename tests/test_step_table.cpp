@@ -3,14 +3,13 @@
 // says its command produces.
 #include <catch2/catch.hpp>
 
-#include <fstream>
 #include <regex>
-#include <sstream>
 
 #include "attn_trace/permutation.hpp"
 #include "test_helpers.hpp"
 
 using namespace attn_trace;
+using attn_trace::testing::commands_doc_section;
 
 namespace {
 
@@ -53,16 +52,9 @@ TEST_CASE("every step's name finds the step, and only names of steps find one") 
 }
 
 TEST_CASE("docs/COMMANDS.md's step table is the library's, row for row") {
-    std::ifstream in(ATTN_TRACE_SOURCE_DIR "/docs/COMMANDS.md");
-    std::stringstream page;
-    page << in.rdbuf();
-    const std::string text = page.str();
-    const auto from = text.find("## The step table");
-    REQUIRE(from != std::string::npos);
     const std::regex row(R"(\| `(\w+)` \| (.*) \| (.*) \| (.*) \|)");
     std::vector<std::string> documented;
-    std::istringstream lines(text.substr(from, text.find("\n## ", from + 1) - from));
-    for (std::string line; std::getline(lines, line);) {
+    for (const std::string& line : commands_doc_section("The step table")) {
         std::smatch m;
         if (!std::regex_match(line, m, row)) continue;
         const auto step = find_step(m[1].str());

@@ -19,7 +19,7 @@ namespace {
 struct BenchOptions {
     BenchConfig config;
     std::string dtype = "f32";
-    std::string format = "text";
+    Format format = Format::text;
     std::string svg;
 };
 
@@ -70,7 +70,7 @@ Examples:
     bench->add_option("--seed", o.config.seed, "seed of Q; K and V use seed+1, seed+2")->capture_default_str();
     bench->add_option("--block-q", o.config.block_q, "fast: query rows per block Br (default 256; smaller for short sequences)");
     bench->add_option("--block-k", o.config.block_k, "fast: keys per tile Bc (default 256)");
-    bench->add_option("--format", o.format, "text, json or csv")->check(CLI::IsMember({"text", "json", "csv"}))->capture_default_str();
+    add_format_option(*bench, o.format, formats_of(for_bench), "text, json or csv");
     bench->add_option("--svg", o.svg, "also draw time vs n (log-log, with an n² line) to this file");
     bench->add_option("--dump", o.config.dump_dir,
                       "write each n's inputs and outputs to this directory as raw little-endian arrays (nN_q.bin, nN_out_fast.bin, ...) "
@@ -80,8 +80,8 @@ Examples:
         const BenchProgress progress = progress_line();
         const std::vector<BenchResult> results = run_bench(o.config, progress);
         if (progress) std::cerr << "\r\x1b[K" << std::flush;
-        if (o.format == "json") std::cout << bench_json(o.config, results);
-        else if (o.format == "csv") std::cout << bench_csv(o.config, results);
+        if (o.format == Format::json) std::cout << bench_json(o.config, results);
+        else if (o.format == Format::csv) std::cout << bench_csv(o.config, results);
         else std::cout << bench_text(o.config, results);
         if (!o.svg.empty()) {
             std::ofstream out(o.svg);

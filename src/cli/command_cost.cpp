@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "attn_trace/cost.hpp"
+#include "attn_trace/cost_report.hpp"
 #include "attn_trace/errors.hpp"
 #include "attn_trace/problem.hpp"
 #include "commands.hpp"
@@ -20,7 +20,7 @@ struct CostCommandOptions {
     std::string sparse, mla;
     long long d_model = 0, heads = 1, kv_heads = -1, layers = 1, tokens = -1;  // -1: not given
     double bytes = 4;
-    std::string format = "text";
+    Format format = Format::text;
 };
 
 // --sparse: the body of a "sparse" mask ({"window": ...}) or the whole spec ({"sparse": {...}}).
@@ -69,7 +69,7 @@ Examples:
     cost->add_option("--tokens", o.tokens, "cache length for the KV-cache total (default n)");
     cost->add_option("--sparse", o.sparse, "a sparse pattern as JSON: count the scored pairs only");
     cost->add_option("--mla", o.mla, "D_C[,D_R]: compare the KV cache per token of MHA, GQA, MQA and MLA");
-    cost->add_option("--format", o.format, "text or json")->check(CLI::IsMember({"text", "json"}))->capture_default_str();
+    add_format_option(*cost, o.format, formats_of(for_cost), "text or json");
     cost->callback([&exit_code] {
         CostQuestion q;
         std::vector<std::uint64_t> lengths;
@@ -81,7 +81,7 @@ Examples:
         q.layers = whole_number_option("--layers", o.layers, 1);
         if (o.tokens != -1) q.tokens = whole_number_option("--tokens", o.tokens, 1);
         q.bytes = o.bytes;
-        const bool json = o.format == "json";
+        const bool json = o.format == Format::json;
         if (!o.sparse.empty() && !o.mla.empty()) throw InputError("--sparse and --mla answer different questions: give one of them");
         if (lengths.size() > 1 && o.sparse.empty()) throw InputError("several --n values go with --sparse (to show the growth); give one otherwise");
         if (!o.sparse.empty()) {

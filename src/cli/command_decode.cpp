@@ -80,7 +80,7 @@ Examples:
         refuse_over_budget(problem, "decode", decode_trace_bytes(problem), options.budget);
         const Trace trace = pipeline_decode(problem, run_options(options), decode_options);
         options.page_source.decode = decode_options;
-        if (options.format == "text" && options.steps.empty()) {
+        if (options.format == Format::text && options.steps.empty()) {
             // Per step one line; the matrices without t (stacked out, concat, final) as tables.
             Trace summary = trace;
             std::erase_if(summary.steps, [](const Step& step) { return step.t.has_value(); });

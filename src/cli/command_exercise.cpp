@@ -14,7 +14,7 @@ namespace {
 struct ExerciseOptions {
     std::string topic;
     std::uint64_t seed = 0;
-    std::string format = "markdown";
+    Format format = Format::markdown;
 };
 
 void add_exercise_command(CLI::App& app, int& exit_code) {
@@ -38,7 +38,7 @@ Examples:
   attn-trace exercise --topic tiled --seed 0 --format html > tiled.html)");
     exercise->add_option("--topic", o.topic, fmt::format("{}", fmt::join(exercise_topics(), ", ")))->required();
     exercise->add_option("--seed", o.seed, "which exercise of the topic")->capture_default_str();
-    exercise->add_option("--format", o.format, "markdown, latex, text, json or html")->check(CLI::IsMember(exercise_formats()))->capture_default_str();
+    add_format_option(*exercise, o.format, exercise_formats(), "markdown, latex, text, json or html");
     exercise->callback([&exit_code] {
         std::cout << write_exercise(o.topic, o.seed, o.format);
         exit_code = 0;

@@ -19,7 +19,7 @@ namespace {
 struct ExplainCommandOptions {
     TraceOptions trace;
     std::string cell, row;
-    std::string format = "text";
+    Format format = Format::text;
     std::optional<long long> t;
     long long prefill = 0, block_q = TiledOptions{}.block_q, block_k = TiledOptions{}.block_k;  // as tiled
     std::string tile;
@@ -78,7 +78,7 @@ Examples:
     auto* cell = explain_command->add_option("--cell", o.cell, "one number: STEP[i,j], e.g. scores[0,2], q[1,0], mask[2,0], l[0,0]");
     auto* row = explain_command->add_option("--row", o.row, "one row: weights[i] or out[i]");
     cell->excludes(row);
-    explain_command->add_option("--format", o.format, "text, markdown, latex or html (a page of its own)")->check(CLI::IsMember(explain_formats()))->capture_default_str();
+    add_format_option(*explain_command, o.format, formats_of(for_explain), "text, markdown, latex or html (a page of its own)");
     auto* t = explain_command->add_option("--t", o.t, "a decode step: explain decode's k_cache, v_cache, scores, weights or out at step T");
     auto* tile = explain_command->add_option("--tile", o.tile, "a tiled step: explain tiled's scores, m, l, u or rescale at tile QB,KT");
     t->excludes(tile);

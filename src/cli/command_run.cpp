@@ -57,7 +57,7 @@ row_sum and out per head (and concat, final) and says so in a note.)");
                                            : pipeline_fast(problem, run_options(options), FastPathOptions{.reason = reason});
         if (options.pitfall.empty()) print_trace(trace, options, problem);
         else {
-            if (options.format != "text" || options.heatmap)
+            if (options.format != Format::text || options.heatmap)
                 throw InputError("--pitfall prints the two computations side by side as text: leave out --format and --heatmap");
             const Pitfall pitfall = compute_pitfall(options.pitfall, problem, trace, run_options(options));
             print_trace(trace, options, problem, &pitfall);

@@ -15,7 +15,7 @@ namespace {
 struct VarianceCommandOptions {
     VarianceOptions experiment;
     std::string svg;
-    std::string format = "text";
+    Format format = Format::text;
 };
 
 void add_variance_command(CLI::App& app, int& exit_code) {
@@ -37,14 +37,14 @@ Examples:
     variance->add_option("--queries", o.experiment.queries, "softmax rows")->capture_default_str();
     variance->add_option("--seed", o.experiment.seed, "seed of the random numbers")->capture_default_str();
     variance->add_option("--svg", o.svg, "also write the log-log chart of the variances to this file");
-    variance->add_option("--format", o.format, "text or json")->check(CLI::IsMember({"text", "json"}))->capture_default_str();
+    add_format_option(*variance, o.format, formats_of(for_variance), "text or json");
     variance->callback([&exit_code] {
         const auto rows = measure_variance(o.experiment);
         if (!o.svg.empty()) {
             std::ofstream out(o.svg);
             if (!out || !(out << variance_svg(rows, o.experiment))) throw InputError(fmt::format("{}: cannot write the file", o.svg));
         }
-        std::cout << (o.format == "json" ? variance_json(rows, o.experiment) : variance_text(rows, o.experiment));
+        std::cout << (o.format == Format::json ? variance_json(rows, o.experiment) : variance_text(rows, o.experiment));
         exit_code = 0;
     });
 }

@@ -5,7 +5,7 @@
 
 #include "attn_trace/errors.hpp"
 #include "attn_trace/exercise.hpp"
-#include "attn_trace/render.hpp"
+#include "attn_trace/format_table.hpp"
 #include "attn_trace/trace.hpp"
 #include "commands.hpp"
 
@@ -30,7 +30,7 @@ void add_words_command(CLI::App& app, int& exit_code) {
         } else if (kind == "topics") {
             print(exercise_topics());
         } else if (kind == "formats") {
-            print(render_formats());
+            for (Format format : formats_of(for_trace)) std::cout << format << "\n";
         } else if (kind == "options" && what.size() == 2) {
             const auto found = app.get_subcommands([&](CLI::App* c) { return c->get_name() == what[1]; });
             if (found.empty()) throw InputError("words options: no command '" + what[1] + "'");

@@ -20,4 +20,13 @@ CommandRegistration::CommandRegistration(int order_, AddCommand add_) : order(or
 
 const std::vector<CommandRegistration>& registered_commands() { return registry(); }
 
+CLI::Option* add_format_option(CLI::App& command, Format& format, const std::vector<Format>& accepted, const std::string& description) {
+    std::vector<std::string> names;
+    for (Format f : accepted) names.push_back(format_name(f));
+    // The check runs before the callback, so find_format always finds the name.
+    return command.add_option_function<std::string>("--format", [&format](const std::string& name) { format = *find_format(name); }, description)
+        ->check(CLI::IsMember(names))
+        ->default_str(format_name(format));
+}
+
 }  // namespace attn_trace::cli

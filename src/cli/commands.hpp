@@ -1,9 +1,12 @@
 #pragma once
 // Each command lives in its own file and registers itself here, so adding a
 // command touches no other file. main() adds them to the app in `order`.
+#include <string>
 #include <vector>
 
 #include <CLI/CLI.hpp>
+
+#include "attn_trace/format_table.hpp"
 
 namespace attn_trace::cli {
 
@@ -17,5 +20,9 @@ struct CommandRegistration {
 };
 
 const std::vector<CommandRegistration>& registered_commands();
+
+// --format, parsed into `format` once (its default is the value `format` holds): a
+// name outside `accepted` is CLI11's "not in {…}" error, listing them in that order.
+CLI::Option* add_format_option(CLI::App& command, Format& format, const std::vector<Format>& accepted, const std::string& description);
 
 }  // namespace attn_trace::cli

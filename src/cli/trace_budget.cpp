@@ -63,7 +63,7 @@ void refuse_over_budget(const Problem& p, const std::string& command, double byt
                                  p.file, command, p.n, p.m, p.heads, p.heads == 1 ? "" : "s", size_text(bytes), size_text(static_cast<double>(budget.memory))));
 }
 
-void refuse_large_output(const Problem& problem, const Trace& trace, const std::string& format, const RenderOptions& options, const Budget& budget) {
+void refuse_large_output(const Problem& problem, const Trace& trace, Format format, const RenderOptions& options, const Budget& budget) {
     double trace_bytes = 0;
     for (const Step& step : trace.steps) trace_bytes += 8.0 * static_cast<double>(step.values.data().size()) + bytes_per_step;
     const OutputEstimate e = estimate_output(trace, format, options);
@@ -75,7 +75,7 @@ void refuse_large_output(const Problem& problem, const Trace& trace, const std::
     if (e.memory + trace_bytes > static_cast<double>(budget.memory))
         throw InputError(fmt::format("{}: writing the {} output ({}) would hold about {} beside the trace's {}; the limit is {} (--max-memory): {}{}",
                                      problem.file, trace.command, what, size_text(e.memory), size_text(trace_bytes), size_text(static_cast<double>(budget.memory)),
-                                     choose, format == "json" ? ", or --format text" : ""));
+                                     choose, format == Format::json ? ", or --format text" : ""));
 }
 
 std::size_t whole_number_option(const std::string& name, long long value, long long minimum) {

@@ -39,7 +39,7 @@ void refuse_over_budget(const Problem& problem, const std::string& command, doub
 
 // Before anything is rendered: throws InputError when printing `trace` in `format`
 // would pass budget.output, or its renderer beside the trace would pass budget.memory.
-void refuse_large_output(const Problem& problem, const Trace& trace, const std::string& format, const RenderOptions& options, const Budget& budget);
+void refuse_large_output(const Problem& problem, const Trace& trace, Format format, const RenderOptions& options, const Budget& budget);
 
 // Reads a whole-number option given as signed so that "-1" gets a clear message,
 // not a conversion error: throws InputError unless minimum <= value.

@@ -1,4 +1,5 @@
 #include "trace_options.hpp"
+#include "commands.hpp"
 
 #include <cstdio>
 #include <cstdlib>
@@ -54,9 +55,9 @@ void add_problem_options(CLI::App& command, TraceOptions& o) {
 
 void add_trace_options(CLI::App& command, TraceOptions& o) {
     add_problem_options(command, o);
-    command.add_option("--format", o.format, fmt::format("{} (csv writes one step: choose it with --steps; html a page to explore, each cell explained on a click)", fmt::join(render_formats(), ", ")))
-        ->check(CLI::IsMember(render_formats()))
-        ->capture_default_str();
+    add_format_option(command, o.format, formats_of(for_trace),
+                      fmt::format("{} (csv writes one step: choose it with --steps; html a page to explore, each cell explained on a click)",
+                                  fmt::join(formats_of(for_trace), ", ")));
     command.add_option("--steps", o.steps, "only these steps, comma-separated (e.g. scores,weights,out)");
     command.add_flag("--full", o.full, "print every row and column of large matrices");
     command.add_option("--color", o.color, "auto (a terminal without NO_COLOR), always or never")
@@ -105,7 +106,7 @@ RenderOptions render_options(const TraceOptions& o, const Problem&) {
     RenderOptions r;
     r.precision = o.precision;
     r.full = o.full;
-    r.color = o.format == "text" && use_color(o.color);
+    r.color = o.format == Format::text && use_color(o.color);
     r.head = o.head;
     r.batch = o.batch;
     if (!o.steps.empty())
@@ -150,15 +151,15 @@ void check_steps_present(const Trace& trace, const RenderOptions& r, const Probl
 void print_trace(const Trace& trace, const TraceOptions& o, const Problem& problem, const Pitfall* pitfall) {
     const RenderOptions r = render_options(o, problem);
     check_steps_present(trace, r, problem);
-    if (o.heatmap && o.format != "text") throw InputError(fmt::format("--heatmap draws in the terminal: leave out --format {}", o.format));
+    if (o.heatmap && o.format != Format::text) throw InputError(fmt::format("--heatmap draws in the terminal: leave out --format {}", o.format));
     // The SVG first: a bad --svg path fails before anything is printed.
     if (!o.svg.empty()) write_file(o.svg, render_weights_svg(trace, r));
     if (pitfall) {
         std::cout << render_pitfall(*pitfall, r);
         return;
     }
-    refuse_large_output(problem, trace, o.heatmap ? "text" : o.format, r, o.budget);
-    if (o.format == "html") {
+    refuse_large_output(problem, trace, o.heatmap ? Format::text : o.format, r, o.budget);
+    if (o.format == Format::html) {
         // The page carries every cell's explanation (while the page is small
         // enough), which the estimate above did not count: the page is measured
         // whole before it is printed. Its explanations are at most

@@ -21,7 +21,7 @@ struct TraceOptions {
     std::string mask, scale, empty_rows;  // empty = as the file says
     std::string dtype = "f64";
     std::string backend = "cpu";
-    std::string format = "text";
+    Format format = Format::text;
     std::string steps;
     std::optional<int> head, batch;
     int precision = 4;

@@ -6,6 +6,8 @@
 // The JSON renderer builds a document tree before writing it: about 2.5 KB per
 // step (its keys are ordered maps) and 16 bytes a number beside the text (tiled's
 // 450 000 steps of 2 × 2 at n = 600: 92 MB written, 1.4 GB held).
+#include <stdexcept>
+
 #include "attn_trace/render.hpp"
 #include "attn_trace/render_table.hpp"
 
@@ -20,20 +22,23 @@ struct FormatCost {
     double tree_per_step, tree_per_cell;  // what the JSON document tree holds
 };
 
-FormatCost cost_of(const std::string& format, int precision) {
+FormatCost cost_of(Format format, int precision) {
     const double decimals = precision + 6.0;
-    if (format == "json") return {true, 20, 4, 2500, 16};
-    if (format == "csv") return {true, 20, 12, 0, 0};
-    if (format == "markdown") return {false, decimals + 3, 16, 0, 0};
-    if (format == "latex") return {false, decimals + 3, 16, 0, 0};
-    // html: the rounded number, the full one in its title, the indices, the heat.
-    if (format == "html") return {false, decimals + 75, 12, 0, 0};
-    return {false, decimals, 12, 0, 0};  // text, and the heatmap's grid
+    switch (format) {
+        case Format::text: return {false, decimals, 12, 0, 0};  // and the heatmap's grid
+        case Format::json: return {true, 20, 4, 2500, 16};
+        case Format::csv: return {true, 20, 12, 0, 0};
+        case Format::markdown:
+        case Format::latex: return {false, decimals + 3, 16, 0, 0};
+        // html: the rounded number, the full one in its title, the indices, the heat.
+        case Format::html: return {false, decimals + 75, 12, 0, 0};
+    }
+    throw std::logic_error("estimate_output: a Format outside the table");
 }
 
 }  // namespace
 
-OutputEstimate estimate_output(const Trace& trace, const std::string& format, const RenderOptions& options) {
+OutputEstimate estimate_output(const Trace& trace, Format format, const RenderOptions& options) {
     const FormatCost cost = cost_of(format, options.precision);
     const bool full = options.full || cost.every_cell;
     OutputEstimate e;

@@ -2,6 +2,7 @@
 #include <cctype>
 #include <cstring>
 #include <regex>
+#include <stdexcept>
 #include <cmath>
 #include <utility>
 
@@ -24,18 +25,16 @@ std::vector<const Step*> selected_steps(const Trace& trace, const RenderOptions&
     return out;
 }
 
-const std::vector<std::string>& render_formats() {
-    static const std::vector<std::string> formats = {"text", "json", "markdown", "latex", "csv", "html"};
-    return formats;
-}
-
-std::string render(const Trace& trace, const std::string& format, const RenderOptions& options) {
-    if (format == "json") return render_json(trace, options);
-    if (format == "markdown") return render_markdown(trace, options);
-    if (format == "latex") return render_latex(trace, options);
-    if (format == "csv") return render_csv(trace, options);
-    if (format == "html") return render_html(trace, options);
-    return render_text(trace, options);
+std::string render(const Trace& trace, Format format, const RenderOptions& options) {
+    switch (format) {
+        case Format::text: return render_text(trace, options);
+        case Format::json: return render_json(trace, options);
+        case Format::markdown: return render_markdown(trace, options);
+        case Format::latex: return render_latex(trace, options);
+        case Format::csv: return render_csv(trace, options);
+        case Format::html: return render_html(trace, options);
+    }
+    throw std::logic_error("render: a Format outside the table");
 }
 
 std::string format_trace_number(double x) {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 
 #include <fmt/format.h>
 
@@ -107,12 +108,12 @@ Trace given_matrices(const nlohmann::ordered_json& file, const Problem& problem)
     return given;
 }
 
-// The worksheet's pieces in one format: markdown, latex or text. Prose goes through
+// The worksheet's pieces in one format: markdown, latex, text or html. Prose goes through
 // markdown_text / latex_text, so labels such as <pad> survive and pdflatex never
 // meets raw Unicode; matrices go through the trace renderers, always whole.
 class ExerciseWriter {
 public:
-    explicit ExerciseWriter(const std::string& format) : format_(format) {}
+    explicit ExerciseWriter(Format format) : format_(format) {}
 
     std::string write(const std::string& topic, std::uint64_t seed, const ExercisePlan& plan, const nlohmann::ordered_json& file,
                       const Problem& problem, const Trace& trace, const Trace& full) const {
@@ -130,71 +131,108 @@ public:
         for (const auto& worked : plan.worked) {
             const bool is_row = worked.spec.find(',') == std::string::npos;
             const ExplainTarget target = is_row ? parse_row_spec(worked.spec) : parse_cell_spec(worked.spec);
-            const ExplainOptions options{worked.head, 0, 4, is("html") ? "text" : format_};  // a page shows the text in a <pre>
+            const ExplainOptions options{worked.head, 0, 4, page() ? Format::text : format_};  // a page shows the text in a <pre>
             // A gradient cell is explained from the backward trace, which explain_problem computes.
             const bool backward = is_gradient(target.step);
             const std::string worked_text = backward ? explain_problem(problem, RunOptions{}, target, options) : explain(full, problem, target, options);
-            out += is("html") ? "<pre>" + html_escape(worked_text) + "</pre>\n" : "\n" + worked_text + "\n";
+            out += page() ? "<pre>" + html_escape(worked_text) + "</pre>\n" : "\n" + worked_text + "\n";
         }
         for (const auto& note : plan.notes) out += paragraph(note);
         if (plan.computed_notes)
             for (const auto& note : plan.computed_notes(problem, trace)) out += paragraph(note);
         if (!plan.preformatted.empty()) out += preformatted(plan.preformatted);
         out += close_answer();
-        if (!is("html")) return out;
+        if (!page()) return out;
         const std::string title = fmt::format("Exercise: {} (topic {}, seed {})", plan.title, topic, seed);
         return html_page(title, "sheet", "<main>\n" + out + "</main>\n");
     }
 
 private:
-    bool is(const char* format) const { return format_ == format; }
+    bool page() const { return format_ == Format::html; }
+    // json is the problem file, written without a writer; write_exercise refuses csv.
+    [[noreturn]] void unwritten() const { throw std::logic_error(fmt::format("an exercise is not a {} document", format_)); }
     std::string text(const std::string& s) const {
-        return is("latex") ? latex_prose(s) : is("markdown") ? markdown_text(s) : is("html") ? html_escape(s) : s;
+        switch (format_) {
+            case Format::text: return s;
+            case Format::markdown: return markdown_text(s);
+            case Format::latex: return latex_prose(s);
+            case Format::html: return html_escape(s);
+            case Format::json:
+            case Format::csv: break;
+        }
+        unwritten();
     }
     // A page hides each part of the answer until its reader asks; a document on
     // paper (or in a terminal) shows it after the tasks.
     std::string open_answer(const std::string& what) const {
-        return is("html") ? "<details class=\"answer\">\n<summary>Show " + what + "</summary>\n" : "";
+        return page() ? "<details class=\"answer\">\n<summary>Show " + what + "</summary>\n" : "";
     }
-    std::string close_answer() const { return is("html") ? "</details>\n" : ""; }
+    std::string close_answer() const { return page() ? "</details>\n" : ""; }
     std::string heading(int level, const std::string& s) const {
-        if (is("html")) return fmt::format("<h{}>{}</h{}>\n", level, text(s), level);
-        if (is("latex")) return fmt::format("\n\\{}{{{}}}\n", level == 1 ? "section*" : "subsection*", text(s));
-        if (is("markdown")) return fmt::format("\n{} {}\n", level == 1 ? "#" : "##", text(s));
-        return fmt::format("\n{}\n{}\n", s, std::string(display_width(s), level == 1 ? '=' : '-'));
-    }
-    std::string paragraph(const std::string& s) const { return is("html") ? "<p>" + text(s) + "</p>\n" : "\n" + text(s) + "\n"; }
-    std::string list(const std::vector<std::string>& items) const {
-        if (is("html")) {
-            std::string out = "<ol>\n";
-            for (const auto& item : items) out += "<li>" + text(item) + "</li>\n";
-            return out + "</ol>\n";
+        switch (format_) {
+            case Format::text: return fmt::format("\n{}\n{}\n", s, std::string(display_width(s), level == 1 ? '=' : '-'));
+            case Format::markdown: return fmt::format("\n{} {}\n", level == 1 ? "#" : "##", text(s));
+            case Format::latex: return fmt::format("\n\\{}{{{}}}\n", level == 1 ? "section*" : "subsection*", text(s));
+            case Format::html: return fmt::format("<h{}>{}</h{}>\n", level, text(s), level);
+            case Format::json:
+            case Format::csv: break;
         }
-        std::string out = is("latex") ? "\\begin{enumerate}\n" : "\n";
-        for (std::size_t k = 0; k < items.size(); ++k) out += is("latex") ? "\\item " + text(items[k]) + "\n" : fmt::format("{}. {}\n", k + 1, text(items[k]));
-        return out + (is("latex") ? "\\end{enumerate}\n" : "");
+        unwritten();
+    }
+    std::string paragraph(const std::string& s) const { return page() ? "<p>" + text(s) + "</p>\n" : "\n" + text(s) + "\n"; }
+    std::string list(const std::vector<std::string>& items) const {
+        std::string out;
+        switch (format_) {
+            case Format::text:
+            case Format::markdown:
+                out = "\n";
+                for (std::size_t k = 0; k < items.size(); ++k) out += fmt::format("{}. {}\n", k + 1, text(items[k]));
+                return out;
+            case Format::latex:
+                out = "\\begin{enumerate}\n";
+                for (const auto& item : items) out += "\\item " + text(item) + "\n";
+                return out + "\\end{enumerate}\n";
+            case Format::html:
+                out = "<ol>\n";
+                for (const auto& item : items) out += "<li>" + text(item) + "</li>\n";
+                return out + "</ol>\n";
+            case Format::json:
+            case Format::csv: break;
+        }
+        unwritten();
     }
     std::string steps(const Trace& trace, const std::vector<StepName>& names) const {
         RenderOptions options;
         options.steps = names;
         options.header = false;
         options.full = true;  // an exercise with a "…" in it cannot be solved or checked
-        // A smaller font and narrower column gaps, so that a whole (3, 8) matrix of
-        // 4-decimal numbers (cost's concat) fits the page.
-        if (is("latex")) return "{\\small\\setlength{\\arraycolsep}{3pt}\n" + render_latex(trace, options) + "\\par}\n";
-        if (is("markdown")) return render_markdown(trace, options);
-        if (is("html")) return html_step_sections(trace, options, nullptr);
         std::string out;
-        for (const Step* step : selected_steps(trace, options)) out += "\n" + render_step_text(*step, options);
-        return out;
+        switch (format_) {
+            case Format::text:
+                for (const Step* step : selected_steps(trace, options)) out += "\n" + render_step_text(*step, options);
+                return out;
+            case Format::markdown: return render_markdown(trace, options);
+            // A smaller font and narrower column gaps, so that a whole (3, 8) matrix of
+            // 4-decimal numbers (cost's concat) fits the page.
+            case Format::latex: return "{\\small\\setlength{\\arraycolsep}{3pt}\n" + render_latex(trace, options) + "\\par}\n";
+            case Format::html: return html_step_sections(trace, options, nullptr);
+            case Format::json:
+            case Format::csv: break;
+        }
+        unwritten();
     }
     // A block of aligned text (cost's tables). LaTeX's verbatim cannot hold the
     // Unicode of those tables, so there each line is typewriter text through latex_text,
     // its leading indentation kept as fixed space, long lines wrapping ragged.
     std::string preformatted(const std::string& block) const {
-        if (is("markdown")) return "\n```\n" + block + "```\n";
-        if (is("html")) return "<pre>" + html_escape(block) + "</pre>\n";
-        if (!is("latex")) return "\n" + block;
+        switch (format_) {
+            case Format::text: return "\n" + block;
+            case Format::markdown: return "\n```\n" + block + "```\n";
+            case Format::html: return "<pre>" + html_escape(block) + "</pre>\n";
+            case Format::latex: break;
+            case Format::json:
+            case Format::csv: unwritten();
+        }
         std::string out = "\n{\\small\\ttfamily\\raggedright\\noindent\n";
         std::size_t start = 0;
         for (std::size_t end = block.find('\n'); end != std::string::npos; start = end + 1, end = block.find('\n', start)) {
@@ -213,7 +251,7 @@ private:
                            p.kv_heads != p.heads ? fmt::format(" sharing {} KV heads", p.kv_heads) : "", p.d_k, p.d_v);
     }
 
-    std::string format_;
+    Format format_;
 };
 
 }  // namespace
@@ -224,13 +262,13 @@ const std::vector<std::string>& exercise_topics() {
     return topics;
 }
 
-const std::vector<std::string>& exercise_formats() {
-    static const std::vector<std::string> formats = {"markdown", "latex", "text", "json", "html"};
+const std::vector<Format>& exercise_formats() {
+    static const std::vector<Format> formats = {Format::markdown, Format::latex, Format::text, Format::json, Format::html};
     return formats;
 }
 
-std::string write_exercise(const std::string& topic, std::uint64_t seed, const std::string& format) {
-    if (std::find(exercise_formats().begin(), exercise_formats().end(), format) == exercise_formats().end())
+std::string write_exercise(const std::string& topic, std::uint64_t seed, Format format) {
+    if (!accepts(for_exercise, format))
         throw InputError(fmt::format("⟦format⟧ '{}': exercises are written as {}", format, fmt::join(exercise_formats(), ", ")));
     HandNumbers numbers(topic_seed(topic, seed));
     const ExercisePlan plan = plan_exercise(topic, numbers);
@@ -240,7 +278,7 @@ std::string write_exercise(const std::string& topic, std::uint64_t seed, const s
     const Problem problem = parse_problem(file.dump(), label);
     const Trace trace = compute_trace(plan.pipeline, problem, RunOptions{});
     file["expect"] = expectations(trace, plan.expect_steps);
-    if (format == "json") return problem_file_text(file);
+    if (format == Format::json) return problem_file_text(file);
     const Trace full = plan.pipeline == "run" ? trace : pipeline_full(problem, RunOptions{});
     return ExerciseWriter(format).write(topic, seed, plan, file, problem, trace, full);
 }

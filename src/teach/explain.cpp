@@ -67,14 +67,14 @@ ExplainTarget parse_spec(const std::string& text, bool row) {
 }
 
 void check_format(const ExplainOptions& options) {
-    if (std::find(explain_formats().begin(), explain_formats().end(), options.format) == explain_formats().end())
+    if (!accepts(for_explain, options.format))
         throw InputError(fmt::format("explain writes text, markdown, latex or html, not '{}'", options.format));
 }
 
 // The explanation in its format; html is a page of its own.
-std::string written(const ExplainDocument& document, const std::string& format) {
+std::string written(const ExplainDocument& document, Format format) {
     const std::string text = render_explanation(document, format);
-    if (format != "html") return text;
+    if (format != Format::html) return text;
     return html_page("attn-trace explain: " + document.heading, "sheet", "<main>\n" + text + "</main>\n");
 }
 
@@ -92,11 +92,6 @@ QueryRows rows_for(const Problem& problem, const ExplainTarget& target) {
 
 ExplainTarget parse_cell_spec(const std::string& text) { return parse_spec(text, false); }
 ExplainTarget parse_row_spec(const std::string& text) { return parse_spec(text, true); }
-
-const std::vector<std::string>& explain_formats() {
-    static const std::vector<std::string> formats = {"text", "markdown", "latex", "html"};
-    return formats;
-}
 
 std::string explain(const Trace& trace, const Problem& problem, const ExplainTarget& target, const ExplainOptions& options) {
     check_format(options);

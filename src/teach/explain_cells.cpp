@@ -24,7 +24,7 @@ public:
     std::string operator()(const Step& step, const ExplainTarget& target, const ExplainOptions& options) {
         if (trace_.command == "grad") {
             if (!forward_) forward_ = pipeline_full(problem_, run_);
-            return render_explanation(explain_grad_step(trace_, *forward_, problem_, target, options), "text");
+            return render_explanation(explain_grad_step(trace_, *forward_, problem_, target, options), Format::text);
         }
         if (trace_.command == "run") return explain(trace_, problem_, target, options);
         ExplainSource at = source_;
@@ -71,7 +71,7 @@ CellExplanations explain_cells(const Trace& trace, const Problem& problem, const
         // decode's caches carry their KV head; explain takes a query head that reads it.
         const bool cache = step->name == StepName::k_cache || step->name == StepName::v_cache;
         const int head = cache ? step->head.value_or(0) * (problem.heads / problem.kv_heads) : step->head.value_or(0);
-        const ExplainOptions options{head, step->batch.value_or(0), precision, "text"};
+        const ExplainOptions options{head, step->batch.value_or(0), precision, Format::text};
         try {
             for (std::size_t i = 0; i < step->values.rows(); ++i)
                 for (std::size_t j = 0; j < step->values.cols(); ++j) {

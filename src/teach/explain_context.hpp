@@ -18,7 +18,7 @@ std::size_t checked_batch(const Problem& problem, const ExplainOptions& options)
 class ExplainContext {
 public:
     ExplainContext(const Trace& trace, const Problem& problem, const ExplainTarget& target, const ExplainOptions& options)
-        : trace_(trace), p_(problem), target_(target), options_(options), n_(options.format == "markdown" || options.format == "latex", options.precision) {}
+        : trace_(trace), p_(problem), target_(target), options_(options), n_(latex_notation(options.format), options.precision) {}
 
 protected:
     // The step of this head (per-head steps) and batch, at decode step t or tile; null when absent.

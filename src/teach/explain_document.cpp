@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <cmath>
+#include <stdexcept>
 
 #include <fmt/format.h>
 
@@ -106,28 +107,47 @@ std::string display(const std::string& math) {
 }
 }  // namespace
 
-std::string render_explanation(const ExplainDocument& d, const std::string& format) {
+std::string render_explanation(const ExplainDocument& d, Format format) {
     std::string out;
-    if (format == "markdown") {
-        out = "### " + markdown_text(d.heading) + "\n";
-        for (const auto& line : d.lines)
-            out += "\n" + markdown_text(line.prose) + "\n" + (line.math.empty() ? "" : "\n```math\n" + display(line.math) + "\n```\n");
-        if (!d.footnote.empty()) out += "\n*" + markdown_text(d.footnote) + "*\n";
-    } else if (format == "latex") {
-        out = "\\noindent\\textbf{" + latex_prose(d.heading) + "}\n";
-        for (const auto& line : d.lines) out += "\n\\noindent " + latex_prose(line.prose) + (line.math.empty() ? "\n" : "\n\\[ " + display(line.math) + " \\]\n");
-        if (!d.footnote.empty()) out += "\n\\noindent\\emph{" + latex_text(d.footnote) + "}\n";
-    } else if (format == "html") {
-        out = "<h2>" + html_escape(d.heading) + "</h2>\n";
-        for (const auto& line : d.lines)
-            out += "<p>" + html_escape(line.prose) + "</p>\n" + (line.math.empty() ? "" : "<pre class=\"math\">" + html_escape(line.math) + "</pre>\n");
-        if (!d.footnote.empty()) out += "<p class=\"muted\">" + html_escape(d.footnote) + "</p>\n";
-    } else {
-        out = d.heading + "\n";
-        for (const auto& line : d.lines) out += "\n" + line.prose + "\n" + (line.math.empty() ? "" : "    " + line.math + "\n");
-        if (!d.footnote.empty()) out += "\n(" + d.footnote + ")\n";
+    switch (format) {
+        case Format::text:
+            out = d.heading + "\n";
+            for (const auto& line : d.lines) out += "\n" + line.prose + "\n" + (line.math.empty() ? "" : "    " + line.math + "\n");
+            if (!d.footnote.empty()) out += "\n(" + d.footnote + ")\n";
+            return out;
+        case Format::markdown:
+            out = "### " + markdown_text(d.heading) + "\n";
+            for (const auto& line : d.lines)
+                out += "\n" + markdown_text(line.prose) + "\n" + (line.math.empty() ? "" : "\n```math\n" + display(line.math) + "\n```\n");
+            if (!d.footnote.empty()) out += "\n*" + markdown_text(d.footnote) + "*\n";
+            return out;
+        case Format::latex:
+            out = "\\noindent\\textbf{" + latex_prose(d.heading) + "}\n";
+            for (const auto& line : d.lines) out += "\n\\noindent " + latex_prose(line.prose) + (line.math.empty() ? "\n" : "\n\\[ " + display(line.math) + " \\]\n");
+            if (!d.footnote.empty()) out += "\n\\noindent\\emph{" + latex_text(d.footnote) + "}\n";
+            return out;
+        case Format::html:
+            out = "<h2>" + html_escape(d.heading) + "</h2>\n";
+            for (const auto& line : d.lines)
+                out += "<p>" + html_escape(line.prose) + "</p>\n" + (line.math.empty() ? "" : "<pre class=\"math\">" + html_escape(line.math) + "</pre>\n");
+            if (!d.footnote.empty()) out += "<p class=\"muted\">" + html_escape(d.footnote) + "</p>\n";
+            return out;
+        case Format::json:
+        case Format::csv: break;
     }
-    return out;
+    throw std::logic_error(fmt::format("explain does not write {}", format));
+}
+
+bool latex_notation(Format format) {
+    switch (format) {
+        case Format::markdown:
+        case Format::latex: return true;
+        case Format::text:
+        case Format::json:
+        case Format::csv:
+        case Format::html: return false;  // html shows the Unicode notation in <pre>
+    }
+    return false;  // a value outside the enum
 }
 
 }  // namespace attn_trace

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "attn_trace/format_table.hpp"
+
 namespace attn_trace {
 
 class Notation {
@@ -55,6 +57,10 @@ struct ExplainDocument {
 // mangles a backslash or an underscore); latex: paragraphs with \[…\], an aligned
 // block when the line is broken; html: a fragment of paragraphs and <pre> blocks
 // (the Unicode notation). The Notation must be LaTeX for markdown and latex.
-std::string render_explanation(const ExplainDocument& document, const std::string& format);
+// Throws std::logic_error for a format explain does not write (check_format refuses
+// it first).
+std::string render_explanation(const ExplainDocument& document, Format format);
+// Whether an explanation in `format` writes its mathematics in LaTeX (the Notation's choice).
+bool latex_notation(Format format);
 
 }  // namespace attn_trace

@@ -76,13 +76,4 @@ CacheComparison compare_kv_caches(const CostQuestion& question, std::uint64_t d_
 // What MLA caches per token: (d_c + d_r) · layers elements, one latent and one RoPE key for every head.
 std::uint64_t mla_cache_elements_per_token(std::uint64_t d_c, std::uint64_t d_r, std::uint64_t layers);
 
-std::string sparse_cost_text(const SparseCost& cost);
-std::string sparse_cost_json(const SparseCost& cost);
-std::string cache_comparison_text(const CacheComparison& comparison);
-std::string cache_comparison_json(const CacheComparison& comparison);
-
-// The answer for people (every figure with its formula) or as a JSON object.
-std::string cost_text(const CostAnswer& answer);
-std::string cost_json(const CostAnswer& answer);
-
 }  // namespace attn_trace

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "attn_trace/format_table.hpp"
 #include "attn_trace/trace.hpp"
 
 namespace attn_trace {
@@ -22,9 +23,8 @@ struct RenderOptions {
 // The steps that pass the --steps / --head filters, in trace order.
 std::vector<const Step*> selected_steps(const Trace& trace, const RenderOptions& options);
 
-// The formats `--format` accepts, and the renderer for each.
-const std::vector<std::string>& render_formats();
-std::string render(const Trace& trace, const std::string& format, const RenderOptions& options);
+// The renderer of each format a trace is printed in (format_names(for_trace)).
+std::string render(const Trace& trace, Format format, const RenderOptions& options);
 
 std::string render_text(const Trace& trace, const RenderOptions& options);
 std::string render_json(const Trace& trace, const RenderOptions& options);
@@ -49,7 +49,7 @@ struct OutputEstimate {
     double bytes = 0, memory = 0;
     std::size_t steps = 0, cells = 0;  // what is printed: steps and numbers
 };
-OutputEstimate estimate_output(const Trace& trace, const std::string& format, const RenderOptions& options);
+OutputEstimate estimate_output(const Trace& trace, Format format, const RenderOptions& options);
 
 // A note as one sentence for people (every renderer writes notes this way).
 std::string note_text(const Note& note);

@@ -10,12 +10,15 @@
 #include <string>
 #include <vector>
 
+#include "attn_trace/format_table.hpp"
+
 namespace attn_trace {
 
 // scores, softmax, causal, padding, multihead, gqa, kv-cache, tiled, scale, cost.
 const std::vector<std::string>& exercise_topics();
-// markdown (default), latex, text, json, html.
-const std::vector<std::string>& exercise_formats();
+// formats_of(for_exercise) in the order exercise lists them: markdown (default),
+// latex, text, json, html.
+const std::vector<Format>& exercise_formats();
 
 // markdown/latex/text: the question, the given matrices (whole, one block per head
 // when a matrix holds several), the tasks, then the answer (every intermediate step
@@ -25,6 +28,6 @@ const std::vector<std::string>& exercise_formats();
 // json: the problem file with `expect` filled in, which `attn-trace check` passes
 // (entries with "t" run decode, with "tile" run tiled, at check's default options).
 // Throws InputError for an unknown topic or format.
-std::string write_exercise(const std::string& topic, std::uint64_t seed, const std::string& format);
+std::string write_exercise(const std::string& topic, std::uint64_t seed, Format format);
 
 }  // namespace attn_trace

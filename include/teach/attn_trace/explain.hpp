@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "attn_trace/format_table.hpp"
 #include "attn_trace/pipeline.hpp"
 #include "attn_trace/problem.hpp"
 #include "attn_trace/render_html.hpp"
@@ -33,7 +34,7 @@ struct ExplainOptions {
     int head = 0;
     int batch = 0;
     int precision = 4;            // every number rounded to this many decimals
-    std::string format = "text";  // text, markdown or latex
+    Format format = Format::text;  // one of formats_of(for_explain)
 };
 
 // Which trace the target lives in: run's (neither t nor tile), decode's step t, or
@@ -45,8 +46,6 @@ struct ExplainSource {
     DecodeOptions decode;  // --prefill, for t
     TiledOptions tiled;    // --block-q, --block-k, for tile
 };
-
-const std::vector<std::string>& explain_formats();
 
 // Explains the target from a whole computed trace (run's). Throws InputError when
 // the row, column, head or batch is out of range, or the trace has no such step.

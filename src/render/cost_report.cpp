@@ -4,7 +4,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "attn_trace/cost.hpp"
+#include "attn_trace/cost_report.hpp"
 #include "attn_trace/number_text.hpp"
 #include "attn_trace/size_text.hpp"
 
