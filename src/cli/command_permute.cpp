@@ -11,11 +11,16 @@ namespace attn_trace::cli {
 
 namespace {
 
+// permute's own options beside the trace's: P given, or drawn from a seed, and which rows it moves.
+struct PermuteCommandOptions {
+    TraceOptions trace;
+    std::string perm;
+    std::optional<long long> seed;
+    bool source = false;
+};
+
 void add_permute_command(CLI::App& app, int& exit_code) {
-    static TraceOptions options;
-    static std::string perm;
-    static std::optional<long long> seed;
-    static bool source = false;
+    static PermuteCommandOptions o;
     auto* permute = app.add_subcommand("permute", "the permutation experiment: shuffle the tokens, and the outputs come back shuffled (or not)");
     permute->footer(R"(Runs the problem and the same problem with its token rows permuted by P (X, or Q, K and V given
 directly, with tokens and explicit positions; masks and lengths stay where they are: they belong
@@ -30,20 +35,20 @@ Examples:
   attn-trace permute examples/damaged_on_arrival.json --perm 2,0,1 --mask causal
   attn-trace permute examples/damaged_on_arrival.json --perm 2,0,1 --format html > permute.html
   attn-trace permute examples/cross_attention.json --source --seed 3 --format json)");
-    add_trace_options(*permute, options);
-    auto* perm_option = permute->add_option("--perm", perm, "P as comma-separated row indices, e.g. 2,0,1");
-    permute->add_option("--seed", seed, "draw P at random with this seed (default 0)")->excludes(perm_option);
-    permute->add_flag("--source", source, "permute the source rows of cross-attention instead of the queries");
+    add_trace_options(*permute, o.trace);
+    auto* perm_option = permute->add_option("--perm", o.perm, "P as comma-separated row indices, e.g. 2,0,1");
+    permute->add_option("--seed", o.seed, "draw P at random with this seed (default 0)")->excludes(perm_option);
+    permute->add_flag("--source", o.source, "permute the source rows of cross-attention instead of the queries");
     permute->callback([&exit_code] {
-        const Problem problem = load_with_overrides(options);
-        const std::size_t rows = permuted_rows(problem, source);
+        const Problem problem = load_with_overrides(o.trace);
+        const std::size_t rows = permuted_rows(problem, o.source);
         PermuteOptions permute_options;
-        permute_options.source = source;
-        permute_options.perm = perm.empty() ? random_permutation(rows, static_cast<std::uint64_t>(whole_number_option("--seed", seed.value_or(0), 0)))
-                                            : parse_permutation(perm, rows);
+        permute_options.source = o.source;
+        permute_options.perm = o.perm.empty() ? random_permutation(rows, static_cast<std::uint64_t>(whole_number_option("--seed", o.seed.value_or(0), 0)))
+                                            : parse_permutation(o.perm, rows);
         // Two full traces are computed.
-        refuse_over_budget(problem, "permute", 2 * full_trace_bytes(problem), options.budget);
-        print_trace(permutation_trace(problem, run_options(options), permute_options), options, problem);
+        refuse_over_budget(problem, "permute", 2 * full_trace_bytes(problem), o.trace.budget);
+        print_trace(permutation_trace(problem, run_options(o.trace), permute_options), o.trace, problem);
         exit_code = 0;
     });
 }

@@ -1,5 +1,6 @@
 #include "explain_document.hpp"
 
+#include <optional>
 #include <cctype>
 #include <cmath>
 #include <stdexcept>
@@ -107,35 +108,54 @@ std::string display(const std::string& math) {
 }
 }  // namespace
 
-std::string render_explanation(const ExplainDocument& d, Format format) {
-    std::string out;
+namespace {
+// How one format writes an explanation's three parts: the heading, each line (its
+// prose, then its mathematics when it has some) and the footnote.
+struct DocumentStyle {
+    std::string (*heading)(const std::string&);
+    std::string (*line)(const ExplainLine&);
+    std::string (*footnote)(const std::string&);
+};
+
+std::optional<DocumentStyle> style_of(Format format) {
     switch (format) {
         case Format::text:
-            out = d.heading + "\n";
-            for (const auto& line : d.lines) out += "\n" + line.prose + "\n" + (line.math.empty() ? "" : "    " + line.math + "\n");
-            if (!d.footnote.empty()) out += "\n(" + d.footnote + ")\n";
-            return out;
+            return DocumentStyle{[](const std::string& h) { return h + "\n"; },
+                                 [](const ExplainLine& l) { return "\n" + l.prose + "\n" + (l.math.empty() ? "" : "    " + l.math + "\n"); },
+                                 [](const std::string& f) { return "\n(" + f + ")\n"; }};
         case Format::markdown:
-            out = "### " + markdown_text(d.heading) + "\n";
-            for (const auto& line : d.lines)
-                out += "\n" + markdown_text(line.prose) + "\n" + (line.math.empty() ? "" : "\n```math\n" + display(line.math) + "\n```\n");
-            if (!d.footnote.empty()) out += "\n*" + markdown_text(d.footnote) + "*\n";
-            return out;
+            return DocumentStyle{[](const std::string& h) { return "### " + markdown_text(h) + "\n"; },
+                                 [](const ExplainLine& l) {
+                                     return "\n" + markdown_text(l.prose) + "\n" + (l.math.empty() ? "" : "\n```math\n" + display(l.math) + "\n```\n");
+                                 },
+                                 [](const std::string& f) { return "\n*" + markdown_text(f) + "*\n"; }};
         case Format::latex:
-            out = "\\noindent\\textbf{" + latex_prose(d.heading) + "}\n";
-            for (const auto& line : d.lines) out += "\n\\noindent " + latex_prose(line.prose) + (line.math.empty() ? "\n" : "\n\\[ " + display(line.math) + " \\]\n");
-            if (!d.footnote.empty()) out += "\n\\noindent\\emph{" + latex_text(d.footnote) + "}\n";
-            return out;
+            return DocumentStyle{[](const std::string& h) { return "\\noindent\\textbf{" + latex_prose(h) + "}\n"; },
+                                 [](const ExplainLine& l) {
+                                     return "\n\\noindent " + latex_prose(l.prose) + (l.math.empty() ? "\n" : "\n\\[ " + display(l.math) + " \\]\n");
+                                 },
+                                 [](const std::string& f) { return "\n\\noindent\\emph{" + latex_text(f) + "}\n"; }};
         case Format::html:
-            out = "<h2>" + html_escape(d.heading) + "</h2>\n";
-            for (const auto& line : d.lines)
-                out += "<p>" + html_escape(line.prose) + "</p>\n" + (line.math.empty() ? "" : "<pre class=\"math\">" + html_escape(line.math) + "</pre>\n");
-            if (!d.footnote.empty()) out += "<p class=\"muted\">" + html_escape(d.footnote) + "</p>\n";
-            return out;
+            return DocumentStyle{[](const std::string& h) { return "<h2>" + html_escape(h) + "</h2>\n"; },
+                                 [](const ExplainLine& l) {
+                                     return "<p>" + html_escape(l.prose) + "</p>\n" +
+                                            (l.math.empty() ? "" : "<pre class=\"math\">" + html_escape(l.math) + "</pre>\n");
+                                 },
+                                 [](const std::string& f) { return "<p class=\"muted\">" + html_escape(f) + "</p>\n"; }};
         case Format::json:
         case Format::csv: break;
     }
-    throw std::logic_error(fmt::format("explain does not write {}", format));
+    return std::nullopt;
+}
+}  // namespace
+
+std::string render_explanation(const ExplainDocument& d, Format format) {
+    const auto style = style_of(format);
+    if (!style) throw std::logic_error(fmt::format("explain does not write {}", format));
+    std::string out = style->heading(d.heading);
+    for (const auto& line : d.lines) out += style->line(line);
+    if (!d.footnote.empty()) out += style->footnote(d.footnote);
+    return out;
 }
 
 bool latex_notation(Format format) {
