@@ -90,14 +90,16 @@ TEST_CASE("cost: bad sizes are input errors") {
     REQUIRE_THROWS_WITH(compute_cost(q), Catch::Contains("bytes"));
 }
 
-// Issue 11, finding 11: "6,144 bytes = 0.01 MB = 6.144 kB" and "2147.48 MB (2.00 GiB)".
+// Issue 11, finding 11: "6,144 bytes = 0.01 MB = 6.144 kB" and "2147.48 MB (2.00 GiB)"; issue 30:
+// per-token KV figures had no binary unit.
 TEST_CASE("cost: byte counts in the unit that fits, no 0.01 MB and no 2147.48 MB") {
     CHECK(bytes_text(0) == "0 bytes");
     CHECK(bytes_text(512) == "512 bytes");
-    CHECK(bytes_text(1024) == "1,024 bytes = 1.024 kB");  // 1 KiB: no binary figure below 1 MiB
-    CHECK(bytes_text(6144) == "6,144 bytes = 6.144 kB");
-    CHECK(bytes_text(230400) == "230,400 bytes = 230.4 kB = 0.23 MB");
-    CHECK(bytes_text(1048575) == "1,048,575 bytes = 1.05 MB");
+    CHECK(bytes_text(1000) == "1,000 bytes = 1 kB");      // under one KiB: no binary figure
+    CHECK(bytes_text(1024) == "1,024 bytes = 1.024 kB (1 KiB)");
+    CHECK(bytes_text(6144) == "6,144 bytes = 6.144 kB (6 KiB)");  // a KV cache per token: allocators count KiB
+    CHECK(bytes_text(230400) == "230,400 bytes = 230.4 kB = 0.23 MB (225 KiB)");
+    CHECK(bytes_text(1048575) == "1,048,575 bytes = 1.05 MB (1024 KiB)");
     CHECK(bytes_text(1048576) == "1,048,576 bytes = 1.05 MB (1.00 MiB)");
     CHECK(bytes_text(4194304) == "4,194,304 bytes = 4.19 MB (4.00 MiB)");
     CHECK(bytes_text(2147483648.0) == "2,147,483,648 bytes = 2.15 GB (2.00 GiB)");

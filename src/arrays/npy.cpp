@@ -157,14 +157,25 @@ std::string shape_text(const std::vector<std::size_t>& shape) {
 
 }  // namespace
 
-NumericArray parse_npy(std::string_view bytes, const std::string& file) {
-    const NpyHeader header = read_header(bytes, file);
+namespace {
+
+// The number of values the header promises, refused unless the file holds exactly their
+// bytes: a short file is named as short before its shape is set beside the problem's.
+std::size_t checked_count(const NpyHeader& header, std::string_view bytes, const std::string& file) {
     const auto counted = count_within(header.shape, std::size_t{1} << 40);
     if (!counted) throw InputError(fmt::format("{}: not a valid .npy file: the shape {} holds more than 2^40 values", file, shape_text(header.shape)));
     const std::size_t count = *counted, size = scalar_bytes(header.kind), data = bytes.size() - header.data_start;
     if (count * size != data)
-        throw InputError(fmt::format("{}: not a valid .npy file: the shape {} needs {} bytes of data, the file has {}", file, shape_text(header.shape),
-                                     count * size, data));
+        throw InputError(fmt::format("{}: not a valid .npy file: the shape {} needs {} bytes of data, the file has {}{}", file, shape_text(header.shape),
+                                     count * size, data, count * size > data ? " (the file is cut short)" : ""));
+    return count;
+}
+
+}  // namespace
+
+NumericArray parse_npy(std::string_view bytes, const std::string& file) {
+    const NpyHeader header = read_header(bytes, file);
+    const std::size_t count = checked_count(header, bytes, file), size = scalar_bytes(header.kind);
     if (count > max_array_values)
         throw InputError(fmt::format("{}: {} values: more than the {} a problem's matrix may hold", file, count, max_array_values));
     NumericArray out{header.shape, std::vector<double>(count)};
@@ -199,7 +210,9 @@ NumericArray read_npy(const std::string& path) {
 
 std::vector<std::size_t> npy_shape(const std::string& path) {
     const MappedFile file = map_file(path, ".npy file");
-    return read_header(file.bytes, path).shape;
+    const NpyHeader header = read_header(file.bytes, path);
+    checked_count(header, file.bytes, path);
+    return header.shape;
 }
 
 }  // namespace attn_trace

@@ -25,19 +25,21 @@ std::string size_text(double bytes, ByteUnit unit) { return fmt::format("{:.3g} 
 
 // The natural decimal unit first (kB below a megabyte, GB above a gigabyte), the MB
 // figure beside kB from 0.01 MB on (teaching texts tabulate score memory in MB), and
-// the binary unit in parentheses from a MiB on: no "0.00 MB", no 2147.48 MB.
+// the binary unit in parentheses from a KiB on (a KV cache per token is sized in KiB
+// by allocators and model cards): no "0.00 MB", no 2147.48 MB.
 std::string bytes_text(double bytes) {
     if (bytes < 1e3) return fmt::format("{} bytes", grouped(bytes));
     std::string text = grouped(bytes) + " bytes = ";
     if (bytes < 1e6) {
         text += fmt::format("{:.4g} kB", bytes / 1e3);
         if (bytes >= 1e4) text += fmt::format(" = {:.2f} MB", bytes / 1e6);
-        return text;
+    } else {
+        text += bytes < 1e9 ? fmt::format("{:.2f} MB", bytes / 1e6) : fmt::format("{:.2f} GB", bytes / 1e9);
     }
-    text += bytes < 1e9 ? fmt::format("{:.2f} MB", bytes / 1e6) : fmt::format("{:.2f} GB", bytes / 1e9);
+    if (bytes < unit_bytes(ByteUnit::KiB)) return text;  // 1,000 to 1,023 bytes: under one KiB
     const ByteUnit unit = unit_of(bytes);
-    if (unit != ByteUnit::KiB) text += fmt::format(" ({:.2f} {})", bytes / unit_bytes(unit), unit_name(unit));
-    return text;
+    return text + (unit == ByteUnit::KiB ? fmt::format(" ({:.4g} KiB)", bytes / unit_bytes(unit))
+                                         : fmt::format(" ({:.2f} {})", bytes / unit_bytes(unit), unit_name(unit)));
 }
 
 }  // namespace attn_trace

@@ -136,10 +136,10 @@ std::string cache_comparison_text(const CacheComparison& c) {
     std::string t = fmt::format("KV cache per token: H = {} heads of d_h = {} (d_model = {}), H_kv = {} for GQA, MLA latent d_c = {} and RoPE key d_r = {}; "
                                 "{} layer{}, {:g} bytes per number\n\n",
                                 q.heads, c.d_head, grouped(q.d_model), q.kv_heads, c.d_c, c.d_r, q.layers, q.layers == 1 ? "" : "s", q.bytes);
-    t += fmt::format("{:<5}  {:<18}  {:>14}  {:>28}  {:>9}\n", "", "cached per token", "per layer", "all layers", "vs MHA");
+    t += fmt::format("{:<5}  {:<18}  {:>14}  {:>42}  {:>9}\n", "", "cached per token", "per layer", "all layers", "vs MHA");
     const auto line = [&](const char* name, const std::string& formula, std::uint64_t elements) {
         const double all = static_cast<double>(elements) * static_cast<double>(q.layers) * q.bytes;
-        return fmt::format("{:<5}  {:<18}  {:>14}  {:>28}  {:>8.4g}×\n", name, formula, grouped(elements) + " numbers", bytes_text(all),
+        return fmt::format("{:<5}  {:<18}  {:>14}  {:>42}  {:>8.4g}×\n", name, formula, grouped(elements) + " numbers", bytes_text(all),
                            static_cast<double>(c.mha) / static_cast<double>(elements));
     };
     t += line("MHA", "2·H·d_h", c.mha);

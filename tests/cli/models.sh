@@ -50,4 +50,9 @@ expect_exit 2 "\\\$\.X: .*m/hidden.npy: cannot open the .npy file" -- "$T" check
 printf '%s' "{\"X\": {\"npy\": \"$SOURCE_DIR/tests/arrays/f8_c.npy\"}, \"heads\": 2,
   \"checkpoint\": {\"safetensors\": \"$M/bert/model.safetensors\", \"family\": \"bert\", \"layer\": 1}}" > wide.json
 expect_exit 2 "wide.json: \\\$\.W_Q \(tensor 'encoder\.layer\.1\.attention\.self\.query\.weight' of .*model\.safetensors\): X is \(3, 4\) so W_Q needs 4 rows, found 16" -- "$T" run wide.json
+# An .npy cut short is named as such (file and missing bytes) before its shape meets the
+# problem's: the header of f8_c.npy promises (3, 4), the copy holds 40 of its 96 bytes.
+head -c $(( $(stat -c %s "$SOURCE_DIR/tests/arrays/f8_c.npy") - 56 )) "$SOURCE_DIR/tests/arrays/f8_c.npy" > short.npy
+printf '%s' '{"X": [[1, 0, 0], [0, 1, 0]], "W_Q": {"npy": "short.npy"}, "W_K": {"npy": "short.npy"}, "W_V": {"npy": "short.npy"}}' > short.json
+expect_exit 2 "short.npy: not a valid .npy file: the shape \(3, 4\) needs 96 bytes of data, the file has 40 \(the file is cut short\)" -- "$T" run short.json
 finish

@@ -18,7 +18,8 @@ std::string size_text(double bytes);
 // In `unit`, to three significant digits: "0.0625 MiB", "2 GiB".
 std::string size_text(double bytes, ByteUnit unit);
 
-// "512 bytes", "6,144 bytes = 6.144 kB", "230,400 bytes = 230.4 kB = 0.23 MB",
+// "512 bytes", "1,000 bytes = 1 kB", "6,144 bytes = 6.144 kB (6 KiB)",
+// "230,400 bytes = 230.4 kB = 0.23 MB (225 KiB)",
 // "4,194,304 bytes = 4.19 MB (4.00 MiB)", "2,147,483,648 bytes = 2.15 GB (2.00 GiB)".
 std::string bytes_text(double bytes);
 
