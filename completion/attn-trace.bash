@@ -1,8 +1,8 @@
 # bash completion for attn-trace (docs/COMMANDS.md#installing): commands, each command's
-# options, exercise topics, step names (for --steps, comma-separated), formats, the
-# values of the other closed options (bench's --impl, random's --dist, --mask, ...), and
-# problem files only where a file is asked for. The words come from the binary itself (the hidden `attn-trace words`), so
-# they never lag.
+# options, exercise topics and step names (for --topic and --steps, comma-separated),
+# formats, the values of the other closed options (bench's --impl, random's --dist,
+# exercise's --part, --mask, ...), and problem files only where a file is asked for.
+# The words come from the binary itself (the hidden `attn-trace words`), so they never lag.
 _attn_trace() {
   local bin=${COMP_WORDS[0]} cur=${COMP_WORDS[COMP_CWORD]} prev=""
   [ "$COMP_CWORD" -gt 0 ] && prev=${COMP_WORDS[COMP_CWORD-1]}
@@ -12,15 +12,19 @@ _attn_trace() {
     return
   fi
   case $prev in
-    --topic) COMPREPLY=($(compgen -W "$("$bin" words topics 2>/dev/null)" -- "$cur")); return ;;
     --format) COMPREPLY=($(compgen -W "$("$bin" words formats 2>/dev/null)" -- "$cur")); return ;;
-    --steps|--impl)  # a comma-separated list: complete its last item
+    --steps|--impl|--topic)  # a comma-separated list: complete its last item
       local done="" last=$cur words
       if [[ $cur == *,* ]]; then done=${cur%,*},; last=${cur##*,}; fi
-      if [ "$prev" = --impl ]; then words="naive fast cuda"; else words=$("$bin" words steps 2>/dev/null); fi
+      case $prev in
+        --impl) words="naive fast cuda" ;;
+        --topic) words=$("$bin" words topics 2>/dev/null) ;;
+        *) words=$("$bin" words steps 2>/dev/null) ;;
+      esac
       COMPREPLY=($(compgen -P "$done" -W "$words" -- "$last"))
       compopt -o nospace 2>/dev/null
       return ;;
+    --part) COMPREPLY=($(compgen -W "questions answers both" -- "$cur")); return ;;
     --dist) COMPREPLY=($(compgen -W "normal uniform integers" -- "$cur")); return ;;
     --mask) COMPREPLY=($(compgen -W "none causal causal-bottom-right window: chunked: padding:" -- "$cur")); return ;;
     --dtype) COMPREPLY=($(compgen -W "f64 f32" -- "$cur")); return ;;

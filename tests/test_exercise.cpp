@@ -6,6 +6,10 @@
 #include <cmath>
 #include <regex>
 #include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include <fmt/format.h>
 
@@ -165,4 +169,124 @@ TEST_CASE("Markdown escapes labels such as <pad>; LaTeX has no raw Unicode") {
 TEST_CASE("unknown topics and formats are input errors") {
     CHECK_THROWS_AS(write_exercise("attention", 0, Format::markdown), InputError);
     CHECK_THROWS_AS(write_exercise("scores", 0, Format::csv), InputError);
+}
+
+namespace {
+
+// The expected values of an exercise that are not whole numbers, as its answer tables
+// print them (4 decimals, sign aside), from the JSON answer. Whole numbers and masked
+// cells are left out: a table of whole numbers prints "2", as the givens do.
+std::vector<std::string> answer_numbers(const std::string& topic, std::uint64_t seed) {
+    std::vector<std::string> numbers;
+    for (const auto& e : parse_problem(write_exercise(topic, seed, Format::json), "exercise.json").expect)
+        for (double x : e.data.data())
+            if (std::isfinite(x) && x != std::round(x)) numbers.push_back(fmt::format("{:.4f}", std::abs(x)));
+    return numbers;
+}
+
+// The "#"/"=" heading lines of a sheet, in order: the exercises' numbering as a reader sees it.
+std::vector<std::string> exercise_headings(const std::string& sheet) {
+    std::vector<std::string> headings;
+    static const std::regex heading(R"((?:^|\n)(?:# |\\section\*\{|<h1>)?(Exercise [0-9]+: [^\n]*?\(topic [a-z-]+, seed [0-9]+\)))");
+    for (auto it = std::sregex_iterator(sheet.begin(), sheet.end(), heading); it != std::sregex_iterator(); ++it) headings.push_back((*it)[1]);
+    return headings;
+}
+
+}  // namespace
+
+TEST_CASE("worksheets: the questions hold no answer value; the key is the rest of the exercise") {
+    for (const auto& topic : exercise_topics())
+        for (std::uint64_t seed : {0, 4}) {
+            const std::vector<std::string> numbers = answer_numbers(topic, seed);
+            REQUIRE_FALSE(numbers.empty());
+            for (Format format : {Format::text, Format::markdown, Format::latex, Format::html}) {
+                INFO("topic " << topic << ", seed " << seed << ", " << format);
+                const std::string questions = write_exercise(topic, seed, format, ExercisePart::questions);
+                const std::string answers = write_exercise(topic, seed, format, ExercisePart::answers);
+                CHECK(questions.find("Compute:") != std::string::npos);
+                CHECK(questions.find("Answer") == std::string::npos);
+                CHECK(answers.find("Compute:") == std::string::npos);
+                for (const auto& number : numbers) {
+                    INFO("expected value " << number);
+                    CHECK(questions.find(number) == std::string::npos);
+                    CHECK(answers.find(number) != std::string::npos);  // the needle is what the answer prints
+                }
+                CHECK(exercise_headings(questions) == exercise_headings(answers));
+                REQUIRE(exercise_headings(questions).size() == 1);
+                if (format == Format::html) continue;  // a page of both hides its answers; checked below
+                // both = the questions, then the answer; the key = the heading, then that same answer.
+                const std::string both = write_exercise(topic, seed, format);
+                REQUIRE(both.rfind(questions, 0) == 0);
+                const std::string answer = both.substr(questions.size());
+                REQUIRE(answers.size() > answer.size());
+                CHECK(answers.substr(answers.size() - answer.size()) == answer);
+                CHECK(questions.rfind(answers.substr(0, answers.size() - answer.size()), 0) == 0);
+            }
+        }
+    // A page of both parts hides each part of the answer behind a button; the key shows it.
+    CHECK(count(write_exercise("softmax", 1, Format::html), "<details class=\"answer\">") == 2);
+    CHECK(count(write_exercise("softmax", 1, Format::html, ExercisePart::answers), "<details") == 0);
+    CHECK(count(write_exercise("softmax", 1, Format::html, ExercisePart::questions), "<details") == 0);
+}
+
+TEST_CASE("worksheets: --count N numbers 1..N, cycling the topics and counting the seed up") {
+    const Worksheet sheet{{"softmax", "causal"}, 5, 3, ExercisePart::both};
+    for (Format format : {Format::text, Format::markdown, Format::latex}) {
+        INFO(format);
+        const std::string written = write_worksheet(sheet, format);
+        // Each exercise is the one its topic and seed write alone, numbered by its place.
+        std::string expected;
+        const std::vector<std::pair<std::string, int>> exercises = {{"softmax", 5}, {"causal", 6}, {"softmax", 7}};
+        for (std::size_t k = 0; k < exercises.size(); ++k) {
+            std::string alone = write_exercise(exercises[k].first, static_cast<std::uint64_t>(exercises[k].second), format);
+            const std::string one = "Exercise 1: ", numbered = fmt::format("Exercise {}: ", k + 1);
+            alone.replace(alone.find(one), one.size(), numbered);
+            expected += alone;
+        }
+        CHECK(written == expected);
+        const std::vector<std::string> headings = exercise_headings(written);
+        REQUIRE(headings.size() == 3);
+        CHECK(headings[0] == "Exercise 1: Softmax row by row, then the weighted sum (topic softmax, seed 5)");
+        CHECK(headings[1] == "Exercise 2: The causal mask (topic causal, seed 6)");
+        CHECK(headings[2] == "Exercise 3: Softmax row by row, then the weighted sum (topic softmax, seed 7)");
+        for (ExercisePart part : {ExercisePart::questions, ExercisePart::answers})
+            CHECK(exercise_headings(write_worksheet({sheet.topics, sheet.seed, sheet.count, part}, format)) == headings);
+    }
+    const std::string page = write_worksheet({{"gqa", "grad"}, 0, 3, ExercisePart::questions}, Format::html);
+    CHECK(page.find("<title>Exercises 1–3: gqa, grad (seeds 0–2) — questions</title>") != std::string::npos);
+    CHECK(exercise_headings(page).size() == 3);
+}
+
+TEST_CASE("worksheets: JSON questions are the problems without expect; the key passes check") {
+    const nlohmann::json one = nlohmann::json::parse(write_exercise("causal", 2, Format::json, ExercisePart::questions));
+    CHECK_FALSE(one.contains("expect"));
+    CHECK(one.at("Q") == nlohmann::json::parse(write_exercise("causal", 2, Format::json)).at("Q"));
+    CHECK(parse_problem(one.dump(), "questions.json").expect.empty());
+    const Worksheet sheet{{"kv-cache", "mla", "cost"}, 9, 4, ExercisePart::questions};
+    const nlohmann::json questions = nlohmann::json::parse(write_worksheet(sheet, Format::json));
+    const nlohmann::json answers = nlohmann::json::parse(write_worksheet({sheet.topics, sheet.seed, sheet.count, ExercisePart::answers}, Format::json));
+    REQUIRE(questions.is_array());
+    REQUIRE(questions.size() == 4);
+    REQUIRE(answers.size() == 4);
+    for (std::size_t k = 0; k < 4; ++k) {
+        INFO("exercise " << k + 1);
+        CHECK_FALSE(questions[k].contains("expect"));
+        nlohmann::json without = answers[k];
+        without.erase("expect");
+        CHECK(questions[k] == without);
+        CHECK(answers[k] == nlohmann::json::parse(write_exercise(sheet.topics[k % 3], 9 + k, Format::json)));
+        CHECK(check_expectations(parse_problem(answers[k].dump(), "key.json"), CheckOptions{}).passed());
+    }
+    CHECK(write_worksheet({{"scores"}, 1, 1, ExercisePart::answers}, Format::json) == write_exercise("scores", 1, Format::json));
+}
+
+TEST_CASE("worksheets: a part, a topic list or a count outside the set is an input error naming the nearest") {
+    CHECK(exercise_part("questions") == ExercisePart::questions);
+    CHECK(exercise_part("answers") == ExercisePart::answers);
+    CHECK(exercise_part("both") == ExercisePart::both);
+    CHECK_THROWS_WITH(exercise_part("question"), Catch::Matchers::Contains("'question' (did you mean 'questions'?): expected one of questions, answers, both"));
+    CHECK_THROWS_WITH(write_worksheet({{"softmax", "casual"}, 0, 2, ExercisePart::both}, Format::text),
+                      Catch::Matchers::Contains("'casual' (did you mean 'causal'?)"));
+    CHECK_THROWS_AS(write_worksheet({{}, 0, 1, ExercisePart::both}, Format::text), InputError);
+    CHECK_THROWS_WITH(write_worksheet({{"softmax"}, 0, 0, ExercisePart::both}, Format::text), Catch::Matchers::Contains("0: a sheet holds at least 1 exercise"));
 }

@@ -11,6 +11,7 @@
 
 #include "attn_trace/check.hpp"
 #include "attn_trace/errors.hpp"
+#include "attn_trace/nearest_word.hpp"
 #include "attn_trace/number_text.hpp"
 #include "attn_trace/problem_file.hpp"
 #include "attn_trace/render.hpp"
@@ -108,22 +109,44 @@ Trace given_matrices(const nlohmann::ordered_json& file, const Problem& problem)
     return given;
 }
 
+// One exercise of a sheet, computed: its plan, its problem file with `expect` filled
+// in, the trace the answer shows and the full trace the arithmetic is explained on.
+struct Exercise {
+    std::size_t number = 1;  // its place on the sheet, from 1
+    std::string topic;
+    std::uint64_t seed = 0;
+    ExercisePlan plan;
+    nlohmann::ordered_json file;
+    Problem problem;
+    Trace trace, full;
+
+    std::string title() const { return fmt::format("Exercise {}: {} (topic {}, seed {})", number, plan.title, topic, seed); }
+};
+
 // The worksheet's pieces in one format: markdown, latex, text or html. Prose goes through
 // markdown_text / latex_text, so labels such as <pad> survive and pdflatex never
 // meets raw Unicode; matrices go through the trace renderers, always whole.
 class ExerciseWriter {
 public:
-    explicit ExerciseWriter(Format format) : format_(format) {}
+    // `hide_answers`: on a page, each part of an answer waits behind a "Show" button
+    // (a sheet of both parts); an answer key shows its answers.
+    ExerciseWriter(Format format, bool hide_answers) : format_(format), hide_answers_(page() && hide_answers) {}
 
-    std::string write(const std::string& topic, std::uint64_t seed, const ExercisePlan& plan, const nlohmann::ordered_json& file,
-                      const Problem& problem, const Trace& trace, const Trace& full) const {
-        std::string out = heading(1, fmt::format("Exercise: {} (topic {}, seed {})", plan.title, topic, seed));
-        out += paragraph(plan.question + " " + describe(problem));
-        out += paragraph("Given:") + steps(given_matrices(file, problem), {});
-        out += paragraph("Compute:") + list(plan.tasks);
-        out += open_answer("the answer") + heading(2, "Answer") + steps(trace, plan.answer_steps);
+    // The heading, the question, every given matrix and the numbered tasks: all a
+    // student works from, and nothing of the answer.
+    std::string questions(const Exercise& e) const {
+        std::string out = heading_of(e);
+        out += paragraph(e.plan.question + " " + describe(e.problem));
+        out += paragraph("Given:") + steps(given_matrices(e.file, e.problem), {});
+        return out + paragraph("Compute:") + list(e.plan.tasks);
+    }
+
+    // Every step the tasks ask for, the arithmetic of a row or cell, and the closing notes.
+    std::string answers(const Exercise& e) const {
+        const ExercisePlan& plan = e.plan;
+        std::string out = open_answer("the answer") + heading(2, "Answer") + steps(e.trace, plan.answer_steps);
         if (plan.compare_unscaled) {
-            Problem unscaled = problem;
+            Problem unscaled = e.problem;
             unscaled.scale.kind = Scale::Kind::none;
             out += paragraph("Without the scale (s = 1), the weights would be:") + steps(pipeline_full(unscaled, RunOptions{}), {StepName::weights});
         }
@@ -134,17 +157,21 @@ public:
             const ExplainOptions options{worked.head, 0, 4, page() ? Format::text : format_};  // a page shows the text in a <pre>
             // A gradient cell is explained from the backward trace, which explain_problem computes.
             const bool backward = is_gradient(target.step);
-            const std::string worked_text = backward ? explain_problem(problem, RunOptions{}, target, options) : explain(full, problem, target, options);
+            const std::string worked_text = backward ? explain_problem(e.problem, RunOptions{}, target, options) : explain(e.full, e.problem, target, options);
             out += page() ? "<pre>" + html_escape(worked_text) + "</pre>\n" : "\n" + worked_text + "\n";
         }
         for (const auto& note : plan.notes) out += paragraph(note);
         if (plan.computed_notes)
-            for (const auto& note : plan.computed_notes(problem, trace)) out += paragraph(note);
+            for (const auto& note : plan.computed_notes(e.problem, e.trace)) out += paragraph(note);
         if (!plan.preformatted.empty()) out += preformatted(plan.preformatted);
-        out += close_answer();
-        if (!page()) return out;
-        const std::string title = fmt::format("Exercise: {} (topic {}, seed {})", plan.title, topic, seed);
-        return html_page(title, "sheet", "<main>\n" + out + "</main>\n");
+        return out + close_answer();
+    }
+
+    std::string heading_of(const Exercise& e) const { return heading(1, e.title()); }
+
+    // The sheet as it is printed: a page of its own in html, the pieces as they are elsewhere.
+    std::string document(const std::string& title, const std::string& body) const {
+        return page() ? html_page(title, "sheet", "<main>\n" + body + "</main>\n") : body;
     }
 
 private:
@@ -162,12 +189,12 @@ private:
         }
         unwritten();
     }
-    // A page hides each part of the answer until its reader asks; a document on
-    // paper (or in a terminal) shows it after the tasks.
+    // A page of both parts hides each part of the answer until its reader asks; a
+    // document on paper (or in a terminal), and an answer key, shows it.
     std::string open_answer(const std::string& what) const {
-        return page() ? "<details class=\"answer\">\n<summary>Show " + what + "</summary>\n" : "";
+        return hide_answers_ ? "<details class=\"answer\">\n<summary>Show " + what + "</summary>\n" : "";
     }
-    std::string close_answer() const { return page() ? "</details>\n" : ""; }
+    std::string close_answer() const { return hide_answers_ ? "</details>\n" : ""; }
     std::string heading(int level, const std::string& s) const {
         switch (format_) {
             case Format::text: return fmt::format("\n{}\n{}\n", s, std::string(display_width(s), level == 1 ? '=' : '-'));
@@ -252,6 +279,7 @@ private:
     }
 
     Format format_;
+    bool hide_answers_;
 };
 
 }  // namespace
@@ -267,20 +295,78 @@ const std::vector<Format>& exercise_formats() {
     return formats;
 }
 
-std::string write_exercise(const std::string& topic, std::uint64_t seed, Format format) {
+namespace {
+
+// Exercise `number` of a sheet: its topic's plan for the seed, the problem file, the trace.
+Exercise make_exercise(std::size_t number, const std::string& topic, std::uint64_t seed) {
+    HandNumbers numbers(topic_seed(topic, seed));
+    Exercise e{number, topic, seed, plan_exercise(topic, numbers), {}, {}, {}, {}};
+    e.file = {{"title", fmt::format("exercise {} (seed {}): {}", topic, seed, e.plan.title)}};
+    for (const auto& [key, value] : e.plan.problem.items()) e.file[key] = value;
+    e.problem = parse_problem(e.file.dump(), fmt::format("exercise {} seed {}", topic, seed));
+    e.trace = compute_trace(e.plan.pipeline, e.problem, RunOptions{});
+    e.file["expect"] = expectations(e.trace, e.plan.expect_steps);
+    e.full = e.plan.pipeline == "run" ? e.trace : pipeline_full(e.problem, RunOptions{});
+    return e;
+}
+
+// The problem files: one object for one exercise, an array of them for a sheet of several;
+// a sheet of questions leaves `expect` out, so it gives nothing away.
+std::string json_sheet(const std::vector<Exercise>& exercises, ExercisePart part) {
+    std::vector<std::string> files;
+    for (const Exercise& e : exercises) {
+        nlohmann::ordered_json file = e.file;
+        if (part == ExercisePart::questions) file.erase("expect");
+        files.push_back(problem_file_text(file));
+    }
+    if (files.size() == 1) return files.front();
+    for (std::string& file : files) file.pop_back();  // its closing newline; the array's separators follow
+    return fmt::format("[\n{}\n]\n", fmt::join(files, ",\n"));
+}
+
+// A page's title: the exercise's own for one, the numbers and topics for several, and which part.
+std::string sheet_title(const Worksheet& sheet, const std::vector<Exercise>& exercises) {
+    std::string title = exercises.size() == 1 ? exercises.front().title()
+                                              : fmt::format("Exercises 1–{}: {} (seeds {}–{})", exercises.size(), fmt::join(sheet.topics, ", "), sheet.seed,
+                                                            exercises.back().seed);
+    if (sheet.part != ExercisePart::both) title += fmt::format(" — {}", exercise_part_names()[static_cast<std::size_t>(sheet.part)]);
+    return title;
+}
+
+}  // namespace
+
+const std::vector<std::string>& exercise_part_names() {
+    static const std::vector<std::string> names = {"questions", "answers", "both"};
+    return names;
+}
+
+ExercisePart exercise_part(const std::string& name) {
+    const auto& names = exercise_part_names();
+    const auto at = std::find(names.begin(), names.end(), name);
+    if (at == names.end()) throw InputError(fmt::format("⟦part⟧ '{}'{}: expected one of {}", name, did_you_mean(name, names), fmt::join(names, ", ")));
+    return static_cast<ExercisePart>(at - names.begin());
+}
+
+std::string write_worksheet(const Worksheet& sheet, Format format) {
     if (!accepts(for_exercise, format))
         throw InputError(fmt::format("⟦format⟧ '{}': exercises are written as {}", format, fmt::join(exercise_formats(), ", ")));
-    HandNumbers numbers(topic_seed(topic, seed));
-    const ExercisePlan plan = plan_exercise(topic, numbers);
-    nlohmann::ordered_json file = {{"title", fmt::format("exercise {} (seed {}): {}", topic, seed, plan.title)}};
-    for (const auto& [key, value] : plan.problem.items()) file[key] = value;
-    const std::string label = fmt::format("exercise {} seed {}", topic, seed);
-    const Problem problem = parse_problem(file.dump(), label);
-    const Trace trace = compute_trace(plan.pipeline, problem, RunOptions{});
-    file["expect"] = expectations(trace, plan.expect_steps);
-    if (format == Format::json) return problem_file_text(file);
-    const Trace full = plan.pipeline == "run" ? trace : pipeline_full(problem, RunOptions{});
-    return ExerciseWriter(format).write(topic, seed, plan, file, problem, trace, full);
+    if (sheet.topics.empty()) throw InputError(fmt::format("⟦topic⟧: name at least one of {}", fmt::join(exercise_topics(), ", ")));
+    if (sheet.count == 0) throw InputError("⟦count⟧ 0: a sheet holds at least 1 exercise");
+    std::vector<Exercise> exercises;
+    for (std::size_t k = 0; k < sheet.count; ++k) exercises.push_back(make_exercise(k + 1, sheet.topics[k % sheet.topics.size()], sheet.seed + k));
+    if (format == Format::json) return json_sheet(exercises, sheet.part);
+    const ExerciseWriter writer(format, sheet.part == ExercisePart::both);
+    std::string body;
+    for (const Exercise& e : exercises) {
+        if (sheet.part != ExercisePart::answers) body += writer.questions(e);
+        if (sheet.part == ExercisePart::answers) body += writer.heading_of(e);
+        if (sheet.part != ExercisePart::questions) body += writer.answers(e);
+    }
+    return writer.document(sheet_title(sheet, exercises), body);
+}
+
+std::string write_exercise(const std::string& topic, std::uint64_t seed, Format format, ExercisePart part) {
+    return write_worksheet({{topic}, seed, 1, part}, format);
 }
 
 }  // namespace attn_trace
