@@ -6,6 +6,7 @@
 
 #include "attn_trace/exercise.hpp"
 #include "commands.hpp"
+#include "trace_options.hpp"
 
 namespace attn_trace::cli {
 
@@ -15,6 +16,7 @@ struct ExerciseOptions {
     std::string topic;
     std::uint64_t seed = 0;
     Format format = Format::markdown;
+    std::optional<MathStyle> math;
 };
 
 void add_exercise_command(CLI::App& app, int& exit_code) {
@@ -32,6 +34,7 @@ and tiled entries "tile" (check's default tiles, 2 × 2).
 
 Examples:
   attn-trace exercise --topic softmax --seed 3
+  attn-trace exercise --topic softmax --seed 3 --math github > softmax.md
   attn-trace exercise --topic gqa --seed 0 --format text
   attn-trace exercise --topic causal --seed 1 --format latex > causal.tex
   attn-trace exercise --topic kv-cache --seed 2 --format json > kv.json && attn-trace check kv.json
@@ -39,8 +42,9 @@ Examples:
     exercise->add_option("--topic", o.topic, fmt::format("{}", fmt::join(exercise_topics(), ", ")))->required();
     exercise->add_option("--seed", o.seed, "which exercise of the topic")->capture_default_str();
     add_format_option(*exercise, o.format, exercise_formats(), "markdown, latex, text, json or html");
+    add_math_option(*exercise, o.math);
     exercise->callback([&exit_code] {
-        std::cout << write_exercise(o.topic, o.seed, o.format);
+        std::cout << write_exercise(o.topic, o.seed, o.format, math_style(o.math, o.format));
         exit_code = 0;
     });
 }

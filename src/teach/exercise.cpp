@@ -113,7 +113,7 @@ Trace given_matrices(const nlohmann::ordered_json& file, const Problem& problem)
 // meets raw Unicode; matrices go through the trace renderers, always whole.
 class ExerciseWriter {
 public:
-    explicit ExerciseWriter(Format format) : format_(format) {}
+    ExerciseWriter(Format format, MathStyle math) : format_(format), math_(math) {}
 
     std::string write(const std::string& topic, std::uint64_t seed, const ExercisePlan& plan, const nlohmann::ordered_json& file,
                       const Problem& problem, const Trace& trace, const Trace& full) const {
@@ -131,7 +131,7 @@ public:
         for (const auto& worked : plan.worked) {
             const bool is_row = worked.spec.find(',') == std::string::npos;
             const ExplainTarget target = is_row ? parse_row_spec(worked.spec) : parse_cell_spec(worked.spec);
-            const ExplainOptions options{worked.head, 0, 4, page() ? Format::text : format_};  // a page shows the text in a <pre>
+            const ExplainOptions options{worked.head, 0, 4, page() ? Format::text : format_, math_};  // a page shows the text in a <pre>
             // A gradient cell is explained from the backward trace, which explain_problem computes.
             const bool backward = is_gradient(target.step);
             const std::string worked_text = backward ? explain_problem(problem, RunOptions{}, target, options) : explain(full, problem, target, options);
@@ -206,6 +206,7 @@ private:
         options.steps = names;
         options.header = false;
         options.full = true;  // an exercise with a "…" in it cannot be solved or checked
+        options.math = math_;
         std::string out;
         switch (format_) {
             case Format::text:
@@ -252,6 +253,7 @@ private:
     }
 
     Format format_;
+    MathStyle math_;
 };
 
 }  // namespace
@@ -267,7 +269,7 @@ const std::vector<Format>& exercise_formats() {
     return formats;
 }
 
-std::string write_exercise(const std::string& topic, std::uint64_t seed, Format format) {
+std::string write_exercise(const std::string& topic, std::uint64_t seed, Format format, MathStyle math) {
     if (!accepts(for_exercise, format))
         throw InputError(fmt::format("⟦format⟧ '{}': exercises are written as {}", format, fmt::join(exercise_formats(), ", ")));
     HandNumbers numbers(topic_seed(topic, seed));
@@ -280,7 +282,7 @@ std::string write_exercise(const std::string& topic, std::uint64_t seed, Format 
     file["expect"] = expectations(trace, plan.expect_steps);
     if (format == Format::json) return problem_file_text(file);
     const Trace full = plan.pipeline == "run" ? trace : pipeline_full(problem, RunOptions{});
-    return ExerciseWriter(format).write(topic, seed, plan, file, problem, trace, full);
+    return ExerciseWriter(format, math).write(topic, seed, plan, file, problem, trace, full);
 }
 
 }  // namespace attn_trace

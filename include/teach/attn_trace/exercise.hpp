@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "attn_trace/format_table.hpp"
+#include "attn_trace/render.hpp"
 
 namespace attn_trace {
 
@@ -27,7 +28,7 @@ const std::vector<Format>& exercise_formats();
 // page of its own, each part of the answer hidden until its reader opens it.
 // json: the problem file with `expect` filled in, which `attn-trace check` passes
 // (entries with "t" run decode, with "tile" run tiled, at check's default options).
-// Throws InputError for an unknown topic or format.
-std::string write_exercise(const std::string& topic, std::uint64_t seed, Format format);
+// `math`: how Markdown writes the mathematics. Throws InputError for an unknown topic or format.
+std::string write_exercise(const std::string& topic, std::uint64_t seed, Format format, MathStyle math = MathStyle::dollars);
 
 }  // namespace attn_trace
