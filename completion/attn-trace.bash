@@ -30,6 +30,7 @@ _attn_trace() {
     --dtype) COMPREPLY=($(compgen -W "f64 f32" -- "$cur")); return ;;
     --backend) COMPREPLY=($(compgen -W "cpu cuda" -- "$cur")); return ;;
     --color) COMPREPLY=($(compgen -W "auto always never" -- "$cur")); return ;;
+    --math) COMPREPLY=($(compgen -W "dollars github" -- "$cur")); return ;;
     --empty-rows) COMPREPLY=($(compgen -W "error zero nan" -- "$cur")); return ;;
   esac
   if [[ $cur == -* ]]; then

@@ -64,10 +64,12 @@ TEST_CASE("the worked answer shows the steps and the arithmetic of a row, in Mar
     CHECK(md.find("### `mask`") != std::string::npos);
     CHECK(md.find("the softmax of row") != std::string::npos);
     CHECK(md.find("## The arithmetic, step by step") != std::string::npos);
-    CHECK(md.find("```math") != std::string::npos);  // explain's display maths, as GitHub renders it
+    CHECK(md.find("\n$$\n") != std::string::npos);  // explain's display maths, as GitHub, pandoc and KaTeX read it
+    CHECK(md.find("```math") == std::string::npos);
+    CHECK(write_exercise("causal", 2, Format::markdown, ExercisePart::both, MathStyle::github).find("```math\n") != std::string::npos);
     const std::string tex = write_exercise("softmax", 2, Format::latex);
     CHECK(tex.find("\\begin{enumerate}") != std::string::npos);
-    CHECK(tex.find("\\begin{bmatrix}") != std::string::npos);
+    CHECK(tex.find("\\begin{array}{r|") != std::string::npos);  // each matrix labelled with its tokens
     CHECK(tex.find("\\frac{") != std::string::npos);
     CHECK(write_exercise("scale", 0, Format::markdown).find("Without the scale") != std::string::npos);
     CHECK(write_exercise("cost", 0, Format::markdown).find("```") != std::string::npos);

@@ -87,7 +87,7 @@ TEST_CASE("precision rounds every number of the explanation alike") {
 }
 
 TEST_CASE("markdown and latex write the same arithmetic in LaTeX notation") {
-    CHECK(contains(explain_text(damaged, "scores[0,2]", false, 0, 4, Format::markdown), "```math\nS_{02} = q_{0} \\cdot k_{2} = 0.5 \\times 0 + 1.5 \\times 2"));
+    CHECK(contains(explain_text(damaged, "scores[0,2]", false, 0, 4, Format::markdown), "$$\nS_{02} = q_{0} \\cdot k_{2} = 0.5 \\times 0 + 1.5 \\times 2"));
     const std::string tex = explain_text(damaged, "weights[0]", true, 0, 4, Format::latex);
     CHECK(contains(tex, "A_{00} = \\frac{0.1707}{1.3744} = 0.1242"));
     CHECK_FALSE(contains(tex, "Σ"));

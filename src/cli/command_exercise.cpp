@@ -11,6 +11,7 @@
 #include "attn_trace/exercise.hpp"
 #include "attn_trace/split_list.hpp"
 #include "commands.hpp"
+#include "trace_options.hpp"
 
 namespace attn_trace::cli {
 
@@ -24,6 +25,7 @@ struct ExerciseOptions {
     std::string part = "both";
     std::size_t count = 1;
     Format format = Format::markdown;
+    std::optional<MathStyle> math;
 };
 
 // --count: a whole number from 1 to max_count. A number outside that (0, 2.5, 500) is
@@ -66,6 +68,7 @@ takes topic k of the --topic list (from its start again after the last) and seed
 
 Examples:
   attn-trace exercise --topic softmax --seed 3
+  attn-trace exercise --topic softmax --seed 3 --math github > softmax.md
   attn-trace exercise --topic gqa --seed 0 --format text
   attn-trace exercise --topic causal --seed 1 --format latex > causal.tex
   attn-trace exercise --topic kv-cache --seed 2 --format json > kv.json && attn-trace check kv.json
@@ -82,8 +85,9 @@ Examples:
         ->check(CLI::Validator(count_problem, "N", "count"))
         ->capture_default_str();
     add_format_option(*exercise, o.format, exercise_formats(), "markdown, latex, text, json or html");
+    add_math_option(*exercise, o.math);
     exercise->callback([&exit_code] {
-        std::cout << write_worksheet({split_list(o.topics, ','), o.seed, o.count, exercise_part(o.part)}, o.format);
+        std::cout << write_worksheet({split_list(o.topics, ','), o.seed, o.count, exercise_part(o.part), math_style(o.math, o.format)}, o.format);
         exit_code = 0;
     });
 }

@@ -68,6 +68,7 @@ Examples:
   attn-trace explain examples/damaged_on_arrival.json --cell scores[0,2]
   attn-trace explain examples/damaged_on_arrival.json --row weights[0] --mask causal
   attn-trace explain examples/damaged_on_arrival.json --row out[0] --format markdown
+  attn-trace explain examples/damaged_on_arrival.json --row weights[1] --format markdown --math github
   attn-trace explain examples/gqa_8q_2kv.json --cell weights[1,3] --head 5 --format latex --precision 3
   attn-trace explain examples/damaged_on_arrival.json --cell weights[2,1] --format html > weights21.html
   attn-trace explain tests/golden/rope_half.json --cell q_rot[2,1]
@@ -79,6 +80,7 @@ Examples:
     auto* row = explain_command->add_option("--row", o.row, "one row: weights[i] or out[i]");
     cell->excludes(row);
     add_format_option(*explain_command, o.format, formats_of(for_explain), "text, markdown, latex or html (a page of its own)");
+    add_math_option(*explain_command, o.trace.math);
     auto* t = explain_command->add_option("--t", o.t, "a decode step: explain decode's k_cache, v_cache, scores, weights or out at step T");
     auto* tile = explain_command->add_option("--tile", o.tile, "a tiled step: explain tiled's scores, m, l, u or rescale at tile QB,KT");
     t->excludes(tile);
@@ -94,7 +96,7 @@ Examples:
         if (o.cell.empty() == o.row.empty()) throw InputError("explain needs one --cell STEP[i,j] or one --row STEP[i], e.g. --cell scores[0,2]");
         // The spec first: a typo is reported before the problem is computed.
         const ExplainTarget target = o.cell.empty() ? parse_row_spec(o.row) : parse_cell_spec(o.cell);
-        const ExplainOptions options{o.trace.head.value_or(0), o.trace.batch.value_or(0), o.trace.precision, o.format};
+        const ExplainOptions options{o.trace.head.value_or(0), o.trace.batch.value_or(0), o.trace.precision, o.format, math_style(o.trace.math, o.format)};
         ExplainSource source;
         if (o.t) source.t = whole_number_option("--t", *o.t, 0);
         if (!o.tile.empty()) source.tile = parse_tile(o.tile);

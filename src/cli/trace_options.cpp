@@ -1,6 +1,7 @@
 #include "trace_options.hpp"
 #include "commands.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -53,11 +54,33 @@ void add_problem_options(CLI::App& command, TraceOptions& o) {
     add_memory_option(command, o.budget);
 }
 
+void add_math_option(CLI::App& command, std::optional<MathStyle>& math) {
+    // The check runs before the callback, so the name is always one of the list.
+    command
+        .add_option_function<std::string>(
+            "--math",
+            [&math](const std::string& name) {
+                const auto& names = math_style_names();
+                math = static_cast<MathStyle>(std::find(names.begin(), names.end(), name) - names.begin());
+            },
+            "Markdown's maths: dollars ($…$ and $$…$$: GitHub, pandoc, Jupyter, KaTeX) or github (GitHub's $`…`$ and ```math blocks)")
+        ->check(CLI::IsMember(math_style_names()))
+        ->default_str(math_style_names().front());
+}
+
+MathStyle math_style(const std::optional<MathStyle>& math, Format format) {
+    if (math && format != Format::markdown)
+        throw InputError(fmt::format("--math {} sets how Markdown writes maths: it needs --format markdown, not {}",
+                                     math_style_names()[static_cast<std::size_t>(*math)], format));
+    return math.value_or(MathStyle::dollars);
+}
+
 void add_trace_options(CLI::App& command, TraceOptions& o) {
     add_problem_options(command, o);
     add_format_option(command, o.format, formats_of(for_trace),
                       fmt::format("{} (csv writes one step: choose it with --steps; html a page to explore, each cell explained on a click)",
                                   fmt::join(formats_of(for_trace), ", ")));
+    add_math_option(command, o.math);
     command.add_option("--steps", o.steps, "only these steps, comma-separated (e.g. scores,weights,out)");
     command.add_flag("--full", o.full, "print every row and column of large matrices");
     command.add_option("--color", o.color, "auto (a terminal without NO_COLOR), always or never")
@@ -109,6 +132,7 @@ RenderOptions render_options(const TraceOptions& o, const Problem&) {
     r.color = o.format == Format::text && use_color(o.color);
     r.head = o.head;
     r.batch = o.batch;
+    r.math = math_style(o.math, o.format);
     if (!o.steps.empty())
         for (const std::string& name : split_list(o.steps, ',')) {
             const auto step = find_step(name);

@@ -22,6 +22,7 @@ struct TraceOptions {
     std::string dtype = "f64";
     std::string backend = "cpu";
     Format format = Format::text;
+    std::optional<MathStyle> math;  // --math; unset: dollars
     std::string steps;
     std::optional<int> head, batch;
     int precision = 4;
@@ -42,6 +43,12 @@ void add_problem_options(CLI::App& command, TraceOptions& options);
 // add_problem_options plus how to print a whole trace (format, steps, full,
 // colour, heatmap, svg): what run, decode and tiled share; run also gets --pitfall.
 void add_trace_options(CLI::App& command, TraceOptions& options);
+
+// --math dollars|github, for a command that writes Markdown (docs/COMMANDS.md#output-formats).
+void add_math_option(CLI::App& command, std::optional<MathStyle>& math);
+// The --math given, or dollars; refuses --math with a format other than Markdown,
+// where it would change nothing.
+MathStyle math_style(const std::optional<MathStyle>& math, Format format);
 
 // Loads the problem and applies --mask, --scale, --empty-rows over the file's values.
 Problem load_with_overrides(const TraceOptions& options);

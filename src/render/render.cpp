@@ -72,6 +72,14 @@ std::string latex_text(const std::string& text) {
         {"°", "$^\\circ$"}, {"⊗", "$\\otimes$"}, {"<", "\\textless{}"}, {">", "\\textgreater{}"}, {"|", "\\textbar{}"}};
     std::string out;
     for (std::size_t i = 0; i < text.size();) {
+        // Typewriter quotes as TeX's curly ones: " and ' open after a space or a bracket
+        // (`` and `), else close ('' and '); a plain " would print as a closing quote.
+        if (text[i] == '"' || text[i] == '\'') {
+            const bool opening = i == 0 || std::string(" ([{").find(text[i - 1]) != std::string::npos;
+            out += text[i] == '"' ? (opening ? "``" : "''") : (opening ? "`" : "'");
+            ++i;
+            continue;
+        }
         const auto match = std::find_if(replacements.begin(), replacements.end(),
                                         [&](const auto& r) { return text.compare(i, r.first.size(), r.first) == 0; });
         if (match == replacements.end()) {
@@ -214,7 +222,7 @@ std::size_t prose_start(const std::string& text) {
 
 }  // namespace
 
-std::string latex_formula(const std::string& formula) {
+FormulaParts split_formula(const std::string& formula) {
     std::string math = formula, remark;
     // A closing remark in parentheses with words in it: "(queries 0…1, keys 2…3)".
     if (!math.empty() && math.back() == ')') {
@@ -234,8 +242,13 @@ std::string latex_formula(const std::string& formula) {
         remark = math.substr(words) + (remark.empty() ? "" : " " + remark);
         math = words == 0 ? "" : math.substr(0, words - 1);
     }
-    std::string out = math.empty() ? "" : "$" + math_of(math) + "$";
-    if (!remark.empty()) out += (out.empty() ? "" : " ") + latex_text(remark);
+    return {math.empty() ? "" : math_of(math), remark};
+}
+
+std::string latex_formula(const std::string& formula) {
+    const FormulaParts parts = split_formula(formula);
+    std::string out = parts.math.empty() ? "" : "$" + parts.math + "$";
+    if (!parts.remark.empty()) out += (out.empty() ? "" : " ") + latex_text(parts.remark);
     return out;
 }
 

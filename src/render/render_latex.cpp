@@ -1,6 +1,7 @@
 // LaTeX for worksheets (needs amsmath): per step a bold line with the formula and
-// shape, the row and column labels, and the values as a bmatrix.
+// shape, then the values as display maths, labelled with the tokens.
 #include <algorithm>
+#include <cctype>
 
 #include <fmt/format.h>
 
@@ -28,56 +29,104 @@ std::string latex_heading(const Step& step) {
                        shape_string(step.values));
 }
 
-std::string latex_labels(const Step& step, const std::vector<std::size_t>& rows, const std::vector<std::size_t>& cols) {
-    if (step.row_labels.empty() && step.column_labels.empty()) return "";
-    auto join = [&](const std::vector<std::size_t>& indices, bool columns) {
-        std::vector<std::string> names;
-        for (auto i : indices) names.push_back(latex_text(columns ? column_label(step, i) : row_label(step, i)));
-        return fmt::format("{}", fmt::join(names, ", "));
-    };
-    std::string out = "\\noindent rows: " + join(rows, false);
-    if (!step.column_labels.empty()) out += "; columns: " + join(cols, true);
-    return out + "\n";
+// How wide text is in Computer Modern, in ems: m and w and the capitals wide, i, l
+// and punctuation narrow, the rest (digits, most lower case) half an em. An
+// estimate, kept on the wide side, so that the blocks below fit the page.
+double width_in_ems(const std::string& text) {
+    double ems = 0;
+    for (const char byte : text) {
+        const auto c = static_cast<unsigned char>(byte);
+        if ((c & 0xC0) == 0x80) continue;  // a UTF-8 continuation byte: its character is counted once
+        if (c == 'm' || c == 'w') ems += 0.84;
+        else if (c == 'M' || c == 'W' || c >= 0x80) ems += 1.04;
+        else if (std::isupper(c)) ems += 0.76;
+        else if (c == '.' || c == ',' || c == 'i' || c == 'l' || c == 'j' || c == ' ') ems += 0.3;
+        else if (std::isalnum(c)) ems += 0.53;
+        else ems += 0.84;  // -, <, %, #, & and the like, in maths or text
+    }
+    return ems;
 }
 
-// How many columns of cells `width` characters wide one \footnotesize bmatrix
-// holds within a plain article's text width (about 330pt: 4.2pt a character, 6pt
-// between columns): nine of -0.1234, so a summary (5 + … + 3) stays whole; wider
-// numbers or --full split the matrix into blocks of columns.
-std::size_t columns_per_matrix(std::size_t width) {
-    return std::clamp<std::size_t>(static_cast<std::size_t>(330.0 / (4.2 * static_cast<double>(width) + 6.0)), 1, 9);
+// The page a block of a matrix must fit: a plain article's text width is 345pt;
+// the rest is slack for the estimate above.
+constexpr double page_width = 330.0;
+
+// How a matrix is set: at the normal size when it fits whole, else at \footnotesize
+// with narrower gaps, in blocks of columns.
+struct MatrixSize {
+    const char* command;  // the size command, "" for the normal size
+    double em, gap;       // the size's em and \arraycolsep, in points
+};
+constexpr MatrixSize normal_size{"", 10.0, 5.0}, small_size{"\\footnotesize", 8.5, 3.0};
+
+std::string block_heading(const std::vector<std::size_t>& part, std::size_t count) {
+    std::vector<std::size_t> shown;
+    for (auto j : part)
+        if (j != gap) shown.push_back(j);
+    if (shown.empty()) return "\\noindent the columns between:\n";
+    if (shown.size() == 1) return fmt::format("\\noindent column {} of {}:\n", shown.front(), count);
+    return fmt::format("\\noindent columns {}--{} of {}:\n", shown.front(), shown.back(), count);
 }
 
+// The matrix as display maths. With token labels (or either kind of label) it is
+// an array with the row labels on the left and the column labels over every block;
+// without, a bmatrix. A matrix too wide for the page is set smaller and split into
+// blocks of columns of about equal size, each headed with the columns it holds.
 std::string latex_matrix(const Step& step, const RenderOptions& options) {
     const Matrix& m = step.values;
     const CellFormat cell(m, options.precision);
     const auto rows = visible_rows(m.rows(), options.full);
     const auto cols = visible_columns(m.cols(), options.full);
-    std::string out = latex_labels(step, rows, cols);
-    std::size_t widest = 1;
+    const bool labelled = !step.row_labels.empty() || !step.column_labels.empty();
+    auto label = [&](std::size_t i, bool column) {
+        if (i == gap) return std::string(column ? "\\cdots" : "\\vdots");
+        return "\\text{" + latex_text(column ? column_label(step, i) : row_label(step, i)) + "}";
+    };
+    // Every column is given the width of the widest cell or label, in ems.
+    double widest = 1.0, row_labels = 0.0;
     for (auto i : rows)
         for (auto j : cols)
             if (i != gap && j != gap) {
                 const std::string text = cell(m(i, j));
-                widest = std::max(widest, text.size() + (text.find('e') != std::string::npos ? 3 : 0));  // e-05 is set ×10^{-5}
+                widest = std::max(widest, width_in_ems(text) + (text.find('e') != std::string::npos ? 1.5 : 0.0));  // e-05 is set ×10^{-5}
             }
-    const std::size_t per_matrix = columns_per_matrix(widest);
-    for (std::size_t first = 0; first < cols.size(); first += per_matrix) {
+    if (labelled) {
+        for (auto j : cols) widest = std::max(widest, j == gap ? 1.0 : width_in_ems(column_label(step, j)));
+        for (auto i : rows) row_labels = std::max(row_labels, i == gap ? 1.0 : width_in_ems(row_label(step, i)));
+    }
+    // A bmatrix has no label column, but its brackets and (at the normal size) the step's name take about as much.
+    const double name = labelled ? 0.0 : width_in_ems(shown_name(step)) + 3.0;
+    auto width = [&](const MatrixSize& size, std::size_t columns) {
+        return size.em * (row_labels + name + widest * static_cast<double>(columns)) + 2.0 * size.gap * static_cast<double>(columns + 1);
+    };
+    const MatrixSize& size = width(normal_size, cols.size()) <= page_width ? normal_size : small_size;
+    // amsmath's bmatrix holds at most 10 columns (MaxMatrixCols).
+    const std::size_t most = labelled ? cols.size() : std::min<std::size_t>(cols.size(), 9);
+    std::size_t per_block = 1;
+    while (per_block < most && width(size, per_block + 1) <= page_width) ++per_block;
+    const std::size_t blocks = (cols.size() + per_block - 1) / per_block;
+    per_block = (cols.size() + blocks - 1) / blocks;  // 30 columns at 4 a block: 4 × 6 + 3 × 2, never a block of one left over
+    std::string out;
+    for (std::size_t first = 0; first < cols.size(); first += per_block) {
         const std::vector<std::size_t> part(cols.begin() + static_cast<long>(first),
-                                            cols.begin() + static_cast<long>(std::min(first + per_matrix, cols.size())));
-        if (cols.size() > per_matrix) out += fmt::format("\\noindent columns {}--{}:\n", part.front() == gap ? part[1] : part.front(),
-                                                          part.back() == gap ? part[part.size() - 2] : part.back());
-        // Matrices that fit at the normal size (5pt a character, 10pt between columns,
-        // 50pt for the name) keep their name in the display; wider ones need the room.
-        const bool wide = static_cast<double>(part.size()) * (5.0 * static_cast<double>(widest) + 10.0) + 50.0 > 330.0;
-        out += wide ? "{\\footnotesize\\setlength{\\arraycolsep}{3pt}\n\\[\n\\begin{bmatrix}\n"
-                    : fmt::format("\\[\n\\mathrm{{{}}} = \\begin{{bmatrix}}\n", latex_text(shown_name(step)));
+                                            cols.begin() + static_cast<long>(std::min(first + per_block, cols.size())));
+        if (blocks > 1) out += block_heading(part, m.cols());
+        out += fmt::format("{{{}\\setlength{{\\arraycolsep}}{{{}pt}}\n\\[\n", size.command, size.gap);
+        if (labelled) {
+            out += fmt::format("\\begin{{array}}{{r|{}}}\n", std::string(part.size(), 'r'));
+            std::vector<std::string> heads{""};
+            for (auto j : part) heads.push_back(label(j, true));
+            out += fmt::format("{} \\\\ \\hline\n", fmt::join(heads, " & "));
+        } else {
+            out += fmt::format("\\mathrm{{{}}} = \\begin{{bmatrix}}\n", latex_text(shown_name(step)));
+        }
         for (auto i : rows) {
             std::vector<std::string> cells;
+            if (labelled) cells.push_back(label(i, false));
             for (auto j : part) cells.push_back(i == gap && j == gap ? "\\ddots" : i == gap ? "\\vdots" : j == gap ? "\\cdots" : latex_number(cell(m(i, j))));
             out += fmt::format("{} \\\\\n", fmt::join(cells, " & "));
         }
-        out += wide ? "\\end{bmatrix}\n\\]\n}\n" : "\\end{bmatrix}\n\\]\n";
+        out += labelled ? "\\end{array}\n\\]\n}\n" : "\\end{bmatrix}\n\\]\n}\n";
     }
     return out;
 }

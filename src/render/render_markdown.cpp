@@ -1,5 +1,5 @@
 // Markdown for worksheets: the problem line, the notes as quotes, then per step
-// a heading with its formula and shape and a table labelled with the tokens.
+// a heading with its formula (as maths) and shape and a table labelled with the tokens.
 #include <fmt/format.h>
 
 #include "attn_trace/render.hpp"
@@ -7,12 +7,31 @@
 
 namespace attn_trace {
 
+const std::vector<std::string>& math_style_names() {
+    static const std::vector<std::string> names = {"dollars", "github"};
+    return names;
+}
+
+std::string markdown_math(const std::string& latex, MathStyle style, bool display) {
+    // pandoc reads $…$ as maths only without a space inside either dollar.
+    const std::size_t first = latex.find_first_not_of(" \n"), last = latex.find_last_not_of(" \n");
+    const std::string math = first == std::string::npos ? "" : latex.substr(first, last - first + 1);
+    switch (style) {
+        case MathStyle::dollars: return display ? "$$\n" + math + "\n$$" : "$" + math + "$";
+        case MathStyle::github: return display ? "```math\n" + math + "\n```" : "$`" + math + "`$";
+    }
+    return math;  // a value outside the enum
+}
+
 namespace {
 
-std::string markdown_heading(const Step& step) {
+std::string markdown_heading(const Step& step, MathStyle style) {
     std::string where;
     for (const auto& part : step_place(step)) where += ", " + part.key + (part.key == "t" ? " = " : " ") + part.value;
-    return fmt::format("### `{}` = {} {}{}\n", shown_name(step), markdown_text(step.formula), shape_string(step.values), where);
+    const FormulaParts formula = split_formula(step.formula);
+    std::string shown = formula.math.empty() ? "" : markdown_math(formula.math, style, false);
+    if (!formula.remark.empty()) shown += (shown.empty() ? "" : " ") + markdown_text(formula.remark);
+    return fmt::format("### `{}` = {} {}{}\n", shown_name(step), shown, shape_string(step.values), where);
 }
 
 std::string markdown_table(const Step& step, const RenderOptions& options) {
@@ -44,7 +63,7 @@ std::string render_markdown(const Trace& trace, const RenderOptions& options) {
                           markdown_text(describe_problem(p)));
         for (const auto& note : trace.notes) out += "\n> note: " + markdown_text(note_text(note)) + "\n";
     }
-    for (const Step* step : selected_steps(trace, options)) out += "\n" + markdown_heading(*step) + "\n" + markdown_table(*step, options);
+    for (const Step* step : selected_steps(trace, options)) out += "\n" + markdown_heading(*step, options.math) + "\n" + markdown_table(*step, options);
     for (const auto& [key, value] : trace.numbers) out += fmt::format("\n- {} = {}", key, format_trace_number(value));
     if (!trace.numbers.empty()) out += "\n";
     return out;

@@ -129,8 +129,9 @@ struct Exercise {
 class ExerciseWriter {
 public:
     // `hide_answers`: on a page, each part of an answer waits behind a "Show" button
-    // (a sheet of both parts); an answer key shows its answers.
-    ExerciseWriter(Format format, bool hide_answers) : format_(format), hide_answers_(page() && hide_answers) {}
+    // (a sheet of both parts); an answer key shows its answers. `math`: how Markdown
+    // writes the mathematics.
+    ExerciseWriter(Format format, bool hide_answers, MathStyle math) : format_(format), hide_answers_(page() && hide_answers), math_(math) {}
 
     // The heading, the question, every given matrix and the numbered tasks: all a
     // student works from, and nothing of the answer.
@@ -154,7 +155,7 @@ public:
         for (const auto& worked : plan.worked) {
             const bool is_row = worked.spec.find(',') == std::string::npos;
             const ExplainTarget target = is_row ? parse_row_spec(worked.spec) : parse_cell_spec(worked.spec);
-            const ExplainOptions options{worked.head, 0, 4, page() ? Format::text : format_};  // a page shows the text in a <pre>
+            const ExplainOptions options{worked.head, 0, 4, page() ? Format::text : format_, math_};  // a page shows the text in a <pre>
             // A gradient cell is explained from the backward trace, which explain_problem computes.
             const bool backward = is_gradient(target.step);
             const std::string worked_text = backward ? explain_problem(e.problem, RunOptions{}, target, options) : explain(e.full, e.problem, target, options);
@@ -233,6 +234,7 @@ private:
         options.steps = names;
         options.header = false;
         options.full = true;  // an exercise with a "…" in it cannot be solved or checked
+        options.math = math_;
         std::string out;
         switch (format_) {
             case Format::text:
@@ -280,6 +282,7 @@ private:
 
     Format format_;
     bool hide_answers_;
+    MathStyle math_;
 };
 
 }  // namespace
@@ -355,7 +358,7 @@ std::string write_worksheet(const Worksheet& sheet, Format format) {
     std::vector<Exercise> exercises;
     for (std::size_t k = 0; k < sheet.count; ++k) exercises.push_back(make_exercise(k + 1, sheet.topics[k % sheet.topics.size()], sheet.seed + k));
     if (format == Format::json) return json_sheet(exercises, sheet.part);
-    const ExerciseWriter writer(format, sheet.part == ExercisePart::both);
+    const ExerciseWriter writer(format, sheet.part == ExercisePart::both, sheet.math);
     std::string body;
     for (const Exercise& e : exercises) {
         if (sheet.part != ExercisePart::answers) body += writer.questions(e);
@@ -365,8 +368,8 @@ std::string write_worksheet(const Worksheet& sheet, Format format) {
     return writer.document(sheet_title(sheet, exercises), body);
 }
 
-std::string write_exercise(const std::string& topic, std::uint64_t seed, Format format, ExercisePart part) {
-    return write_worksheet({{topic}, seed, 1, part}, format);
+std::string write_exercise(const std::string& topic, std::uint64_t seed, Format format, ExercisePart part, MathStyle math) {
+    return write_worksheet({{topic}, seed, 1, part, math}, format);
 }
 
 }  // namespace attn_trace

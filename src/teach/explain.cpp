@@ -72,8 +72,9 @@ void check_format(const ExplainOptions& options) {
 }
 
 // The explanation in its format; html is a page of its own.
-std::string written(const ExplainDocument& document, Format format) {
-    const std::string text = render_explanation(document, format);
+std::string written(const ExplainDocument& document, const ExplainOptions& options) {
+    const Format format = options.format;
+    const std::string text = render_explanation(document, format, options.math);
     if (format != Format::html) return text;
     return html_page("attn-trace explain: " + document.heading, "sheet", "<main>\n" + text + "</main>\n");
 }
@@ -95,7 +96,7 @@ ExplainTarget parse_row_spec(const std::string& text) { return parse_spec(text, 
 
 std::string explain(const Trace& trace, const Problem& problem, const ExplainTarget& target, const ExplainOptions& options) {
     check_format(options);
-    return written(explain_run_step(trace, problem, target, options, 0), options.format);
+    return written(explain_run_step(trace, problem, target, options, 0), options);
 }
 
 std::string explain_problem(const Problem& problem, const RunOptions& run, const ExplainTarget& target, const ExplainOptions& options,
@@ -103,15 +104,15 @@ std::string explain_problem(const Problem& problem, const RunOptions& run, const
     check_format(options);
     if (source.t && source.tile) throw InputError("explain: ⟦t⟧ (a decode step) and ⟦tile⟧ (a tiled step) exclude each other");
     const std::size_t batch = checked_batch(problem, options);
-    if (source.t) return written(explain_decode_step(problem, run, target, options, source, batch), options.format);
-    if (source.tile) return written(explain_tiled_step(problem, run, target, options, source, batch), options.format);
+    if (source.t) return written(explain_decode_step(problem, run, target, options, source, batch), options);
+    if (source.tile) return written(explain_tiled_step(problem, run, target, options, source, batch), options);
     if (is_gradient(target.step)) {  // the backward pass: its trace and the forward one it reads
         const Trace grad = pipeline_grad(problem, run, {});
-        return written(explain_grad_step(grad, pipeline_full(problem, run), problem, target, options), options.format);
+        return written(explain_grad_step(grad, pipeline_full(problem, run), problem, target, options), options);
     }
     const QueryRows rows = rows_for(problem, target);
     const Trace trace = pipeline_full_rows(problem, run, batch, rows);
-    return written(explain_run_step(trace, problem, target, options, rows.first), options.format);
+    return written(explain_run_step(trace, problem, target, options, rows.first), options);
 }
 
 double explain_bytes(const Problem& p, const ExplainSource& source) {

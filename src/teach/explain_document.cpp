@@ -103,7 +103,17 @@ std::string Notation::words(const std::string& text) const { return latex_ ? "\\
 namespace {
 // A line with breaks in it becomes an aligned block: every line starts at the
 // same place, the continuations indented by \quad.
-std::string display(const std::string& math) {
+std::string display(const std::string& written) {
+    // Two spaces part two equations ("z = 1,  max = 3"); TeX drops spaces in maths, so they become a \quad.
+    std::string math;
+    for (std::size_t i = 0; i < written.size(); ++i) {
+        if (written.compare(i, 3, ",  ") != 0) {
+            math += written[i];
+            continue;
+        }
+        math += ",\\quad ";
+        i += 2;
+    }
     return math.find("\\\\") == std::string::npos ? math : "\\begin{aligned}\n  &" + math + "\n\\end{aligned}";
 }
 }  // namespace
@@ -113,7 +123,7 @@ namespace {
 // prose, then its mathematics when it has some) and the footnote.
 struct DocumentStyle {
     std::string (*heading)(const std::string&);
-    std::string (*line)(const ExplainLine&);
+    std::string (*line)(const ExplainLine&, MathStyle);
     std::string (*footnote)(const std::string&);
 };
 
@@ -121,23 +131,23 @@ std::optional<DocumentStyle> style_of(Format format) {
     switch (format) {
         case Format::text:
             return DocumentStyle{[](const std::string& h) { return h + "\n"; },
-                                 [](const ExplainLine& l) { return "\n" + l.prose + "\n" + (l.math.empty() ? "" : "    " + l.math + "\n"); },
+                                 [](const ExplainLine& l, MathStyle) { return "\n" + l.prose + "\n" + (l.math.empty() ? "" : "    " + l.math + "\n"); },
                                  [](const std::string& f) { return "\n(" + f + ")\n"; }};
         case Format::markdown:
             return DocumentStyle{[](const std::string& h) { return "### " + markdown_text(h) + "\n"; },
-                                 [](const ExplainLine& l) {
-                                     return "\n" + markdown_text(l.prose) + "\n" + (l.math.empty() ? "" : "\n```math\n" + display(l.math) + "\n```\n");
+                                 [](const ExplainLine& l, MathStyle math) {
+                                     return "\n" + markdown_text(l.prose) + "\n" + (l.math.empty() ? "" : "\n" + markdown_math(display(l.math), math, true) + "\n");
                                  },
                                  [](const std::string& f) { return "\n*" + markdown_text(f) + "*\n"; }};
         case Format::latex:
             return DocumentStyle{[](const std::string& h) { return "\\noindent\\textbf{" + latex_prose(h) + "}\n"; },
-                                 [](const ExplainLine& l) {
+                                 [](const ExplainLine& l, MathStyle) {
                                      return "\n\\noindent " + latex_prose(l.prose) + (l.math.empty() ? "\n" : "\n\\[ " + display(l.math) + " \\]\n");
                                  },
                                  [](const std::string& f) { return "\n\\noindent\\emph{" + latex_text(f) + "}\n"; }};
         case Format::html:
             return DocumentStyle{[](const std::string& h) { return "<h2>" + html_escape(h) + "</h2>\n"; },
-                                 [](const ExplainLine& l) {
+                                 [](const ExplainLine& l, MathStyle) {
                                      return "<p>" + html_escape(l.prose) + "</p>\n" +
                                             (l.math.empty() ? "" : "<pre class=\"math\">" + html_escape(l.math) + "</pre>\n");
                                  },
@@ -149,11 +159,11 @@ std::optional<DocumentStyle> style_of(Format format) {
 }
 }  // namespace
 
-std::string render_explanation(const ExplainDocument& d, Format format) {
+std::string render_explanation(const ExplainDocument& d, Format format, MathStyle math) {
     const auto style = style_of(format);
     if (!style) throw std::logic_error(fmt::format("explain does not write {}", format));
     std::string out = style->heading(d.heading);
-    for (const auto& line : d.lines) out += style->line(line);
+    for (const auto& line : d.lines) out += style->line(line, math);
     if (!d.footnote.empty()) out += style->footnote(d.footnote);
     return out;
 }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "attn_trace/format_table.hpp"
+#include "attn_trace/render.hpp"
 
 namespace attn_trace {
 
@@ -22,7 +23,8 @@ public:
     std::string dot() const { return latex_ ? " \\cdot " : " · "; }
     std::string exp(const std::string& argument) const;  // e^(…) / e^{…}
     std::string fraction(const std::string& top, const std::string& bottom) const;
-    std::string max_of(const std::string& index) const { return latex_ ? "\\max_{" + index + "}" : "max_" + index; }
+    // \max\nolimits: in a display \max_{2} would set the row's index under "max", as a limit.
+    std::string max_of(const std::string& index) const { return latex_ ? "\\max\\nolimits_{" + index + "}" : "max_" + index; }
     std::string sum_symbol() const { return latex_ ? "\\sum" : "Σ"; }      // the operator, Σ_j
     std::string total(const std::string& index) const { return latex_ ? "\\Sigma_{" + index + "}" : "Σ_" + index; }  // a sum's value
     std::string vector(const std::vector<double>& values) const;  // (0.5, 1.5), long ones broken into lines
@@ -52,14 +54,13 @@ struct ExplainDocument {
     std::string footnote;
 };
 
-// text: prose, then the mathematics indented; markdown: paragraphs with ```math
-// blocks (GitHub renders them as maths, other renderers as code, so nothing
-// mangles a backslash or an underscore); latex: paragraphs with \[…\], an aligned
+// text: prose, then the mathematics indented; markdown: paragraphs with the
+// mathematics displayed in `math`'s style ($$…$$ or GitHub's ```math blocks); latex: paragraphs with \[…\], an aligned
 // block when the line is broken; html: a fragment of paragraphs and <pre> blocks
 // (the Unicode notation). The Notation must be LaTeX for markdown and latex.
 // Throws std::logic_error for a format explain does not write (check_format refuses
 // it first).
-std::string render_explanation(const ExplainDocument& document, Format format);
+std::string render_explanation(const ExplainDocument& document, Format format, MathStyle math = MathStyle::dollars);
 // Whether an explanation in `format` writes its mathematics in LaTeX (the Notation's choice).
 bool latex_notation(Format format);
 

@@ -1,6 +1,7 @@
 #pragma once
 // Renderers: a trace in, text for people, JSON for scripts, Markdown and LaTeX
 // for worksheets, CSV for one matrix, SVG and terminal heatmaps for the weights.
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -10,6 +11,14 @@
 
 namespace attn_trace {
 
+// How Markdown writes mathematics (docs/COMMANDS.md#output-formats): `dollars`,
+// $…$ inline and $$…$$ displayed, which GitHub, pandoc, Jupyter and KaTeX pages
+// read; `github`, GitHub's own $`…`$ and fenced math blocks.
+enum class MathStyle : std::uint8_t { dollars, github };
+const std::vector<std::string>& math_style_names();  // in enum order, as the option takes them
+// LaTeX mathematics as Markdown in `style`, inline or as a display of its own lines.
+std::string markdown_math(const std::string& latex, MathStyle style, bool display);
+
 struct RenderOptions {
     int precision = 4;                 // decimals in text
     bool full = false;                 // text: every row and column, no "…"
@@ -18,6 +27,7 @@ struct RenderOptions {
     std::optional<int> head;           // only this head's per-head steps
     std::optional<int> batch;          // only this batch element's steps
     bool header = true;                // markdown/latex: the title, problem line and notes
+    MathStyle math = MathStyle::dollars;  // markdown: how the formulas are written
 };
 
 // The steps that pass the --steps / --head filters, in trace order.
@@ -86,6 +96,12 @@ std::string latex_number(const std::string& text);
 // LaTeX: the mathematics in math mode ($\ell_{\mathrm{new}} = e^{m_{\mathrm{old}} - …}$),
 // a trailing remark in parentheses or a tail of plain words as text after it.
 std::string latex_formula(const std::string& formula);
+// latex_formula's two parts: the mathematics as LaTeX (without $), and the remark
+// after it as plain text; either may be empty.
+struct FormulaParts {
+    std::string math, remark;
+};
+FormulaParts split_formula(const std::string& formula);
 // Prose with formulas in it ("ℓ_new = rescale · ℓ_old + Σ_j e^(S_j − m_new), over
 // this tile's keys") as LaTeX: the words as text, the formulas in math mode.
 std::string latex_prose(const std::string& text);

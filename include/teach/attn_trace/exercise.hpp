@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "attn_trace/format_table.hpp"
+#include "attn_trace/render.hpp"
 
 namespace attn_trace {
 
@@ -40,6 +41,7 @@ struct Worksheet {
     std::uint64_t seed = 0;
     std::size_t count = 1;
     ExercisePart part = ExercisePart::both;
+    MathStyle math = MathStyle::dollars;  // how Markdown writes the mathematics
 };
 
 // markdown/latex/text/html, for each exercise: its heading "Exercise k: …", then
@@ -55,7 +57,8 @@ struct Worksheet {
 // format exercises are not written in.
 std::string write_worksheet(const Worksheet& sheet, Format format);
 
-// One exercise: write_worksheet({{topic}, seed, 1, part}, format).
-std::string write_exercise(const std::string& topic, std::uint64_t seed, Format format, ExercisePart part = ExercisePart::both);
+// One exercise: write_worksheet({{topic}, seed, 1, part, math}, format).
+std::string write_exercise(const std::string& topic, std::uint64_t seed, Format format, ExercisePart part = ExercisePart::both,
+                           MathStyle math = MathStyle::dollars);
 
 }  // namespace attn_trace

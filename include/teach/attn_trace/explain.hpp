@@ -35,6 +35,7 @@ struct ExplainOptions {
     int batch = 0;
     int precision = 4;            // every number rounded to this many decimals
     Format format = Format::text;  // one of formats_of(for_explain)
+    MathStyle math = MathStyle::dollars;  // markdown: how the mathematics is written
 };
 
 // Which trace the target lives in: run's (neither t nor tile), decode's step t, or
