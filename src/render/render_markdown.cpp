@@ -12,7 +12,7 @@ namespace {
 std::string markdown_heading(const Step& step) {
     std::string where;
     for (const auto& part : step_place(step)) where += ", " + part.key + (part.key == "t" ? " = " : " ") + part.value;
-    return fmt::format("### `{}` = {} {}{}\n", shown_name(step), markdown_text(step.formula), shape_string(step.values), where);
+    return fmt::format("### `{}` {} {}{}\n", shown_name(step), markdown_text(defined_as(step_symbol(step.name), step.formula)), shape_string(step.values), where);
 }
 
 std::string markdown_table(const Step& step, const RenderOptions& options) {
