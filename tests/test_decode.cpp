@@ -54,7 +54,7 @@ TEST_CASE("decode: the cache grows by one row per step; steps carry t") {
         const std::size_t length = static_cast<std::size_t>(t) + 1;
         REQUIRE(decode_step(trace, "k_cache", t).rows() == length);
         REQUIRE(decode_step(trace, "v_cache", t).cols() == 2);
-        REQUIRE(decode_step(trace, "scores", t).cols() == length);
+        REQUIRE(decode_step(trace, "masked", t).cols() == length);
         REQUIRE(decode_step(trace, "weights", t).rows() == 1);
         REQUIRE(decode_step(trace, "out", t).cols() == 2);
     }

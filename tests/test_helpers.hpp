@@ -26,18 +26,19 @@ inline const std::string damaged_keys = R"({"tokens": ["damaged", "on", "arrival
 
 // The lines of docs/COMMANDS.md's section `## heading`, up to the next section: for
 // the tests that hold a table of the page to the library's.
-inline std::vector<std::string> commands_doc_section(const std::string& heading) {
-    std::ifstream in(ATTN_TRACE_SOURCE_DIR "/docs/COMMANDS.md");
+inline std::vector<std::string> doc_section(const std::string& page_name, const std::string& heading) {
+    std::ifstream in(ATTN_TRACE_SOURCE_DIR "/docs/" + page_name);
     std::stringstream page;
     page << in.rdbuf();
     const std::string text = page.str();
     const auto from = text.find("## " + heading + "\n");
-    if (from == std::string::npos) throw std::runtime_error("docs/COMMANDS.md has no section " + heading);
+    if (from == std::string::npos) throw std::runtime_error("docs/" + page_name + " has no section " + heading);
     std::vector<std::string> lines;
     std::istringstream section(text.substr(from, text.find("\n## ", from + 1) - from));
     for (std::string line; std::getline(section, line);) lines.push_back(line);
     return lines;
 }
+inline std::vector<std::string> commands_doc_section(const std::string& heading) { return doc_section("COMMANDS.md", heading); }
 
 inline Trace run_json(const std::string& json, Dtype dtype = Dtype::f64) {
     return pipeline_full(parse_problem(json, "test.json"), RunOptions{dtype, "cpu"});

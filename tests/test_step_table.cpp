@@ -1,15 +1,16 @@
-// The step table (docs/COMMANDS.md#the-step-table): names look up both ways, the page
+// The step table (docs/NOTATION.md#the-steps): names look up both ways, the page
 // shows the table as the code holds it, and every trace holds only steps the table
 // says its command produces.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <regex>
 
 #include "attn_trace/permutation.hpp"
 #include "test_helpers.hpp"
 
 using namespace attn_trace;
-using attn_trace::testing::commands_doc_section;
+using attn_trace::testing::doc_section;
 
 namespace {
 
@@ -51,22 +52,41 @@ TEST_CASE("every step's name finds the step, and only names of steps find one") 
     CHECK_FALSE(is_grad_step(StepName::weights));
 }
 
-TEST_CASE("docs/COMMANDS.md's step table is the library's, row for row") {
-    const std::regex row(R"(\| `(\w+)` \| (.*) \| (.*) \| (.*) \|)");
+TEST_CASE("docs/NOTATION.md's table is the library's, row for row") {
+    const std::regex row(R"(\| `(\w+)` \| (.*) \| `(.*)` \| (.*) \| (.*) \| (.*) \|)");
     std::vector<std::string> documented;
-    for (const std::string& line : commands_doc_section("The step table")) {
+    for (const std::string& line : doc_section("NOTATION.md", "The steps")) {
         std::smatch m;
         if (!std::regex_match(line, m, row)) continue;
         const auto step = find_step(m[1].str());
         INFO(line);
         REQUIRE(step);
         const StepInfo& info = step_info(*step);
-        CHECK(m[2].str() == info.holds);
-        CHECK(m[3].str() == info.shape);
-        CHECK(m[4].str() == commands_text(info.commands));
+        CHECK(m[2].str() == info.symbol);
+        CHECK(m[3].str() == info.latex);
+        CHECK(m[4].str() == info.formula);
+        CHECK(m[5].str() == info.shape);
+        CHECK(m[6].str() == commands_text(info.commands));
         documented.push_back(m[1].str());
     }
     CHECK(documented == step_names());
+}
+
+TEST_CASE("every step has one symbol: no two steps share one, but for the running and tile forms the page names") {
+    // tiled's m and l are row_max's and row_sum's running forms (docs/NOTATION.md#one-name-per-quantity).
+    const std::vector<std::pair<StepName, StepName>> shared = {{StepName::row_max, StepName::m}, {StepName::row_sum, StepName::l}};
+    for (const StepInfo& a : step_table())
+        for (const StepInfo& b : step_table()) {
+            if (a.id >= b.id || !a.commands || !b.commands || a.symbol != b.symbol) continue;
+            INFO(a.name << " and " << b.name << " share " << a.symbol);
+            CHECK(std::find(shared.begin(), shared.end(), std::pair{a.id, b.id}) != shared.end());
+        }
+    CHECK(step_symbol_latex(StepName::row_sum) == "\\ell");
+    CHECK(step_symbol(StepName::masked) == "Z");
+    CHECK(defined_as("A", "E / ℓ") == "A = E / ℓ");
+    CHECK(defined_as("Q", "(given)") == "Q (given)");
+    CHECK(defined_as("", "a label's formula") == "a label's formula");
+    CHECK(defined_as("X", "") == "X");
 }
 
 TEST_CASE("each command's trace holds only the steps the table gives it") {

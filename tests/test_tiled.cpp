@@ -45,7 +45,7 @@ TEST_CASE("tiled: damaged on arrival with two key tiles equals the full computat
     REQUIRE(tile_step(trace, "rescale", 0, 1)(0, 0) == Approx(std::exp(s * 0.75 - s * 3)).margin(1e-15));
     REQUIRE(tile_step(trace, "m", 0, 1)(0, 0) == Approx(s * 3).margin(1e-15));
     REQUIRE(tile_step(trace, "u", 0, 1).cols() == 2);
-    REQUIRE(tile_step(trace, "scores", 0, 1).cols() == 1);  // the last tile holds one key
+    REQUIRE(tile_step(trace, "masked", 0, 1).cols() == 1);  // the last tile holds one key
 }
 
 TEST_CASE("tiled: a causal mask skips the tiles above the diagonal and counts them") {
@@ -53,7 +53,7 @@ TEST_CASE("tiled: a causal mask skips the tiles above the diagonal and counts th
     const Trace trace = tiled(problem, 1, 1);
     REQUIRE(trace_number(trace, "tiles_skipped") == 3);  // (0,1), (0,2), (1,2)
     REQUIRE(trace_number(trace, "tiles_computed") == 6);
-    REQUIRE(trace.find(StepName::scores, 0, std::nullopt, std::nullopt, std::array<int, 2>{0, 1}) == nullptr);
+    REQUIRE(trace.find(StepName::masked, 0, std::nullopt, std::nullopt, std::array<int, 2>{0, 1}) == nullptr);
     REQUIRE(matches(step_values(trace, "out"), matrix({{2, 0}, {1, 0}, {1.007, 0.248}}), 5e-4));
     REQUIRE(trace_number(tiled(problem, 2, 2), "tiles_skipped") == 1);
 }
@@ -67,7 +67,7 @@ TEST_CASE("tiled: a tile whose keys are all blocked for a row keeps m = -inf and
     REQUIRE(tile_step(trace, "l", 0, 0)(0, 0) == 0.0);
     REQUIRE(tile_step(trace, "rescale", 0, 0)(0, 0) == 1.0);  // e^(−∞ − (−∞)) taken as 1: nothing to rescale
     for (const Step& step : trace.steps)
-        if (step.name != StepName::scores) REQUIRE_FALSE(any_nan(step.values));
+        if (step.name != StepName::masked) REQUIRE_FALSE(any_nan(step.values));
     REQUIRE(tile_step(trace, "rescale", 0, 1)(0, 0) == 0.0);  // the first key read: e^(−∞ − m) = 0
     require_same_outputs(trace, full(problem.dump()), tolerances::same_math_f64);
 }

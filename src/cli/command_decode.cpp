@@ -56,7 +56,7 @@ void add_decode_command(CLI::App& app, int& exit_code) {
 causal by construction; a padding, window or matrix mask in the problem applies inside the cache).
 The result must equal the full computation with a causal-bottom-right mask: max_abs_diff_vs_full.
 Cache size per token: 2 · layers · H_kv · d_k · bytes (layers · H_kv · (d_k + d_v) · bytes when d_v ≠ d_k).
-Text shows one line per step; --steps (k_cache, v_cache, scores, weights, out, concat, final)
+Text shows one line per step; --steps (k_cache, v_cache, masked, weights, out, concat, final)
 or --format json gives every matrix; JSON steps carry "t".
 
 Examples:

@@ -59,9 +59,9 @@ Every step of run can be explained, cell by cell (--cell STEP[i,j]):
   out                    Σ_j A_ij v_jc, every term
   concat, final          which head's out column; concat row · W_O column + b_O
 and whole rows (--row STEP[i]): weights[i] (the whole softmax), out[i] (every A_ij v_j).
-Decode steps with --t T (and --prefill P as decode has it): k_cache, v_cache, scores,
+Decode steps with --t T (and --prefill P as decode has it): k_cache, v_cache, masked,
 weights, out of step t, indexed as that step prints them. Tiled steps with
---tile QB,KT (and --block-q, --block-k as tiled has them): scores, m, l, u, rescale of
+--tile QB,KT (and --block-q, --block-k as tiled has them): masked, m, l, u, rescale of
 that tile, with the recurrence from the previous tile.
 
 Examples:
@@ -81,8 +81,8 @@ Examples:
     cell->excludes(row);
     add_format_option(*explain_command, o.format, formats_of(for_explain), "text, markdown, latex or html (a page of its own)");
     add_math_option(*explain_command, o.trace.math);
-    auto* t = explain_command->add_option("--t", o.t, "a decode step: explain decode's k_cache, v_cache, scores, weights or out at step T");
-    auto* tile = explain_command->add_option("--tile", o.tile, "a tiled step: explain tiled's scores, m, l, u or rescale at tile QB,KT");
+    auto* t = explain_command->add_option("--t", o.t, "a decode step: explain decode's k_cache, v_cache, masked, weights or out at step T");
+    auto* tile = explain_command->add_option("--tile", o.tile, "a tiled step: explain tiled's masked, m, l, u or rescale at tile QB,KT");
     t->excludes(tile);
     auto* prefill = explain_command->add_option("--prefill", o.prefill, "with --t: the first P queries as one causal block, as decode --prefill")
                         ->capture_default_str();

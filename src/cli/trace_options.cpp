@@ -159,7 +159,9 @@ void check_steps_present(const Trace& trace, const RenderOptions& r, const Probl
             if (std::find(produced.begin(), produced.end(), step->name) == produced.end()) produced.push_back(step->name);
         std::string hint;
         const bool cache = name == StepName::k_cache || name == StepName::v_cache;
-        if (cache && r.head && problem.kv_heads < problem.heads)
+        if (name == StepName::scores && (trace.command == "decode" || trace.command == "tiled"))
+            hint = fmt::format(" ({} calls s · Q Kᵀ + M 'masked', as run does: use --steps masked)", trace.command);
+        else if (cache && r.head && problem.kv_heads < problem.heads)
             hint = fmt::format(" ({} carries the KV head: query head {} reads KV head {}, so use --head {})", name, *r.head,
                                *r.head / (problem.heads / problem.kv_heads), *r.head / (problem.heads / problem.kv_heads));
         else if (name == StepName::concat || name == StepName::final)

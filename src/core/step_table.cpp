@@ -6,7 +6,7 @@ namespace attn_trace {
 
 const std::vector<StepInfo>& step_table() {
     static const std::vector<StepInfo> table = {
-#define ATTN_TRACE_STEP_INFO(name, holds, shape, commands) {StepName::name, #name, holds, shape, commands},
+#define ATTN_TRACE_STEP_INFO(name, symbol, latex, formula, shape, commands) {StepName::name, #name, symbol, latex, formula, shape, commands},
         ATTN_TRACE_STEPS(ATTN_TRACE_STEP_INFO)
 #undef ATTN_TRACE_STEP_INFO
     };
@@ -29,6 +29,11 @@ const std::vector<std::string>& step_names() {
         return all;
     }();
     return names;
+}
+
+std::string defined_as(std::string_view symbol, std::string_view formula) {
+    if (symbol.empty() || formula.empty()) return std::string(symbol.empty() ? formula : symbol);
+    return std::string(symbol) + (formula.front() == '(' ? " " : " = ") + std::string(formula);
 }
 
 bool is_grad_step(StepName step) { return (step_info(step).commands & by_grad) != 0; }

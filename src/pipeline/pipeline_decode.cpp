@@ -110,7 +110,7 @@ private:
         for (int h = 0; h < p_.heads; ++h) {
             const std::size_t hs = static_cast<std::size_t>(h);
             steps_.note_empty_rows(heads.empty_rows[hs], h, b);
-            steps_.record(StepName::out, "the output rows of every step, stacked", heads.outs[hs], h, b, query_labels(p_));
+            steps_.record(StepName::out, "the rows A V_cache of every step, stacked", heads.outs[hs], h, b, query_labels(p_));
         }
         steps_.record_concat_and_final(heads.outs, b, *backend_, dtype_);
     }
@@ -127,23 +127,23 @@ private:
         const auto key_names = slice_labels(key_labels(p_), 0, cache_length);
         if (heads.mla) {
             // One latent and one RoPE key per token for every head: each head's keys and values are c_cache W_UK,h and c_cache W_UV,h.
-            steps_.record(StepName::c_cache, fmt::format("latent cache after appending c_kv,{}", t), block_of(heads.mla->c_kv, 0, cache_length, 0, p_.mla->d_c),
+            steps_.record(StepName::c_cache, fmt::format("C_KV[0…{}]", cache_length - 1), block_of(heads.mla->c_kv, 0, cache_length, 0, p_.mla->d_c),
                           std::nullopt, b, key_names).t = t;
             if (p_.mla->d_r)
-                steps_.record(StepName::kr_cache, fmt::format("RoPE key cache after appending k_rope,{}", t), block_of(heads.mla->k_rope, 0, cache_length, 0, p_.mla->d_r),
+                steps_.record(StepName::kr_cache, fmt::format("K_R[0…{}]", cache_length - 1), block_of(heads.mla->k_rope, 0, cache_length, 0, p_.mla->d_r),
                               std::nullopt, b, key_names).t = t;
         }
         for (int g = 0; g < p_.kv_heads && !heads.mla; ++g) {
             const HeadInputs& kv = heads.inputs[static_cast<std::size_t>(g * group)];
             const std::string which = p_.kv_heads > 1 || p_.heads > 1 ? fmt::format(" of KV head {}", g) : "";
-            steps_.record(StepName::k_cache, fmt::format("K cache{} after appending k_{}", which, t), block_of(kv.k, 0, cache_length, 0, p_.d_k), g, b, key_names).t = t;
-            steps_.record(StepName::v_cache, fmt::format("V cache{} after appending v_{}", which, t), block_of(kv.v, 0, cache_length, 0, p_.d_v), g, b, key_names).t = t;
+            steps_.record(StepName::k_cache, fmt::format("K[0…{}]{}", cache_length - 1, which), block_of(kv.k, 0, cache_length, 0, p_.d_k), g, b, key_names).t = t;
+            steps_.record(StepName::v_cache, fmt::format("V[0…{}]{}", cache_length - 1, which), block_of(kv.v, 0, cache_length, 0, p_.d_v), g, b, key_names).t = t;
         }
         for (int h = 0; h < p_.heads; ++h) {
             const std::size_t hs = static_cast<std::size_t>(h);
             const HeadInputs& in = heads.inputs[hs];
             const Matrix k_cache = block_of(in.k, 0, cache_length, 0, p_.d_k), v_cache = block_of(in.v, 0, cache_length, 0, p_.d_v);
-            // z = s · q_t K_cacheᵀ (+ softcap) + M[t, 0 … cache)
+            // Z = s · Q[t] K_cacheᵀ (+ softcap) + M[t, 0…cache)
             Matrix z = scale(backend_->multiply_transposed(block_of(in.q, first, rows, 0, p_.d_k), k_cache, dtype_), p_.scale_factor(), dtype_);
             if (p_.softcap) z = soft_cap(z, *p_.softcap, dtype_);
             z = add_elementwise(z, cache_mask(head_mask(p_, b, h, {first, rows}), first, cache_length), dtype_);
@@ -154,11 +154,13 @@ private:
             Matrix out = backend_->multiply(softmax.weights, v_cache, dtype_);
             for (std::size_t r = 0; r < rows; ++r)
                 for (std::size_t j = 0; j < p_.d_v; ++j) heads.outs[hs](first + r, j) = out(r, j);
-            const std::string q_name = rows == 1 ? fmt::format("q_{}", t) : fmt::format("Q_0…{}", t);
-            steps_.record(StepName::scores, fmt::format("s · {} K_cacheᵀ{}{}", q_name, p_.softcap ? ", capped," : "", rows > 1 ? " + causal M" : " + M"),
+            // Index ranges are written X[a…b] everywhere (docs/NOTATION.md); Z is run's `masked`.
+            const std::string q_rows = rows == 1 ? fmt::format("Q[{}]", first) : fmt::format("Q[{}…{}]", first, first + rows - 1);
+            const std::string scores = fmt::format("s · {} K_cacheᵀ", q_rows);
+            steps_.record(StepName::masked, fmt::format("{}{}", p_.softcap ? fmt::format("c · tanh({} / c)", scores) : scores, rows > 1 ? " + causal M" : " + M"),
                           std::move(z), h, b, query_names, key_names).t = t;
-            steps_.record(StepName::weights, "softmax(scores)", std::move(softmax.weights), h, b, query_names, key_names).t = t;
-            steps_.record(StepName::out, "weights · V_cache", std::move(out), h, b, query_names).t = t;
+            steps_.record(StepName::weights, "softmax(Z)", std::move(softmax.weights), h, b, query_names, key_names).t = t;
+            steps_.record(StepName::out, "A V_cache", std::move(out), h, b, query_names).t = t;
         }
     }
 

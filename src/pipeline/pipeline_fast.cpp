@@ -113,8 +113,11 @@ private:
                 if (row_max(i, 0) == -std::numeric_limits<double>::infinity()) empty.push_back(i);
             steps_.note_empty_rows(empty, h, b);
             const int g = kv_head_of(p_, h);
-            record(StepName::row_max, "max_j masked (the running max m after the last tile)", std::move(row_max), h, b);
-            record(StepName::row_sum, "Σ_j exp (the running sum ℓ after the last tile)", std::move(row_sum), h, b);
+            // Without a mask the softmax reads the scaled scores: the formula names them, not Z (docs/NOTATION.md).
+            const bool unmasked = p_.masks.empty() && !p_.alibi_slopes && (p_.lengths.empty() || p_.lengths[b] == p_.m);
+            const std::string z = !unmasked ? "Z" : p_.softcap ? "S_c" : "S_s";
+            record(StepName::row_max, fmt::format("rowmax({}) (the running max m after the last tile)", z), std::move(row_max), h, b);
+            record(StepName::row_sum, fmt::format("rowsum(exp({} − m)) (the running sum ℓ after the last tile)", z), std::move(row_sum), h, b);
             outs.push_back(result.out.columns(hs * p_.d_v, p_.d_v));
             record(StepName::out, p_.kv_heads < p_.heads ? fmt::format("A V_{} = u / ℓ", g) : "A V = u / ℓ", outs.back(), h, b);
         }

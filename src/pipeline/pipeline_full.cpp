@@ -58,8 +58,8 @@ private:
         const auto& queries = queries_;
         const auto& keys = key_labels(p_);
         if (p_.from_tokens()) {
-            steps_.record(StepName::x, "X", block_of(p_.X[b], rows_.first, rows_.count, 0, p_.d_model), std::nullopt, b, queries);
-            if (p_.cross_attention()) steps_.record(StepName::x_source, "X_source", p_.X_source[b], std::nullopt, b, p_.source_tokens);
+            steps_.record(StepName::x, "(the input, one row per token)", block_of(p_.X[b], rows_.first, rows_.count, 0, p_.d_model), std::nullopt, b, queries);
+            if (p_.cross_attention()) steps_.record(StepName::x_source, "(the source, one row per token)", p_.X_source[b], std::nullopt, b, p_.source_tokens);
         }
         if (p_.mla) mla_ = mla_parts(p_, b, *backend_, dtype_, rows_);
         Projections qkv = p_.mla ? mla_projections(p_, *mla_) : project(p_, b, *backend_, dtype_, rows_);
@@ -68,9 +68,9 @@ private:
         const auto record_projections = [&](bool move) {
             if (p_.mla) return record_mla_parts(b);
             const auto take = [move](Matrix& m) { return move ? std::move(m) : m; };
-            steps_.record(StepName::q, projected ? (p_.b_Q ? "X W_Q + b_Q" : "X W_Q") : "Q (given)", take(qkv.q), std::nullopt, b, queries);
-            steps_.record(StepName::k, projected ? source + (p_.b_K ? " W_K + b_K" : " W_K") : "K (given)", take(qkv.k), std::nullopt, b, keys);
-            steps_.record(StepName::v, projected ? source + (p_.b_V ? " W_V + b_V" : " W_V") : "V (given)", take(qkv.v), std::nullopt, b, keys);
+            steps_.record(StepName::q, projected ? (p_.b_Q ? "X W_Q + b_Q" : "X W_Q") : "(given)", take(qkv.q), std::nullopt, b, queries);
+            steps_.record(StepName::k, projected ? source + (p_.b_K ? " W_K + b_K" : " W_K") : "(given)", take(qkv.k), std::nullopt, b, keys);
+            steps_.record(StepName::v, projected ? source + (p_.b_V ? " W_V + b_V" : " W_V") : "(given)", take(qkv.v), std::nullopt, b, keys);
         };
         if (in_order) record_projections(false);
         std::vector<Matrix> outs;
@@ -97,11 +97,11 @@ private:
         const MlaParts& parts = *mla_;
         steps_.record(StepName::c_kv, source + " W_DKV: the latent, all that is cached for the content", parts.c_kv, std::nullopt, b, keys);
         if (!parts.c_q.empty()) steps_.record(StepName::c_q, "X W_DQ: the compressed query", parts.c_q, std::nullopt, b, queries);
-        steps_.record(StepName::q, parts.c_q.empty() ? (p_.b_Q ? "X W_Q + b_Q" : "X W_Q") : "c_q W_UQ", parts.q, std::nullopt, b, queries);
-        steps_.record(StepName::k, "c_kv W_UK", parts.k, std::nullopt, b, keys);
-        steps_.record(StepName::v, "c_kv W_UV", parts.v, std::nullopt, b, keys);
+        steps_.record(StepName::q, parts.c_q.empty() ? (p_.b_Q ? "X W_Q + b_Q" : "X W_Q") : "C_Q W_UQ", parts.q, std::nullopt, b, queries);
+        steps_.record(StepName::k, "C_KV W_UK", parts.k, std::nullopt, b, keys);
+        steps_.record(StepName::v, "C_KV W_UV", parts.v, std::nullopt, b, keys);
         if (p_.mla->d_r == 0) return;
-        steps_.record(StepName::q_rope, fmt::format("RoPE({} W_QR), per head", parts.c_q.empty() ? "X" : "c_q"), parts.q_rope, std::nullopt, b, queries);
+        steps_.record(StepName::q_rope, fmt::format("RoPE({} W_QR), per head", parts.c_q.empty() ? "X" : "C_Q"), parts.q_rope, std::nullopt, b, queries);
         steps_.record(StepName::k_rope, fmt::format("RoPE({} W_KR), one for every head", source), parts.k_rope, std::nullopt, b, keys);
     }
 
@@ -118,7 +118,7 @@ private:
                                                                                         parts.k_rope, dtype_), dtype_);
         for (std::size_t i = 0; i < absorbed.data().size(); ++i)
             absorbed_diff_ = std::max(absorbed_diff_, value_difference(absorbed.data()[i], scores.data()[i]));
-        steps_.record(StepName::q_latent, "q_h W_UK,hᵀ: the query in latent space (absorbed form)", q_latent, h, b, queries_);
+        steps_.record(StepName::q_latent, "Q_h W_UK,hᵀ: the query in latent space (absorbed form)", q_latent, h, b, queries_);
     }
 
     // One head: scores → scaled → (capped) → mask → masked → softmax steps → out.
@@ -127,43 +127,47 @@ private:
         const auto& keys = key_labels(p_);
         const int g = kv_head_of(p_, h);
         if (p_.rope) {
-            steps_.record(StepName::q_rot, "RoPE(q)", in.q, h, b, queries);
-            steps_.record(StepName::k_rot, "RoPE(k)", in.k, h, b, keys);
+            steps_.record(StepName::q_rot, "RoPE(Q)", in.q, h, b, queries);
+            steps_.record(StepName::k_rot, "RoPE(K)", in.k, h, b, keys);
         }
         const std::string k_name = p_.kv_heads < p_.heads ? fmt::format("K_{}", g) : "K";
         const Matrix scores = backend_->multiply_transposed(in.q, in.k, dtype_);
         if (p_.mla) {
             record_absorbed(h, b, scores);
-            steps_.record(StepName::scores, p_.mla->d_r ? "q_h k_hᵀ + q_rope,h k_ropeᵀ" : "q_h k_hᵀ", scores, h, b, queries, keys);
+            steps_.record(StepName::scores, p_.mla->d_r ? "Q_h K_hᵀ + Q_R,h K_Rᵀ" : "Q_h K_hᵀ", scores, h, b, queries, keys);
         } else {
             steps_.record(StepName::scores, "Q " + k_name + "ᵀ" + columns_read(p_, h, false), scores, h, b, queries, keys);
         }
         const double s = p_.scale_factor();
         Matrix scaled = scale(scores, s, dtype_);
         steps_.record(StepName::scaled,
-                      fmt::format("s · scores, s = {}", p_.scale.kind == Scale::Kind::automatic ? fmt::format("1/√{} = {}", p_.d_k, describe_number(s))
+                      fmt::format("s · S, s = {}", p_.scale.kind == Scale::Kind::automatic ? fmt::format("1/√{} = {}", p_.d_k, describe_number(s))
                                                                                                 : describe_number(s)),
                       scaled, h, b, queries, keys);
         if (p_.softcap) {
             scaled = soft_cap(scaled, *p_.softcap, dtype_);
-            steps_.record(StepName::capped, fmt::format("c · tanh(scaled / c), c = {}", describe_number(*p_.softcap)), scaled, h, b, queries, keys);
+            steps_.record(StepName::capped, fmt::format("c · tanh(S_s / c), c = {}", describe_number(*p_.softcap)), scaled, h, b, queries, keys);
         }
         const Matrix mask = head_mask(p_, b, h, rows_);
-        steps_.record(StepName::mask, "M (0 = may read, -inf = may not)", mask, h, b, queries, keys);
+        steps_.record(StepName::mask, "0 where a query may read a key, −∞ where it may not", mask, h, b, queries, keys);
         if (pattern_ && pattern_->reach && !reach_recorded_) {  // the pattern's, so once
             reach_recorded_ = true;
             trace_.steps.push_back({StepName::reach, std::nullopt, std::nullopt, std::nullopt, std::nullopt,
                                     "least layers L through which key j reaches query i (inf: never)", *pattern_->reach, query_labels(p_), keys, ""});
         }
         const Matrix masked = add_elementwise(scaled, mask, dtype_);
-        steps_.record(StepName::masked, p_.softcap ? "capped + M" : "scaled + M", masked, h, b, queries, keys);
+        // Without a mask (M = 0) the softmax reads the scaled scores: its formulas name them, not Z
+        // (docs/NOTATION.md).
+        const bool unmasked = std::all_of(mask.data().begin(), mask.data().end(), [](double x) { return x == 0; });
+        const std::string before_mask = p_.softcap ? "S_c" : "S_s", z = unmasked ? before_mask : "Z";
+        steps_.record(StepName::masked, before_mask + (unmasked ? " + M = " + before_mask + " (no mask: M = 0)" : " + M"), masked, h, b, queries, keys);
         SoftmaxSteps softmax = softmax_rows(masked, p_.empty_rows, dtype_);
         for (auto& row : softmax.empty_rows) row += rows_.first;
         steps_.note_empty_rows(softmax.empty_rows, h, b);
-        steps_.record(StepName::row_max, "max_j masked", softmax.row_max, h, b, queries);
-        steps_.record(StepName::exp, "exp(masked − row_max)", softmax.exp, h, b, queries, keys);
-        steps_.record(StepName::row_sum, "Σ_j exp", softmax.row_sum, h, b, queries);
-        steps_.record(StepName::weights, "A = exp / row_sum", softmax.weights, h, b, queries, keys);
+        steps_.record(StepName::row_max, "rowmax(" + z + ")", softmax.row_max, h, b, queries);
+        steps_.record(StepName::exp, "exp(" + z + " − m)", softmax.exp, h, b, queries, keys);
+        steps_.record(StepName::row_sum, "rowsum(E)", softmax.row_sum, h, b, queries);
+        steps_.record(StepName::weights, "E / ℓ = softmax(" + z + ")", softmax.weights, h, b, queries, keys);
         const bool dropping = p_.dropout && p_.dropout->train;
         if (dropping) {
             if (!dropout_draws_) dropout_draws_.emplace(p_);
@@ -171,13 +175,13 @@ private:
             for (double x : keep.data()) kept_ += x;
             drawn_ += static_cast<double>(keep.data().size());
             softmax.weights = apply_dropout(softmax.weights, keep, p_.dropout->p, dtype_);
-            steps_.record(StepName::keep, fmt::format("1 where the draw u ≥ p = {} (kept), 0 where dropped", describe_number(p_.dropout->p)), std::move(keep), h, b,
+            steps_.record(StepName::keep, fmt::format("1 where the draw ≥ p = {} (kept), 0 where dropped", describe_number(p_.dropout->p)), std::move(keep), h, b,
                           queries, keys);
-            steps_.record(StepName::dropped, fmt::format("A ⊙ keep / (1 − p) = A ⊙ keep / {}", describe_number(1 - p_.dropout->p)), softmax.weights, h, b,
+            steps_.record(StepName::dropped, fmt::format("A ⊙ B / (1 − p) = A ⊙ B / {}", describe_number(1 - p_.dropout->p)), softmax.weights, h, b,
                           queries, keys);
         }
         const Matrix out = backend_->multiply(softmax.weights, in.v, dtype_);
-        const std::string a = dropping ? "dropped" : "A";
+        const std::string a = dropping ? "A_d" : "A";
         steps_.record(StepName::out, (p_.kv_heads < p_.heads ? fmt::format("{} V_{}", a, g) : a + " V") + columns_read(p_, h, true), out, h, b, queries);
         return out;
     }

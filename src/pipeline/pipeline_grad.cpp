@@ -74,7 +74,10 @@ public:
           forward_(grad.tiled ? pipeline_fast(problem, options, {}) : pipeline_full(problem, options)) {}
 
     Trace run() {
-        trace_.notes = forward_.notes;  // what the forward pass noted holds for its gradients too
+        // What the forward pass noted holds for its gradients too, but for its fast path's
+        // tiles: the tiled backward's own tiles are the ones to state (tiled_note).
+        for (const Note& note : forward_.notes)
+            if (note.kind != NoteKind::fast_path) trace_.notes.push_back(note);
         const std::size_t width = p_.W_O ? p_.W_O->cols() : static_cast<std::size_t>(p_.heads) * p_.d_v;
         const auto d_out = upstream(p_, grad_.d_out, width);
         for (std::size_t b = 0; b < p_.batch; ++b) run_sequence(b, d_out[b]);
@@ -97,13 +100,13 @@ private:
         const auto& queries = query_labels(p_);
         Matrix grad_concat = d_out;
         if (p_.W_O) {
-            steps_.record(StepName::grad_final, "dL/d final (the given d_out)", d_out, std::nullopt, b, queries);
+            steps_.record(StepName::grad_final, "∂L/∂Y (the given d_out)", d_out, std::nullopt, b, queries);
             grad_concat = times_transposed(d_out, *p_.W_O);  // d_out W_Oᵀ
             const Matrix& concat = forward(StepName::concat, std::nullopt, b);
             add_into(grad_W_O_, times(concat.transposed(), d_out));
             if (p_.b_O) add_into(grad_b_O_, column_sums(d_out));
         }
-        steps_.record(StepName::grad_concat, p_.W_O ? "grad_final W_Oᵀ" : "dL/d concat (the given d_out)", grad_concat, std::nullopt, b, queries);
+        steps_.record(StepName::grad_concat, p_.W_O ? "dY W_Oᵀ" : "∂L/∂O_cat (the given d_out)", grad_concat, std::nullopt, b, queries);
         Matrix grad_q(p_.n, static_cast<std::size_t>(p_.heads) * p_.d_k, 0.0);
         Matrix grad_k(p_.m, static_cast<std::size_t>(p_.kv_heads) * p_.d_k, 0.0), grad_v(p_.m, static_cast<std::size_t>(p_.kv_heads) * p_.d_v, 0.0);
         std::vector<Matrix> head_k(static_cast<std::size_t>(p_.kv_heads)), head_v(static_cast<std::size_t>(p_.kv_heads));
@@ -121,8 +124,8 @@ private:
         for (int g = 0; g < p_.kv_heads; ++g) {
             const std::size_t gs = static_cast<std::size_t>(g);
             const std::string sum = p_.kv_heads < p_.heads ? fmt::format(", summed over the {} query heads that read it", p_.heads / p_.kv_heads) : "";
-            steps_.record(StepName::grad_k, (p_.rope ? "RoPE^(-1)(grad_k_rot)" : "grad_scoresᵀ Q") + sum, head_k[gs], g, b, keys);
-            steps_.record(StepName::grad_v, "Aᵀ grad_out" + sum, head_v[gs], g, b, keys);
+            steps_.record(StepName::grad_k, (p_.rope ? "RoPE⁻¹(dK_rot)" : "dSᵀ Q") + sum, head_k[gs], g, b, keys);
+            steps_.record(StepName::grad_v, "Aᵀ dO" + sum, head_v[gs], g, b, keys);
             put_columns(grad_k, head_k[gs], gs * p_.d_k);
             put_columns(grad_v, head_v[gs], gs * p_.d_v);
         }
@@ -139,7 +142,7 @@ private:
         const auto& keys = key_labels(p_);
         const int g = kv_head_of(p_, h);
         const std::size_t gs = static_cast<std::size_t>(g), hs = static_cast<std::size_t>(h);
-        steps_.record(StepName::grad_out, fmt::format("grad_concat columns {}…{}", hs * p_.d_v, (hs + 1) * p_.d_v - 1), grad_out, h, b, queries);
+        steps_.record(StepName::grad_out, fmt::format("dO_cat[:, {}…{}]", hs * p_.d_v, (hs + 1) * p_.d_v - 1), grad_out, h, b, queries);
         const bool dropping = p_.dropout && p_.dropout->train;
         const Matrix& mixed = forward(dropping ? StepName::dropped : StepName::weights, h, b);  // what A V read
         const Matrix v = forward(StepName::v, std::nullopt, b).columns(gs * p_.d_v, p_.d_v);
@@ -147,11 +150,11 @@ private:
         out.v = times(mixed.transposed(), grad_out);
         Matrix grad_weights = times_transposed(grad_out, v);  // grad_out Vᵀ
         if (dropping) {
-            steps_.record(StepName::grad_dropped, "grad_out Vᵀ", grad_weights, h, b, queries, keys);
+            steps_.record(StepName::grad_dropped, "dO Vᵀ", grad_weights, h, b, queries, keys);
             grad_weights = scale(hadamard(grad_weights, forward(StepName::keep, h, b)), 1.0 / (1.0 - p_.dropout->p), dtype_);
-            steps_.record(StepName::grad_weights, "grad_dropped ⊙ keep / (1 − p)", grad_weights, h, b, queries, keys);
+            steps_.record(StepName::grad_weights, "dA_d ⊙ B / (1 − p)", grad_weights, h, b, queries, keys);
         } else {
-            steps_.record(StepName::grad_weights, "grad_out Vᵀ", grad_weights, h, b, queries, keys);
+            steps_.record(StepName::grad_weights, "dO Vᵀ", grad_weights, h, b, queries, keys);
         }
         // The softmax backward, row by row: a ⊙ (g − Σ_j g_j a_j); a blocked cell has a = 0.
         const Matrix& a = forward(StepName::weights, h, b);
@@ -162,11 +165,11 @@ private:
             inner = round_to(dtype_, inner);
             for (std::size_t j = 0; j < a.cols(); ++j) grad_masked(i, j) = round_to(dtype_, a(i, j) * (grad_weights(i, j) - inner));
         }
-        steps_.record(StepName::grad_masked, "A ⊙ (grad_weights − rowsum(grad_weights ⊙ A))", grad_masked, h, b, queries, keys);
+        steps_.record(StepName::grad_masked, "A ⊙ (dA − rowsum(dA ⊙ A))", grad_masked, h, b, queries, keys);
         if (grad_.row) record_jacobian(h, b, a);
         Matrix grad_scaled = grad_masked;  // the mask is a constant: its gradient passes through
         if (p_.softcap) {
-            steps_.record(StepName::grad_capped, "grad_masked (the mask adds a constant)", grad_masked, h, b, queries, keys);
+            steps_.record(StepName::grad_capped, "dZ (the mask adds a constant)", grad_masked, h, b, queries, keys);
             const Matrix& scaled = forward(StepName::scaled, h, b);
             const double c = *p_.softcap;
             for (std::size_t i = 0; i < grad_scaled.data().size(); ++i) {
@@ -174,22 +177,22 @@ private:
                 grad_scaled.data()[i] = round_to(dtype_, grad_masked.data()[i] * (1 - t * t));
             }
         }
-        steps_.record(StepName::grad_scaled, p_.softcap ? "grad_capped ⊙ (1 − tanh²(scaled / c))" : "grad_masked", grad_scaled, h, b, queries, keys);
+        steps_.record(StepName::grad_scaled, p_.softcap ? "dS_c ⊙ (1 − tanh²(S_s / c))" : "dZ", grad_scaled, h, b, queries, keys);
         const Matrix grad_scores = scale(grad_scaled, p_.scale_factor(), dtype_);
-        steps_.record(StepName::grad_scores, "s · grad_scaled", grad_scores, h, b, queries, keys);
+        steps_.record(StepName::grad_scores, "s · dS_s", grad_scores, h, b, queries, keys);
         // q and k as the scores read them (after RoPE).
         const Matrix q = p_.rope ? forward(StepName::q_rot, h, b) : forward(StepName::q, std::nullopt, b).columns(hs * p_.d_k, p_.d_k);
         const Matrix k = p_.rope ? forward(StepName::k_rot, h, b) : forward(StepName::k, std::nullopt, b).columns(gs * p_.d_k, p_.d_k);
         out.q = times(grad_scores, k);
         out.k = times(grad_scores.transposed(), q);
         if (p_.rope) {
-            steps_.record(StepName::grad_q_rot, "grad_scores K_rot", out.q, h, b, queries);
-            steps_.record(StepName::grad_k_rot, "grad_scoresᵀ Q_rot", out.k, h, b, keys);
+            steps_.record(StepName::grad_q_rot, "dS K_rot", out.q, h, b, queries);
+            steps_.record(StepName::grad_k_rot, "dSᵀ Q_rot", out.k, h, b, keys);
             // RoPE is a rotation: its gradient turns back by the same angle.
             out.q = apply_rope(out.q, *p_.rope, negated(query_positions(p_)), dtype_);
             out.k = apply_rope(out.k, *p_.rope, negated(key_positions(p_)), dtype_);
         }
-        steps_.record(StepName::grad_q, p_.rope ? "RoPE^(-1)(grad_q_rot)" : "grad_scores K", out.q, h, b, queries);
+        steps_.record(StepName::grad_q, p_.rope ? "RoPE⁻¹(dQ_rot)" : "dS K", out.q, h, b, queries);
         return out;
     }
 
@@ -201,7 +204,7 @@ private:
         const auto& queries = query_labels(p_);
         const TiledOptions& tiles = *grad_.tiled;
         const HeadInputs in = head_inputs(p_, projections, h, dtype_);  // q and k after RoPE
-        steps_.record(StepName::grad_out, fmt::format("grad_concat columns {}…{}", static_cast<std::size_t>(h) * p_.d_v, (static_cast<std::size_t>(h) + 1) * p_.d_v - 1),
+        steps_.record(StepName::grad_out, fmt::format("dO_cat[:, {}…{}]", static_cast<std::size_t>(h) * p_.d_v, (static_cast<std::size_t>(h) + 1) * p_.d_v - 1),
                       grad_out, h, b, queries);
         const Matrix &row_max = forward(StepName::row_max, h, b), &row_sum = forward(StepName::row_sum, h, b), &out = forward(StepName::out, h, b);
         Matrix lse(p_.n, 1), delta(p_.n, 1, 0.0);
@@ -211,7 +214,7 @@ private:
             delta(i, 0) = round_to(dtype_, delta(i, 0));
         }
         steps_.record(StepName::lse, "m + ln ℓ, kept from the forward pass", lse, h, b, queries);
-        steps_.record(StepName::delta, "rowsum(grad_out ⊙ out)", delta, h, b, queries);
+        steps_.record(StepName::delta, "rowsum(dO ⊙ O)", delta, h, b, queries);
         const bool keep_tiles = p_.n * p_.m <= 65536;
         const double s = p_.scale_factor();
         HeadGradients g{Matrix(p_.n, p_.d_k, 0.0), Matrix(p_.m, p_.d_k, 0.0), Matrix(p_.m, p_.d_v, 0.0)};
@@ -247,16 +250,16 @@ private:
                 if (!keep_tiles) continue;
                 const std::array<int, 2> tile{static_cast<int>(qb), static_cast<int>(kt)};
                 const auto row_names = slice_labels(queries, i0, rows), key_names = slice_labels(key_labels(p_), j0, cols);
-                steps_.record(StepName::p, "exp(z − lse): the tile's weights, recomputed", std::move(p), h, b, row_names, key_names).tile = tile;
-                steps_.record(StepName::grad_p, "grad_out V_tᵀ", grad_p, h, b, row_names, key_names).tile = tile;
-                steps_.record(StepName::grad_s, "p ⊙ (grad_p − delta)", std::move(grad_s), h, b, row_names, key_names).tile = tile;
+                steps_.record(StepName::p, "exp(Z_ij − lse): the tile's weights A, recomputed", std::move(p), h, b, row_names, key_names).tile = tile;
+                steps_.record(StepName::grad_p, "dO V_jᵀ: the tile's dA", grad_p, h, b, row_names, key_names).tile = tile;
+                steps_.record(StepName::grad_s, "A_ij ⊙ (dA_ij − δ): the tile's dZ", std::move(grad_s), h, b, row_names, key_names).tile = tile;
             }
         }
         if (p_.rope) {
             g.q = apply_rope(g.q, *p_.rope, negated(query_positions(p_)), dtype_);
             g.k = apply_rope(g.k, *p_.rope, negated(key_positions(p_)), dtype_);
         }
-        steps_.record(StepName::grad_q, "Σ over key tiles of s · grad_s K_t" + std::string(p_.rope ? ", turned back by RoPE" : ""), g.q, h, b, queries);
+        steps_.record(StepName::grad_q, "Σ over key tiles j of s · dZ_ij K_j" + std::string(p_.rope ? ", turned back by RoPE" : ""), g.q, h, b, queries);
         return g;
     }
 
@@ -266,11 +269,25 @@ private:
             for (std::size_t j = 0; j < a.cols(); ++j) into(first + i, j) += a(i, j);
     }
 
+    // The backward's tiles, worded as tiled's forward words its own: Br × Bc as grad
+    // used them, and the scores held counted in scores (docs/COMMANDS.md#grad).
+    void tiled_note() {
+        const std::size_t Br = std::min(grad_.tiled->block_q, p_.n), Bc = std::min(grad_.tiled->block_k, p_.m);
+        trace_.notes.insert(trace_.notes.begin(), Note{NoteKind::tiled,
+                                                       {{"block_q", static_cast<double>(Br)}, {"block_k", static_cast<double>(Bc)},
+                                                        {"Tr", static_cast<double>((p_.n + Br - 1) / Br)}, {"Tc", static_cast<double>((p_.m + Bc - 1) / Bc)},
+                                                        {"skipped", static_cast<double>(tiles_skipped_)},
+                                                        {"heads_run", static_cast<double>(p_.batch * static_cast<std::size_t>(p_.heads))},
+                                                        {"held", static_cast<double>(Br * Bc)}, {"full", static_cast<double>(p_.n * p_.m)}},
+                                                       {}});
+    }
+
     // The tiled gradients against the untiled ones, where those fit.
     void compare_with_untiled() {
+        tiled_note();
         trace_.numbers.push_back({"tiles_computed", static_cast<double>(tiles_computed_)});
         trace_.numbers.push_back({"tiles_skipped", static_cast<double>(tiles_skipped_)});
-        trace_.numbers.push_back({"scores_held", static_cast<double>(grad_.tiled->block_q * grad_.tiled->block_k)});
+        trace_.numbers.push_back({"scores_held", static_cast<double>(std::min(grad_.tiled->block_q, p_.n) * std::min(grad_.tiled->block_k, p_.m))});
         trace_.numbers.push_back({"scores_full", static_cast<double>(p_.n * p_.m)});
         if (p_.n * p_.m > 4194304) {
             trace_.notes.push_back({NoteKind::grad_tiled_unchecked, {{"n", static_cast<double>(p_.n)}, {"m", static_cast<double>(p_.m)}}, {}});
@@ -305,7 +322,7 @@ private:
                 jacobian(r, c) = round_to(dtype_, (r == c ? a(i, r) : 0.0) - a(i, r) * a(i, c));
                 squares += jacobian(r, c) * jacobian(r, c);
             }
-        steps_.record(StepName::jacobian, fmt::format("diag(a_{}) − a_{} a_{}ᵀ, ‖·‖_F = {:.6g}", i, i, i, std::sqrt(squares)), std::move(jacobian), h, b,
+        steps_.record(StepName::jacobian, fmt::format("diag(A[{}]) − A[{}] A[{}]ᵀ, ‖J‖_F = {:.6g}", i, i, i, std::sqrt(squares)), std::move(jacobian), h, b,
                       key_labels(p_), key_labels(p_));
         if (b == 0) trace_.numbers.push_back({p_.heads == 1 ? "jacobian_norm" : fmt::format("jacobian_norm_head_{}", h), std::sqrt(squares)});
     }
@@ -324,12 +341,12 @@ private:
         Matrix from_kv = times_transposed(grad_k, *p_.W_K);
         add_into(from_kv, times_transposed(grad_v, *p_.W_V));
         if (p_.cross_attention()) {
-            steps_.record(StepName::grad_x, "grad_q W_Qᵀ", from_q, std::nullopt, b, query_labels(p_));
-            steps_.record(StepName::grad_x_source, "grad_k W_Kᵀ + grad_v W_Vᵀ", from_kv, std::nullopt, b, p_.source_tokens);
+            steps_.record(StepName::grad_x, "dQ W_Qᵀ", from_q, std::nullopt, b, query_labels(p_));
+            steps_.record(StepName::grad_x_source, "dK W_Kᵀ + dV W_Vᵀ", from_kv, std::nullopt, b, p_.source_tokens);
         } else {
             Matrix grad_x = from_q;
             add_into(grad_x, from_kv);
-            steps_.record(StepName::grad_x, "grad_q W_Qᵀ + grad_k W_Kᵀ + grad_v W_Vᵀ", grad_x, std::nullopt, b, query_labels(p_));
+            steps_.record(StepName::grad_x, "dQ W_Qᵀ + dK W_Kᵀ + dV W_Vᵀ", grad_x, std::nullopt, b, query_labels(p_));
         }
     }
 
@@ -344,15 +361,15 @@ private:
             step.values = std::move(value);
             trace_.steps.push_back(std::move(step));
         };
-        if (p_.W_O) record(StepName::grad_W_O, "concatᵀ grad_final", grad_W_O_);
-        if (p_.b_O) record(StepName::grad_b_O, "Σ_i grad_final", grad_b_O_);
+        if (p_.W_O) record(StepName::grad_W_O, "O_catᵀ dY", grad_W_O_);
+        if (p_.b_O) record(StepName::grad_b_O, "Σ_i dY_i", grad_b_O_);
         if (!p_.from_tokens()) return;
-        record(StepName::grad_W_Q, "Xᵀ grad_q", grad_W_[0]);
-        record(StepName::grad_W_K, std::string(p_.cross_attention() ? "X_sourceᵀ" : "Xᵀ") + " grad_k", grad_W_[1]);
-        record(StepName::grad_W_V, std::string(p_.cross_attention() ? "X_sourceᵀ" : "Xᵀ") + " grad_v", grad_W_[2]);
-        if (p_.b_Q) record(StepName::grad_b_Q, "Σ_i grad_q", grad_b_[0]);
-        if (p_.b_K) record(StepName::grad_b_K, "Σ_j grad_k", grad_b_[1]);
-        if (p_.b_V) record(StepName::grad_b_V, "Σ_j grad_v", grad_b_[2]);
+        record(StepName::grad_W_Q, "Xᵀ dQ", grad_W_[0]);
+        record(StepName::grad_W_K, std::string(p_.cross_attention() ? "X_sourceᵀ" : "Xᵀ") + " dK", grad_W_[1]);
+        record(StepName::grad_W_V, std::string(p_.cross_attention() ? "X_sourceᵀ" : "Xᵀ") + " dV", grad_W_[2]);
+        if (p_.b_Q) record(StepName::grad_b_Q, "Σ_i dQ_i", grad_b_[0]);
+        if (p_.b_K) record(StepName::grad_b_K, "Σ_j dK_j", grad_b_[1]);
+        if (p_.b_V) record(StepName::grad_b_V, "Σ_j dV_j", grad_b_[2]);
     }
 
     GradOptions grad_;

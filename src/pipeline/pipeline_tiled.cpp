@@ -191,17 +191,17 @@ private:
         const std::array<int, 2> tile{static_cast<int>(qb), static_cast<int>(kt)};
         const auto queries = slice_labels(query_labels(p_), i0, rows), keys = slice_labels(key_labels(p_), j0, cols);
         const std::string k_name = p_.kv_heads < p_.heads ? fmt::format("K_{}", kv_head_of(p_, h)) : "K";
-        steps_.record(StepName::scores, fmt::format("s · Q[{}…{}] {}[{}…{}]ᵀ{} + M (query block {}, key tile {})", i0, i0 + rows - 1, k_name, j0,
-                                            j0 + cols - 1, p_.softcap ? ", capped," : "", qb, kt),
+        const std::string tile_scores = fmt::format("s · Q[{}…{}] {}[{}…{}]ᵀ", i0, i0 + rows - 1, k_name, j0, j0 + cols - 1);
+        steps_.record(StepName::masked, fmt::format("{} + M (query block {}, key tile {})", p_.softcap ? fmt::format("c · tanh({} / c)", tile_scores) : tile_scores, qb, kt),
                       std::move(scores), h, b, queries, keys).tile = tile;
-        steps_.record(StepName::m, "m_new = max(m_old, max_j S_ij)", state.m, h, b, queries).tile = tile;
+        steps_.record(StepName::m, "max(m_old, rowmax(Z_ij))", state.m, h, b, queries).tile = tile;
         // Before a block's first tile m_old = −∞, so the factor is e^(−∞) = 0 (it
         // multiplies ℓ = u = 0): say so rather than print a rule that shows 1.
-        steps_.record(StepName::rescale, first_tile ? "e^(m_old − m_new) = 0 (the block's first tile: m_old = −∞, nothing to rescale; 1 where m_new is still −∞)"
-                                            : "e^(m_old − m_new) (1 where the max did not change, or the row has read no key yet)",
+        steps_.record(StepName::rescale, first_tile ? "exp(m_old − m) = 0 (the block's first tile: m_old = −∞, nothing to rescale; 1 where m is still −∞)"
+                                            : "exp(m_old − m) (1 where the max did not change, or the row has read no key yet)",
                       state.rescale, h, b, queries).tile = tile;
-        steps_.record(StepName::l, "ℓ_new = e^(m_old − m_new) ℓ_old + Σ_j e^(S_ij − m_new)", state.l, h, b, queries).tile = tile;
-        steps_.record(StepName::u, "u_new = e^(m_old − m_new) u_old + e^(S_ij − m_new) V_j", state.u, h, b, queries).tile = tile;
+        steps_.record(StepName::l, "α ℓ_old + rowsum(exp(Z_ij − m))", state.l, h, b, queries).tile = tile;
+        steps_.record(StepName::u, "α u_old + exp(Z_ij − m) V_j", state.u, h, b, queries).tile = tile;
     }
 
     std::size_t Br_, Bc_;  // block sizes, at most n and m

@@ -35,7 +35,7 @@ void StepRecorder::record_concat_and_final(const std::vector<Matrix>& outs, std:
     Matrix final_out;
     if (p_.W_O) final_out = affine(concat, *p_.W_O, p_.b_O, backend, dtype);
     record(StepName::concat, p_.heads > 1 ? fmt::format("[O_0 … O_{}]", p_.heads - 1) : "O_0", std::move(concat), std::nullopt, batch, labels);
-    if (p_.W_O) record(StepName::final, p_.b_O ? "concat W_O + b_O" : "concat W_O", std::move(final_out), std::nullopt, batch, labels);
+    if (p_.W_O) record(StepName::final, p_.b_O ? "O_cat W_O + b_O" : "O_cat W_O", std::move(final_out), std::nullopt, batch, labels);
 }
 
 void StepRecorder::note_empty_rows(const std::vector<std::size_t>& rows, int head, std::size_t batch) {

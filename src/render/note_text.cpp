@@ -70,11 +70,11 @@ std::string tiled(const Note& note) {
 
 std::string decode(const Note& note) {
     const long long prefill = whole(note, "prefill");
-    const std::string appends = note.has("mla") ? "the latent c_kv,t and the RoPE key k_rope,t are appended to one cache for every head (c_cache, "
+    const std::string appends = note.has("mla") ? "the latent C_KV[t] and the RoPE key K_R[t] are appended to one cache for every head (c_cache, "
                                                   "kr_cache), each head's keys and values made from it"
-                                                : "every KV head appends k_t and v_t to its cache";
+                                                : "every KV head appends K[t] and V[t] to its cache";
     return fmt::format("decode: {}one query per step; at step t {}, then "
-                       "each query head scores q_t against the whole cache (s · q_t Kᵀ), takes the softmax and mixes the cached values",
+                       "each query head scores Q[t] against the whole cache (masked: Z = s · Q[t] K_cacheᵀ + M), takes the softmax and mixes the cached values",
                        prefill ? fmt::format("queries 0…{} as one prefill block, then ", prefill - 1) : "", appends);
 }
 

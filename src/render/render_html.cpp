@@ -70,7 +70,7 @@ std::string step_heading(const Step& step) {
     std::string where;
     for (const auto& part : step_place(step)) where += (where.empty() ? "" : ", ") + part.key + (part.key == "t" ? " = " : " ") + part.value;
     return fmt::format("<h2><code>{}</code> <span class=\"formula\">{}</span> <span class=\"shape\">{}</span>{}</h2>", html_escape(shown_name(step)),
-                       html_escape(step.formula), shape_string(step.values), where.empty() ? "" : " <span class=\"place\">" + html_escape(where) + "</span>");
+                       html_escape(defined_as(step_symbol(step.name), step.formula)), shape_string(step.values), where.empty() ? "" : " <span class=\"place\">" + html_escape(where) + "</span>");
 }
 
 std::string cell_html(const Step& step, std::size_t i, std::size_t j, const CellFormat& format, const Heat& heat, const Step* masked, bool clickable) {

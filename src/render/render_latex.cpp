@@ -25,7 +25,8 @@ std::string latex_heading(const Step& step) {
     std::string where;  // t and the tile's indices in math mode
     for (const auto& part : step_place(step))
         where += part.key == "t" ? ", $t = " + part.value + "$" : part.key == "tile" ? ", tile $" + part.value + "$" : ", " + part.key + " " + part.value;
-    return fmt::format("\\noindent\\textbf{{{}}}{}: {}, shape ${}$\\\\\n", latex_text(shown_name(step)), where, latex_formula(step.formula),
+    return fmt::format("\\noindent\\textbf{{{}}}{}: {}, shape ${}$\\\\\n", latex_text(shown_name(step)), where,
+                       defined_as(step_symbol_latex(step.name).empty() ? "" : fmt::format("${}$", step_symbol_latex(step.name)), latex_formula(step.formula)),
                        shape_string(step.values));
 }
 

@@ -29,9 +29,12 @@ std::string markdown_heading(const Step& step, MathStyle style) {
     std::string where;
     for (const auto& part : step_place(step)) where += ", " + part.key + (part.key == "t" ? " = " : " ") + part.value;
     const FormulaParts formula = split_formula(step.formula);
-    std::string shown = formula.math.empty() ? "" : markdown_math(formula.math, style, false);
+    // The step's symbol defines it, as in every format (docs/NOTATION.md#headings).
+    const std::string symbol(step_symbol_latex(step.name));
+    const std::string math = symbol.empty() || formula.math.empty() ? symbol + formula.math : symbol + " = " + formula.math;
+    std::string shown = math.empty() ? "" : markdown_math(math, style, false);
     if (!formula.remark.empty()) shown += (shown.empty() ? "" : " ") + markdown_text(formula.remark);
-    return fmt::format("### `{}` = {} {}{}\n", shown_name(step), shown, shape_string(step.values), where);
+    return fmt::format("### `{}` {} {}{}\n", shown_name(step), shown, shape_string(step.values), where);
 }
 
 std::string markdown_table(const Step& step, const RenderOptions& options) {

@@ -51,7 +51,7 @@ std::string column_label(const Step& step, std::size_t j) {
 std::string step_title(const Step& step) {
     std::string where;
     for (const auto& part : step_place(step)) where += "  " + part.key + (part.key == "t" ? " = " : " ") + part.value;
-    return fmt::format("{}  {}  {}{}", shown_name(step), step.formula, shape_string(step.values), where);
+    return fmt::format("{}  {}  {}{}", shown_name(step), defined_as(step_symbol(step.name), step.formula), shape_string(step.values), where);
 }
 
 CellFormat::CellFormat(const Matrix& values, int precision) : integers_(all_integers(values)), precision_(precision) {}

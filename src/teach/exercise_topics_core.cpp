@@ -145,7 +145,7 @@ ExercisePlan tiled(HandNumbers& numbers) {
     plan.tasks = {"for each query block and key tile: the tile's scaled scores", "the running max m; when it grows, the rescale factor e^(m_old − m_new)",
                   "the running sum ℓ and the running weighted sum u, both rescaled before the tile's terms are added", "out = u / ℓ, and the same as the full computation"};
     plan.expect_steps = {StepName::m, StepName::l, StepName::out};
-    plan.answer_steps = {StepName::scores, StepName::m, StepName::rescale, StepName::l, StepName::u, StepName::out};
+    plan.answer_steps = {StepName::masked, StepName::m, StepName::rescale, StepName::l, StepName::u, StepName::out};
     plan.worked = {{row(StepName::weights, 0)}};
     plan.notes = {"The full computation's row 0 (above) gives the same weights as the tiles: ℓ at the end is the full row's sum of e^(z − max)."};
     plan.computed_notes = [](const Problem& problem, const Trace& trace) {

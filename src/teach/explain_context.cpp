@@ -26,8 +26,8 @@ std::vector<StepName> ExplainContext::step_names() const {
 }
 
 void ExplainContext::no_step(const std::string& why) const {
-    throw InputError(fmt::format("'{}': {}; this problem's {} trace has: {} (decode's with ⟦t⟧ T: k_cache, v_cache, scores, weights, out; "
-                                 "tiled's with ⟦tile⟧ QB,KT: scores, m, l, u, rescale)",
+    throw InputError(fmt::format("'{}': {}; this problem's {} trace has: {} (decode's with ⟦t⟧ T: k_cache, v_cache, masked, weights, out; "
+                                 "tiled's with ⟦tile⟧ QB,KT: masked, m, l, u, rescale)",
                                  target_.spec, why, trace_.command, fmt::join(step_names(), ", ")));
 }
 

@@ -90,14 +90,14 @@ private:
                            n_.chain({n_.terms(products, " + ", 4), n_.number(inner)})});
         d.lines.push_back({a(i(), j()) == 0 ? "the weight is 0 (a blocked key, or one the row does not read): no gradient passes"
                                             : "this cell's weight times its own gradient minus that average",
-                           n_.chain({n_.sub("grad_z", index(i(), j())), n_.number(a(i(), j())) + n_.times() + "(" + n_.number(grad(StepName::grad_weights, i(), j())) +
+                           n_.chain({n_.sub(std::string(step_symbol(StepName::grad_masked)), index(i(), j())), n_.number(a(i(), j())) + n_.times() + "(" + n_.number(grad(StepName::grad_weights, i(), j())) +
                                                                              " - " + n_.factor(inner) + ")",
                                      n_.number(grad(StepName::grad_masked, i(), j()))})});
         return finish(d);
     }
 
     // One cell that is a sum: the heading, what is summed, and every term written out.
-    // (symbol: the cell's name in the formula, e.g. grad_A for grad_weights; empty for none.)
+    // (symbol: the cell's matrix as docs/NOTATION.md writes it, e.g. dA for grad_weights; empty for none.)
     ExplainDocument sum_cell(const std::string& what, const std::string& summed, const std::vector<std::string>& parts, const std::string& symbol = "") {
         ExplainDocument d;
         d.heading = heading(what);
@@ -121,7 +121,7 @@ private:
         const int g = kv_head_of(p_, options_.head);
         const Matrix v = forward(StepName::v, std::nullopt).columns(static_cast<std::size_t>(g) * p_.d_v, p_.d_v);
         return sum_cell("how L moves with weight a_ij: the output's gradient dotted with value j", fmt::format("row {} of grad_out times row {} of V", i(), j()),
-                        row_dot_row(grad_step(StepName::grad_out)->values, i(), v, j()), "grad_A");
+                        row_dot_row(grad_step(StepName::grad_out)->values, i(), v, j()), std::string(step_symbol(StepName::grad_weights)));
     }
 
     // grad_dropped_ij · keep_ij / (1 − p): a dropped weight passes nothing back, a kept one 1/(1 − p) times more.

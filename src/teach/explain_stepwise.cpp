@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <limits>
+#include <regex>
 
 #include <fmt/format.h>
 
@@ -78,6 +79,13 @@ protected:
         d.lines.push_back({mask_words, fmt::format("{} = {} + {} = {}", n_.sub("z", index(i, j)), n_.number(scaled), n_.factor(mask), n_.number(z))});
     }
 
+    // decode and tiled call s · Q Kᵀ + M `masked`, as run does (docs/NOTATION.md): an
+    // old target naming it `scores` is pointed to the new name.
+    std::string renamed_scores(const char* command) const {
+        return fmt::format("{} calls s · Q Kᵀ + M 'masked', as run does: explain '{}'", command,
+                           std::regex_replace(target_.spec, std::regex(R"(^\s*scores)"), "masked"));
+    }
+
     const Step& step_at(StepName name, int head, std::optional<int> t, std::optional<std::array<int, 2>> tile) const {
         const Step* s = find_step(name, head, t, tile);
         if (!s) no_step(fmt::format("no step '{}' here", name));
@@ -96,13 +104,14 @@ public:
     ExplainDocument explain() {
         const StepName name = cell_step("t", "weights[0,2]");
         const bool cache = name == StepName::k_cache || name == StepName::v_cache;
-        if (!cache && name != StepName::scores && name != StepName::weights && name != StepName::out) no_step(fmt::format("decode steps have no '{}' at t", name));
+        if (name == StepName::scores) no_step(renamed_scores("decode"));
+        if (!cache && name != StepName::masked && name != StepName::weights && name != StepName::out) no_step(fmt::format("decode steps have no '{}' at t", name));
         const int g = kv_head_of(p_, options_.head);
         const Step& s = step_at(name, cache ? g : options_.head, static_cast<int>(t()), std::nullopt);
         check_row(s.values.rows(), fmt::format("{} at t = {}", name, t()));
         check_column(s);
         if (cache) return cache_cell(s, g);
-        if (name == StepName::scores) return score_cell(s);
+        if (name == StepName::masked) return score_cell(s);
         if (name == StepName::weights) return weight_cell(s);
         return output_cell(s);
     }
@@ -141,7 +150,7 @@ private:
 
     ExplainDocument weight_cell(const Step& s) {
         const std::size_t r = target_.row, j = *target_.column;
-        const Step& scores = step_at(StepName::scores, options_.head, static_cast<int>(t()), std::nullopt);
+        const Step& scores = step_at(StepName::masked, options_.head, static_cast<int>(t()), std::nullopt);
         Matrix z(1, scores.values.cols());
         for (std::size_t l = 0; l < z.cols(); ++l) z(0, l) = scores.values(r, l);
         // The same softmax the decode step ran, on the same row.
@@ -180,7 +189,8 @@ public:
 
     ExplainDocument explain() {
         const StepName name = cell_step("tile", "l[0,0]");
-        if (name != StepName::scores && name != StepName::m && name != StepName::l && name != StepName::u && name != StepName::rescale)
+        if (name == StepName::scores) no_step(renamed_scores("tiled"));
+        if (name != StepName::masked && name != StepName::m && name != StepName::l && name != StepName::u && name != StepName::rescale)
             no_step(fmt::format("tiled steps have no '{}' at a tile", name));
         const Step* s = find_step(name, options_.head, std::nullopt, tile());
         if (!s)
@@ -188,7 +198,7 @@ public:
                                          "the previous tile's", (*source_.tile)[0], (*source_.tile)[1]));
         check_row(s->values.rows(), fmt::format("{} of tile [{},{}]", name, (*source_.tile)[0], (*source_.tile)[1]));
         check_column(*s);
-        if (name == StepName::scores) return score_cell(*s);
+        if (name == StepName::masked) return score_cell(*s);
         return state_cell(*s);
     }
 
@@ -217,7 +227,7 @@ private:
     // m, rescale, ℓ, u: the recurrence from the previous tile.
     ExplainDocument state_cell(const Step& s) {
         const std::size_t r = target_.row, c = *target_.column;
-        const Step& scores = step_at(StepName::scores, options_.head, std::nullopt, tile());
+        const Step& scores = step_at(StepName::masked, options_.head, std::nullopt, tile());
         const Step& m = step_at(StepName::m, options_.head, std::nullopt, tile());
         const Step* m_prev = previous(StepName::m);
         const double m_old = m_prev ? m_prev->values(r, 0) : minus_infinity, m_new = m.values(r, 0);
@@ -238,7 +248,7 @@ private:
         if (target_.step == StepName::l) {
             const Step* l_prev = previous(StepName::l);
             const double l_old = l_prev ? l_prev->values(r, 0) : 0.0;
-            d.lines.push_back({"ℓ_new = rescale · ℓ_old + Σ_j e^(S_j - m_new), over this tile's keys",
+            d.lines.push_back({"ℓ_new = rescale · ℓ_old + Σ_j e^(z_j - m_new), over this tile's keys",
                                n_.chain({n_.latex() ? "\\ell_{new}" : "ℓ_new",
                                          n_.terms(with_first(n_.number(rescale) + n_.times() + n_.factor(l_old), elided(cols, [&](std::size_t l) { return n_.number(p(l)); })), " + ", 6),
                                          n_.number(s.values(r, 0))})});
@@ -248,7 +258,7 @@ private:
         const double u_old = u_prev ? u_prev->values(r, c) : 0.0;
         const Trace rows = query_row(tile()[0] * Br() + r);
         const std::size_t j0 = tile()[1] * Bc();
-        d.lines.push_back({fmt::format("u_new = rescale · u_old + Σ_j e^(S_j - m_new) · v_j[{}], over this tile's keys", c),
+        d.lines.push_back({fmt::format("u_new = rescale · u_old + Σ_j e^(z_j - m_new) · v_j[{}], over this tile's keys", c),
                            n_.chain({n_.sub("u", "new"),
                                      n_.terms(with_first(n_.number(rescale) + n_.times() + n_.factor(u_old),
                                                          elided(cols, [&](std::size_t l) { return n_.number(p(l)) + n_.times() + n_.factor(v_of(rows, j0 + l)[c]); })),

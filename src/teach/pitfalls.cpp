@@ -26,15 +26,15 @@ struct PitfallRule {
 
 const std::vector<PitfallRule>& rules() {
     static const std::vector<PitfallRule> all = {
-        {"mask-after-softmax", "softmax(scaled), blocked → 0", "softmax(scaled), then the blocked weights set to 0",
+        {"mask-after-softmax", "softmax(S_s), blocked → 0", "softmax(scaled), then the blocked weights set to 0",
          "zeroing weights after softmax: the hidden keys' share is thrown away, so the rows no longer sum to 1 (add -inf before softmax)", true},
-        {"zero-scores", "softmax(scaled, blocked scores → 0)", "softmax(scaled with the blocked scores set to 0)",
+        {"zero-scores", "softmax(S_s, blocked scores → 0)", "softmax(scaled with the blocked scores set to 0)",
          "a blocked score of 0 still counts: e^0 = 1 takes weight from the visible keys (blocked scores must be -inf)", true},
         {"column-softmax", "softmax over the queries", "softmax(masked) over the queries (each column sums to 1)",
          "normalising over queries instead of keys: each key's column sums to 1, and a query's weights no longer do", false},
-        {"no-scale", "softmax(Q Kᵀ + M)", "softmax(Q Kᵀ + M), without 1/√d_k",
+        {"no-scale", "softmax(S + M)", "softmax(Q Kᵀ + M), without 1/√d_k",
          "without 1/√d_k the scores' spread grows as √d_k and softmax saturates towards one key (its gradient vanishes)", false},
-        {"bool-polarity", "softmax(scaled + inverted M)", "the mask read with the opposite meaning (true = blocked taken as true = may read)",
+        {"bool-polarity", "softmax(S_s + inverted M)", "the mask read with the opposite meaning (true = blocked taken as true = may read)",
          "a blocked-convention mask (nn.MultiheadAttention) read as allowed (scaled_dot_product_attention): each query reads exactly "
          "the keys it must not; a row with nothing visible comes back as zeros",
          true},
@@ -137,10 +137,11 @@ Pitfall compute_pitfall(const std::string& name, const Problem& problem, const T
         const Matrix v = v_all->values.columns(static_cast<std::size_t>(kv_head_of(problem, *weights.head)) * problem.d_v, problem.d_v);
         Matrix wrong = wrong_weights(name, right, weights, options.dtype);
         Matrix wrong_out = backend->multiply(wrong, v, options.dtype);
-        pitfall.heads.push_back({labelled(weights, StepName::weights, "right: " + weights.formula, weights.values),
-                                 labelled(weights, StepName::weights, "wrong: " + rule.formula, std::move(wrong)),
-                                 labelled(step(StepName::out), StepName::out, "right: " + step(StepName::out).formula, step(StepName::out).values),
-                                 labelled(step(StepName::out), StepName::out, "wrong: A V with the wrong A", std::move(wrong_out))});
+        // "(right)" and "(wrong)" after the formula: the heading puts the step's symbol first (docs/NOTATION.md#headings).
+        pitfall.heads.push_back({labelled(weights, StepName::weights, weights.formula + " (right)", weights.values),
+                                 labelled(weights, StepName::weights, rule.formula + " (wrong)", std::move(wrong)),
+                                 labelled(step(StepName::out), StepName::out, step(StepName::out).formula + " (right)", step(StepName::out).values),
+                                 labelled(step(StepName::out), StepName::out, "A V with the wrong A (wrong)", std::move(wrong_out))});
     }
     if (rule.needs_mask && !anything_masked)
         throw InputError(fmt::format("⟦pitfall⟧ {}: no key is masked in this problem, so the mistake would change nothing: add a mask, "

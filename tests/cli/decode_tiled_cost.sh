@@ -27,15 +27,30 @@ expect_exit 0 "rescale  .*tile \[0, 1\]" -- "$T" tiled "$E/damaged_on_arrival.js
 # as the 0 it shows, and a tile notation with a legend that is not GQA's K_0
 expect_exit 0 "note: tile \[0, 1\]: skipped, every score masked \(queries 0…1, keys 2…2\)" -- "$T" tiled "$E/damaged_on_arrival.json" --mask causal
 expect_exit 0 "note: tile \[0, 1\], head 1: skipped, every score masked \(queries 0…1, keys 2…3\)" -- "$T" tiled "$E/gqa_8q_2kv.json" --mask causal
-expect_exit 0 "^rescale  e\^\(m_old − m_new\) = 0 \(the block's first tile: m_old = −∞.*tile \[0, 0\]" -- "$T" tiled "$E/damaged_on_arrival.json" --steps rescale
-expect_exit 0 "^scores  s · Q\[0…1\] K\[2…2\]ᵀ \+ M \(query block 0, key tile 1\)" -- "$T" tiled "$E/damaged_on_arrival.json" --steps scores
+expect_exit 0 "^rescale  α = exp\(m_old − m\) = 0 \(the block's first tile: m_old = −∞.*tile \[0, 0\]" -- "$T" tiled "$E/damaged_on_arrival.json" --steps rescale
+expect_exit 0 "^masked  Z = s · Q\[0…1\] K\[2…2\]ᵀ \+ M \(query block 0, key tile 1\)" -- "$T" tiled "$E/damaged_on_arrival.json" --steps masked
 expect_exit 0 "note: tile \[qb, kt\] = query block qb × key tile kt" -- "$T" tiled "$E/damaged_on_arrival.json"
-expect_exit 0 "Q\[0…1\] K_1\[0…1\]ᵀ" -- "$T" tiled "$E/gqa_8q_2kv.json" --head 5 --steps scores
+expect_exit 0 "Q\[0…1\] K_1\[0…1\]ᵀ" -- "$T" tiled "$E/gqa_8q_2kv.json" --head 5 --steps masked
+# One notation (docs/NOTATION.md): decode and tiled call s · Q Kᵀ + M `masked`, as run
+# does, and have no `scores` step: asking for it names the new name, exit 2.
+expect_exit 0 "^masked  Z = s · Q\[2\] K_cacheᵀ \+ M  \(1, 3\)  head 0  t = 2" -- "$T" decode "$E/damaged_on_arrival.json" --steps masked
+expect_exit 0 "^masked  Z = s · Q\[0…1\] K_cacheᵀ \+ causal M  \(2, 2\)  head 0  t = 1" -- "$T" decode "$E/damaged_on_arrival.json" --steps masked --prefill 2
+expect_exit 2 "--steps scores: this decode trace has no 'scores' step \(decode calls s · Q Kᵀ \+ M 'masked', as run does: use --steps masked\)" -- "$T" decode "$E/damaged_on_arrival.json" --steps scores
+expect_exit 2 "--steps scores: this tiled trace has no 'scores' step \(tiled calls s · Q Kᵀ \+ M 'masked', as run does: use --steps masked\)" -- "$T" tiled "$E/damaged_on_arrival.json" --steps scores
+expect_exit 2 "decode calls s · Q Kᵀ \+ M 'masked', as run does: explain 'masked\[0,1\]'" -- "$T" explain "$E/damaged_on_arrival.json" --cell 'scores[0,1]' --t 2
+expect_exit 2 "tiled calls s · Q Kᵀ \+ M 'masked', as run does: explain 'masked\[0,1\]'" -- "$T" explain "$E/damaged_on_arrival.json" --cell 'scores[0,1]' --tile 1,0
+# grad --tiled states its own tiles (not the forward's fast path), counted in scores.
+expect_exit 0 "note: tiled: Br = 2 query rows × Bc = 2 keys per tile, Tr × Tc = 2 × 2 tiles per head; 0 of 4 tiles skipped \(every score masked\); 4 scores held at once instead of n · m = 9" -- "$T" grad "$E/damaged_on_arrival.json" --tiled
+expect_exit 0 "note: tiled: Br = 3 query rows × Bc = 1 keys per tile, Tr × Tc = 1 × 3 tiles per head" -- "$T" grad "$E/damaged_on_arrival.json" --tiled --block-q 5 --block-k 1
 expect_exit 0 "… and 16 more skipped tiles" -- "$T" tiled "$E/gqa_8q_2kv.json" --mask causal --block-q 1 --block-k 1
 
 # check runs decode and tiled files, with block sizes after the file names.
 expect_exit 0 "^1 passed, 0 failed$" -- "$T" check "$E/damaged_on_arrival_decode.json"
 expect_exit 0 "^1 passed, 0 failed$" -- "$T" check "$E/damaged_on_arrival_tiled.json" --block-q 2 --block-k 2
+# Those two files name decode's and tiled's masked step `scores`, as versions before the
+# rename wrote it: check reads it as `masked` and says so (docs/NOTATION.md#one-name-per-quantity).
+expect_exit 0 "^note: 1 expect entry named 'scores' with a t or a tile read as 'masked'" -- "$T" check "$E/damaged_on_arrival_decode.json"
+expect_exit 0 "^note: 2 expect entries named 'scores' with a t or a tile read as 'masked'" -- "$T" check "$E/damaged_on_arrival_tiled.json"
 expect_exit 1 "no such step" -- "$T" check "$E/damaged_on_arrival_tiled.json" --block-k 3
 
 # cost: the seeds' figures.

@@ -31,11 +31,11 @@ $E --cell exp[1,1]
 $E --cell row_sum[0,0]
 $E --cell out[0,1]
 $E --cell k_cache[1,0] --t 2
-$E --cell scores[0,1] --t 2
+$E --cell masked[0,1] --t 2
 $E --cell weights[0,1] --t 2
 $E --cell out[0,1] --t 1
-$E --cell scores[1,2] --t 2 --prefill 3
-$E --cell scores[0,1] --tile 1,0
+$E --cell masked[1,2] --t 2 --prefill 3
+$E --cell masked[0,1] --tile 1,0
 $E --cell m[0,0] --tile 0,1
 $E --cell rescale[0,0] --tile 0,1
 $E --cell l[0,0] --tile 1,1

@@ -24,7 +24,7 @@ expect_exit 0 "then the bias b_O\[0\]" -- "$A" explain "$M" --cell 'final[1,0]'
 # decode at t, tiled at a tile
 expect_exit 0 "the softmax over the 3 cached keys" -- "$A" explain "$E" --cell 'weights[0,1]' --t 2
 expect_exit 0 "row 1 is k_1 of KV head 0, appended at step 1" -- "$A" explain "$E" --cell 'k_cache[1,0]' --t 2
-expect_exit 0 "z_12 = 0 \+ \(-inf\) = -inf" -- "$A" explain "$E" --cell 'scores[1,2]' --t 2 --prefill 3
+expect_exit 0 "z_12 = 0 \+ \(-inf\) = -inf" -- "$A" explain "$E" --cell 'masked[1,2]' --t 2 --prefill 3
 expect_exit 0 "m_old = 0.5303" -- "$A" explain "$E" --cell 'u[0,1]' --tile 0,1
 expect_exit 0 "ℓ_new = 1 × 1.4931 \+ 0.4931 = 1.9861" -- "$A" explain "$E" --cell 'l[0,0]' --tile 1,1
 expect_exit 0 "--tile QB,KT" -- "$A" explain --help

@@ -22,7 +22,7 @@ expect_exit 0 "c_cache  latent cache after appending c_kv,4" -- "$T" decode exam
 expect_exit 0 "MLA cache: c_cache \(d_c = 4\) and kr_cache \(d_r = 2\)" -- "$T" decode examples/mla_small.json --steps out
 
 # Dropout: train from the file, --eval switches it off, and other pipelines refuse train mode.
-expect_exit 0 "dropped  A ⊙ keep / \(1 − p\)" -- "$T" run examples/dropout_train.json --steps dropped
+expect_exit 0 "dropped  A_d = A ⊙ B / \(1 − p\)" -- "$T" run examples/dropout_train.json --steps dropped
 expect_exit 0 "is not applied: eval mode" -- "$T" run examples/dropout_train.json --eval --steps out
 expect_exit 2 "dropout in train mode is traced by the full trace \(run\) only, not by tiled: switch it off with --eval" -- "$T" tiled examples/dropout_train.json
 expect_exit 2 "--train .*: the problem has no dropout" -- "$T" run examples/damaged_on_arrival.json --train

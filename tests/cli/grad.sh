@@ -5,10 +5,11 @@ T=$ATTN_TRACE
 E=$SOURCE_DIR/examples
 
 out=$("$T" grad "$E/damaged_on_arrival.json" --mask causal)
-for header in "grad_concat  dL/d concat \(the given d_out\)  \(3, 2\)" "grad_out  grad_concat columns 0…1  \(3, 2\)  head 0" \
-              "grad_weights  grad_out Vᵀ  \(3, 3\)" "grad_masked  A ⊙ \(grad_weights − rowsum\(grad_weights ⊙ A\)\)  \(3, 3\)" \
-              "grad_scaled" "grad_scores  s · grad_scaled" "grad_q  grad_scores K  \(3, 2\)" "grad_k  grad_scoresᵀ Q  \(3, 2\)" \
-              "grad_v  Aᵀ grad_out  \(3, 2\)" "grad_x  grad_q W_Qᵀ \+ grad_k W_Kᵀ \+ grad_v W_Vᵀ  \(3, 4\)" "grad_W_Q  Xᵀ grad_q  \(4, 2\)" \
+# Each heading: the step's name, its symbol (docs/NOTATION.md) and the formula in symbols.
+for header in "grad_concat  dO_cat = ∂L/∂O_cat \(the given d_out\)  \(3, 2\)" "grad_out  dO = dO_cat\[:, 0…1\]  \(3, 2\)  head 0" \
+              "grad_weights  dA = dO Vᵀ  \(3, 3\)" "grad_masked  dZ = A ⊙ \(dA − rowsum\(dA ⊙ A\)\)  \(3, 3\)" \
+              "grad_scaled  dS_s = dZ" "grad_scores  dS = s · dS_s" "grad_q  dQ = dS K  \(3, 2\)" "grad_k  dK = dSᵀ Q  \(3, 2\)" \
+              "grad_v  dV = Aᵀ dO  \(3, 2\)" "grad_x  dX = dQ W_Qᵀ \+ dK W_Kᵀ \+ dV W_Vᵀ  \(3, 4\)" "grad_W_Q  dW_Q = Xᵀ dQ  \(4, 2\)" \
               "grad_W_K" "grad_W_V"; do
   checks=$((checks + 1))
   grep -Eq -- "$header" <<<"$out" || fail "grad's text has no line /$header/"
@@ -17,9 +18,9 @@ done
 expect_exit 0 "^damaged +0 +0 +0$" -- "$T" grad "$E/damaged_on_arrival.json" --mask causal --steps grad_masked
 expect_exit 0 '"grad_masked"' -- "$T" grad "$E/damaged_on_arrival.json" --format json
 expect_exit 0 "jacobian_norm = 0\.[0-9]+" -- "$T" grad "$E/damaged_on_arrival.json" --row 1 --steps jacobian
-expect_exit 0 "grad_k  RoPE\^\(-1\)\(grad_k_rot\)" -- "$T" grad "$SOURCE_DIR/tests/golden/grad_rope.json" --steps grad_k --head 0
+expect_exit 0 "grad_k  dK = RoPE⁻¹\(dK_rot\)" -- "$T" grad "$SOURCE_DIR/tests/golden/grad_rope.json" --steps grad_k --head 0
 expect_exit 0 "grad_k .*summed over the 2 query heads that read it" -- "$T" grad "$SOURCE_DIR/tests/golden/grad_gqa.json" --steps grad_k
-expect_exit 0 "grad_dropped  grad_out Vᵀ" -- "$T" grad "$SOURCE_DIR/tests/golden/grad_dropout.json" --steps grad_dropped --head 0
+expect_exit 0 "grad_dropped  dA_d = dO Vᵀ" -- "$T" grad "$SOURCE_DIR/tests/golden/grad_dropout.json" --steps grad_dropped --head 0
 expect_exit 0 "1 passed, 0 failed" -- "$T" check "$SOURCE_DIR/tests/golden/grad_mha.json"
 # check runs grad for jacobian (with its row), lse, delta and the backward's tiles (grad --tiled)
 expect_exit 0 "PASS .*grad_jacobian.json \(grad " -- "$T" check "$SOURCE_DIR/tests/golden/grad_jacobian.json"

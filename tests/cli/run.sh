@@ -11,7 +11,7 @@ expect_exit 0 "Examples:" -- "$T" check --help
 expect_exit 0 "Examples:" -- "$T" random --help
 
 # The text trace: header line "name  formula  shape", token labels, -inf and exact 0.
-expect_exit 0 "scores  Q Kᵀ  \(3, 3\)  head 0" -- "$T" run "$E/damaged_on_arrival.json"
+expect_exit 0 "scores  S = Q Kᵀ  \(3, 3\)  head 0" -- "$T" run "$E/damaged_on_arrival.json"
 expect_exit 0 "damaged +1\.0000 +0 +0" -- "$T" run "$E/damaged_on_arrival.json" --mask causal --steps weights
 expect_exit 0 "damaged +0 +-inf +-inf" -- "$T" run "$E/damaged_on_arrival.json" --mask causal --steps mask
 expect_exit 0 "0\.12421" -- "$T" run "$E/damaged_on_arrival.json" --steps weights --precision 5
