@@ -49,7 +49,8 @@ TEST_CASE("the page writes every selected step as a section with every number in
     // The causal mask: −∞ shown as such, the blocked weights hatched exact zeros.
     const auto weights = page.substr(page.find("data-name=\"weights\""));
     CHECK(weights.substr(0, weights.find("</section>")).find(R"(<td data-i="0" data-j="2" title="0" class="b z">0</td>)") != std::string::npos);
-    CHECK(page.find("title=\"-inf\" class=\"b\">−∞</td>") != std::string::npos);
+    CHECK(page.find("title=\"−∞\" class=\"b\">−∞</td>") != std::string::npos);
+    CHECK(page.find("-inf") == std::string::npos);
     // Nothing from outside the file.
     CHECK(page.find("http") == std::string::npos);
     CHECK(page.find(" src=") == std::string::npos);
@@ -72,7 +73,51 @@ TEST_CASE("the page hatches only the zeros a mask makes, and files decode's cach
     const auto cache = decode.substr(decode.find("data-name=\"k_cache\""));
     CHECK(cache.substr(0, cache.find('>')).find("data-kv-head=\"0\"") != std::string::npos);
     CHECK(cache.substr(0, cache.find('>')).find(" data-head=") == std::string::npos);
+    // Its heading and its entry in the step list say KV head, not head (a query head's number).
+    CHECK(cache.substr(0, cache.find("</h2>")).find("<span class=\"place\">KV head 0, t = 0</span>") != std::string::npos);
+    CHECK(decode.find("k_cache<small> KV head 0 t=0</small>") != std::string::npos);
     CHECK(decode.find("data-group=\"2\"") != std::string::npos);
+}
+
+TEST_CASE("a signed step diverges around 0, a non-negative one keeps the sequential scale") {
+    // scores = [[2, -1, 0], [0, -4, 1]]: ±4 is the scale's end (docs/COMMANDS.md#output-formats).
+    const Trace trace = run_json(R"({"Q": [[1, 0], [0, 1]], "K": [[2, 0], [-1, -4], [0, 1]], "V": [[1], [2], [3]], "scale": "none"})");
+    RenderOptions options;
+    options.steps = {StepName::scores, StepName::weights};
+    const std::string page = render_html(trace, options);
+    const auto scores = page.substr(page.find("data-name=\"scores\""));
+    const std::string table = scores.substr(0, scores.find("</section>"));
+    CHECK(table.find(R"(<td data-i="0" data-j="0" title="2" class="pos" style="--h:0.50">2</td>)") != std::string::npos);
+    CHECK(table.find(R"(<td data-i="0" data-j="1" title="-1" class="neg" style="--h:0.25">-1</td>)") != std::string::npos);
+    CHECK(table.find(R"(<td data-i="1" data-j="1" title="-4" class="neg hi" style="--h:1.00">-4</td>)") != std::string::npos);
+    CHECK(table.find(R"(<td data-i="0" data-j="2" title="0" class="z pos" style="--h:0.00">0</td>)") != std::string::npos);
+    CHECK(table.find("<p class=\"legend\">signed: blue below 0, white at 0, red above 0, the scale ±4 (max |x|)</p>") != std::string::npos);
+    const auto weights = page.substr(page.find("data-name=\"weights\""));
+    const std::string sequential = weights.substr(0, weights.find("</section>"));
+    CHECK(sequential.find("class=\"pos") == std::string::npos);
+    CHECK(sequential.find("class=\"neg") == std::string::npos);
+    CHECK(sequential.find("legend") == std::string::npos);
+}
+
+TEST_CASE("grad's page hatches the gradients' zeros that the mask makes, given the forward trace") {
+    const Problem problem = parse_problem(damaged_causal, "damaged.json");
+    const Trace grad = pipeline_grad(problem, RunOptions{}, GradOptions{});
+    const Trace forward = pipeline_full(problem, RunOptions{});
+    const std::string page = render_html(grad, RenderOptions{}, {}, &forward);
+    for (const std::string name : {"grad_masked", "grad_scaled", "grad_scores"}) {
+        const auto at = page.substr(page.find("data-name=\"" + name + "\""));
+        const std::string section = at.substr(0, at.find("</section>"));
+        INFO(name);
+        // Above the diagonal, and nowhere else: grad_masked[0,0] = 1 · (g − g) is an exact 0 the mask did not make.
+        CHECK(count(section, "class=\"b z\"") == 3);
+        CHECK(section.find(R"(<td data-i="0" data-j="1" title="0" class="b z">0</td>)") != std::string::npos);
+        CHECK(section.find(R"(<td data-i="0" data-j="0" title="0" class="z)") != std::string::npos);
+        CHECK(section.find("hatched: the mask blocked the weight, so this gradient is exactly 0 by construction") != std::string::npos);
+    }
+    // Without the forward trace nothing tells the mask's zeros from the others: none is hatched.
+    const std::string alone = render_html(grad, RenderOptions{});
+    const auto at = alone.substr(alone.find("data-name=\"grad_masked\""));
+    CHECK(at.substr(0, at.find("</section>")).find("class=\"b") == std::string::npos);
 }
 
 TEST_CASE("the page escapes labels and keeps an explanation from ending its script") {

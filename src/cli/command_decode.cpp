@@ -63,6 +63,7 @@ Examples:
   attn-trace decode examples/damaged_on_arrival.json
   attn-trace decode examples/damaged_on_arrival.json --prefill 2 --steps k_cache,weights,out
   attn-trace decode examples/gqa_8q_2kv.json --format html > decode.html   (a slider through the tokens)
+  attn-trace decode examples/damaged_on_arrival.json --heatmap   (each step's weights row, stacked by t)
   attn-trace decode examples/gqa_8q_2kv.json --layers 32 --bytes 2 --tokens 8192 --format json
   attn-trace random --n 6 --dk 4 --heads 4 --kv-heads 2 --seed 3 | attn-trace decode -)");
     add_trace_options(*decode, options);
@@ -80,11 +81,12 @@ Examples:
         refuse_over_budget(problem, "decode", decode_trace_bytes(problem), options.budget);
         const Trace trace = pipeline_decode(problem, run_options(options), decode_options);
         options.page_source.decode = decode_options;
-        if (options.format == Format::text && options.steps.empty()) {
-            // Per step one line; the matrices without t (stacked out, concat, final) as tables.
+        if (options.format == Format::text && options.steps.empty() && !options.heatmap) {
+            // Per step one line; the matrices without t (stacked out, concat, final) as
+            // tables. --svg draws the weights of every step t.
             Trace summary = trace;
             std::erase_if(summary.steps, [](const Step& step) { return step.t.has_value(); });
-            print_trace(summary, options, problem);
+            print_trace(summary, options, problem, nullptr, &trace);
             std::cout << step_table(trace, render_options(options, problem));
         } else {
             print_trace(trace, options, problem);

@@ -52,7 +52,11 @@ Examples:
         if (tiled) grad_options.tiled = TiledOptions{whole_number_option("--block-q", block_q, 1), whole_number_option("--block-k", block_k, 1)};
         // Untiled: the forward trace and about as many (n, m) steps again.
         if (!tiled) refuse_over_budget(problem, "grad", 2 * full_trace_bytes(problem), options.budget);
-        print_trace(pipeline_grad(problem, run_options(options), grad_options), options, problem);
+        // The page hatches grad_masked's zeros where the forward pass's mask blocked
+        // the weight (a forward trace past the memory budget is not computed for it).
+        const bool page = options.format == Format::html && full_trace_bytes(problem) <= static_cast<double>(options.budget.memory);
+        const std::optional<Trace> forward = page ? std::optional(pipeline_full(problem, run_options(options))) : std::nullopt;
+        print_trace(pipeline_grad(problem, run_options(options), grad_options), options, problem, nullptr, nullptr, forward ? &*forward : nullptr);
         exit_code = 0;
     });
 }

@@ -28,6 +28,7 @@ Examples:
   attn-trace tiled examples/damaged_on_arrival.json --mask causal --block-q 1 --block-k 2 --steps m,l,rescale
   attn-trace tiled examples/gqa_8q_2kv.json --block-k 3 --head 0 --format json
   attn-trace tiled examples/damaged_on_arrival.json --format html > tiled.html   (a slider through the tiles)
+  attn-trace tiled examples/damaged_on_arrival.json --svg tiled.svg   (the final weights, exp(S − m) / ℓ)
   attn-trace random --n 10 --dk 4 --mask causal --seed 1 | attn-trace tiled - --block-q 4 --block-k 4 --steps out)");
     add_trace_options(*tiled, options);
     tiled->add_option("--block-q", block_q, "Br: query rows per block")->capture_default_str();

@@ -174,12 +174,12 @@ void check_steps_present(const Trace& trace, const RenderOptions& r, const Probl
     }
 }
 
-void print_trace(const Trace& trace, const TraceOptions& o, const Problem& problem, const Pitfall* pitfall) {
+void print_trace(const Trace& trace, const TraceOptions& o, const Problem& problem, const Pitfall* pitfall, const Trace* pictured, const Trace* forward) {
     const RenderOptions r = render_options(o, problem);
     check_steps_present(trace, r, problem);
     if (o.heatmap && o.format != Format::text) throw InputError(fmt::format("--heatmap draws in the terminal: leave out --format {}", o.format));
     // The SVG first: a bad --svg path fails before anything is printed.
-    if (!o.svg.empty()) write_file(o.svg, render_weights_svg(trace, r));
+    if (!o.svg.empty()) write_file(o.svg, render_weights_svg(pictured ? *pictured : trace, r));
     if (pitfall) {
         std::cout << render_pitfall(*pitfall, r);
         return;
@@ -190,7 +190,7 @@ void print_trace(const Trace& trace, const TraceOptions& o, const Problem& probl
         // enough), which the estimate above did not count: the page is measured
         // whole before it is printed. Its explanations are at most
         // page_explained_cells texts of a few kilobytes each, so holding it costs little.
-        const std::string page = render_html(trace, r, explain_cells(trace, problem, run_options(o), selected_steps(trace, r), o.page_source, o.precision));
+        const std::string page = render_html(trace, r, explain_cells(trace, problem, run_options(o), selected_steps(trace, r), o.page_source, o.precision), forward);
         if (page.size() > o.budget.output)
             throw InputError(fmt::format("{}: the {} page would be {} with its cells' explanations; the limit is {} (--max-output): choose what to "
                                          "show with --steps, --head or --batch",
@@ -198,7 +198,7 @@ void print_trace(const Trace& trace, const TraceOptions& o, const Problem& probl
         std::cout << page;
         return;
     }
-    std::cout << (o.heatmap ? render_heatmap(trace, r) : render(trace, o.format, r));
+    std::cout << (o.heatmap ? render_heatmap(pictured ? *pictured : trace, r) : render(trace, o.format, r));
 }
 
 }  // namespace attn_trace::cli

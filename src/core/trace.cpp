@@ -14,6 +14,20 @@ std::vector<PlacePart> step_place(std::optional<int> head, std::optional<int> ba
     return parts;
 }
 
+bool per_kv_head(StepName name) {
+    return name == StepName::k_cache || name == StepName::v_cache || name == StepName::grad_k || name == StepName::grad_v;
+}
+
+std::vector<PlacePart> step_place(const Step& step) {
+    auto parts = step_place(step.head, step.batch, step.t, step.tile);
+    // A cache or grad_k of "head 1" read as query head 1 would be wrong under GQA
+    // (docs/COMMANDS.md#decode): it is KV head 1.
+    if (per_kv_head(step.name))
+        for (auto& part : parts)
+            if (part.key == "head") part.key = "KV head";
+    return parts;
+}
+
 std::string step_label(StepName name, std::optional<int> head, std::optional<int> batch, std::optional<int> t,
                        std::optional<std::array<int, 2>> tile) {
     std::vector<std::string> where;

@@ -9,10 +9,12 @@ namespace attn_trace {
 namespace {
 
 // Light and dark come from the reader's system setting; heat is a cell's --h
-// (0…1) mixed between --lo and --hi; masked cells are hatched over it.
+// (0…1) mixed between --lo and --hi; a signed step's cells (neg, pos) mix --neg
+// or --pos into --zero by --h, its distance from 0 (docs/COMMANDS.md#output-formats);
+// masked cells are hatched over it.
 constexpr const char* style = R"css(
-:root{--bg:#fff;--fg:#1f2328;--muted:#59636e;--line:#d1d9e0;--lo:#f7fbff;--hi:#08519c;--on-hi:#fff;--hatch:#8c959f;--pick:#d1242f;--panel:#f6f8fa}
-@media (prefers-color-scheme:dark){:root{--bg:#0d1117;--fg:#e6edf3;--muted:#9198a1;--line:#3d444d;--lo:#151b23;--hi:#79c0ff;--on-hi:#0d1117;--hatch:#656c76;--pick:#ff7b72;--panel:#151b23}}
+:root{--bg:#fff;--fg:#1f2328;--muted:#59636e;--line:#d1d9e0;--lo:#f7fbff;--hi:#08519c;--on-hi:#fff;--hatch:#8c959f;--pick:#d1242f;--panel:#f6f8fa;--neg:#2166ac;--zero:#fff;--pos:#b2182b}
+@media (prefers-color-scheme:dark){:root{--bg:#0d1117;--fg:#e6edf3;--muted:#9198a1;--line:#3d444d;--lo:#151b23;--hi:#79c0ff;--on-hi:#0d1117;--hatch:#656c76;--pick:#ff7b72;--panel:#151b23;--neg:#79c0ff;--zero:#151b23;--pos:#ff8182}}
 *{box-sizing:border-box}
 body{margin:0;background:var(--bg);color:var(--fg);font:15px/1.45 system-ui,sans-serif;display:grid;grid-template-columns:minmax(11em,15em) minmax(0,1fr) minmax(16em,26em);grid-template-areas:"head head head" "nav main aside";gap:0 1.2em}
 body.sheet{display:block;max-width:60em;margin:0 auto;padding:0 1em 2em}
@@ -39,10 +41,13 @@ body.sheet main{display:block}
 table{border-collapse:collapse;font-family:ui-monospace,monospace;font-size:.88em;margin:.3em 0}
 th{font-weight:normal;color:var(--muted);padding:.1em .5em;text-align:right;white-space:nowrap}
 td{padding:.1em .5em;text-align:right;border:1px solid var(--line);white-space:nowrap;background:color-mix(in oklab,var(--hi) calc(var(--h,0)*100%),var(--lo))}
+td.neg{background:color-mix(in oklab,var(--neg) calc(var(--h,0)*100%),var(--zero))}
+td.pos{background:color-mix(in oklab,var(--pos) calc(var(--h,0)*100%),var(--zero))}
 td.hi{color:var(--on-hi)}
-td.b{background:var(--lo) repeating-linear-gradient(135deg,color-mix(in srgb,var(--hatch) 45%,transparent) 0 1px,transparent 1px 6px);color:var(--fg)}
+td.b,.swatch.b{background:var(--lo) repeating-linear-gradient(135deg,color-mix(in srgb,var(--hatch) 45%,transparent) 0 1px,transparent 1px 6px);color:var(--fg)}
 td.z{font-weight:bold}
 td.gap{background:none;color:var(--muted)}
+.legend{margin:.1em 0;color:var(--muted);font-size:.85em}.swatch{display:inline-block;width:1.2em;height:.9em;border:1px solid var(--line);vertical-align:middle}
 td[tabindex]{cursor:pointer}
 td.picked,td:focus-visible{outline:2px solid var(--pick);outline-offset:-2px}
 aside{grid-area:aside;position:sticky;top:0;align-self:start;max-height:100vh;overflow:auto;padding:.8em 1.2em .8em 0}
@@ -52,7 +57,7 @@ dl{display:grid;grid-template-columns:max-content auto;gap:0 1em}dt{font-family:
 details{margin:1em 0;padding:.4em .8em;border:1px solid var(--line);border-radius:6px}
 summary{cursor:pointer;font-weight:bold}
 @media (max-width:60em){body{display:block}nav,aside{position:static;max-height:none;padding:.8em 1.2em}}
-@media print{:root{--bg:#fff;--fg:#1f2328;--muted:#59636e;--line:#d1d9e0;--lo:#f7fbff;--hi:#08519c;--on-hi:#fff;--hatch:#8c959f;--panel:#f6f8fa}body{display:block;font-size:11pt}nav,aside,button{display:none}.step.off{display:block}.step{break-inside:avoid;overflow:visible}td{print-color-adjust:exact;-webkit-print-color-adjust:exact}}
+@media print{:root{--bg:#fff;--fg:#1f2328;--muted:#59636e;--line:#d1d9e0;--lo:#f7fbff;--hi:#08519c;--on-hi:#fff;--hatch:#8c959f;--panel:#f6f8fa;--neg:#2166ac;--zero:#fff;--pos:#b2182b}body{display:block;font-size:11pt}nav,aside,button{display:none}.step.off{display:block}.step{break-inside:avoid;overflow:visible}td{print-color-adjust:exact;-webkit-print-color-adjust:exact}}
 )css";
 
 // The navigator: previous/next (buttons, or ← and → anywhere but in a text field),

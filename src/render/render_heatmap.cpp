@@ -1,5 +1,5 @@
 // A per-head step (the weights unless --steps names scores, scaled, capped or
-// masked) as a terminal picture: one grid per head, query rows × key columns, each
+// masked; decode's and tiled's weights put together whole) as a terminal picture: one grid per head, query rows × key columns, each
 // cell coloured by its value (256-colour background) with the number inside.
 // Without colour, a shading character after each number keeps the picture, and
 // masked cells show "×" either way.
@@ -10,6 +10,7 @@
 
 #include "attn_trace/render.hpp"
 #include "attn_trace/render_table.hpp"
+#include "attn_trace/whole_weights.hpp"
 
 namespace attn_trace {
 
@@ -81,7 +82,8 @@ std::string heatmap_panel(const HeatmapPanel& panel, const RenderOptions& option
 
 std::string render_heatmap(const Trace& trace, const RenderOptions& options) {
     std::string out;
-    for (const auto& panel : heatmap_panels(trace, options, "⟦heatmap⟧")) out += (out.empty() ? "" : "\n") + heatmap_panel(panel, options);
+    const std::optional<Trace> whole = whole_weights(trace);  // decode's and tiled's weights, put together
+    for (const auto& panel : heatmap_panels(whole ? *whole : trace, options, "⟦heatmap⟧")) out += (out.empty() ? "" : "\n") + heatmap_panel(panel, options);
     if (!options.color) out += "\nshading: ' ' the scale's low end, '░' 1/4, '▒' 1/2, '▓' 3/4, '█' the high end\n";
     return out;
 }

@@ -25,20 +25,33 @@ Place place_of(const Step& s) {
     return {s.batch.value_or(-1), s.head.value_or(-1), s.t.value_or(-1), s.tile ? (*s.tile)[0] : -1, s.tile ? (*s.tile)[1] : -1};
 }
 
-// The finite range of a step's values, for its heat colouring.
+// A step's heat colouring (docs/COMMANDS.md#output-formats): a step with a negative
+// value is signed and takes the diverging scale (blue below 0, red above, white at
+// 0, symmetric: ±max |x|), so that the sign shows; a non-negative step takes the
+// sequential scale over its finite range.
 struct Heat {
-    double low = 0, high = 0;
+    double low = 0, high = 0, largest = 0;  // finite min, max and max |x|
     explicit Heat(const Matrix& m) {
         bool any = false;
         for (double x : m.data()) {
             if (!std::isfinite(x)) continue;
             low = any ? std::min(low, x) : x;
             high = any ? std::max(high, x) : x;
+            largest = std::max(largest, std::abs(x));
             any = true;
         }
     }
-    double operator()(double x) const { return high > low ? (x - low) / (high - low) : 0.0; }
+    bool diverging() const { return low < 0; }
+    // Where x sits on its scale, 0…1: on the diverging one, how far from 0 toward ±max |x|.
+    double operator()(double x) const {
+        if (diverging()) return std::abs(x) / largest;
+        return high > low ? (x - low) / (high - low) : 0.0;
+    }
 };
+
+// A number as the page writes it: −∞ and ∞ as the cells write them (U+2212, not
+// the JSON's "-inf"), a finite one as the shortest text that reads back to it.
+std::string page_number(double x) { return std::isinf(x) ? (x < 0 ? "−∞" : "∞") : full_precision_text(x); }
 
 // The decode token or the tile a step belongs to, as the slider's positions: the
 // distinct t (or tile) values in the order the trace has them.
@@ -73,22 +86,47 @@ std::string step_heading(const Step& step) {
                        html_escape(defined_as(step_symbol(step.name), step.formula)), shape_string(step.values), where.empty() ? "" : " <span class=\"place\">" + html_escape(where) + "</span>");
 }
 
+// The gradients that are exactly 0 where the mask blocked the weight (A = 0 there,
+// and the softmax backward multiplies by A): their zeros are the mask's as the
+// weights' are.
+bool zero_where_blocked(StepName name) {
+    return name == StepName::grad_masked || name == StepName::grad_capped || name == StepName::grad_scaled || name == StepName::grad_scores;
+}
+
+// A cell the mask blocked: −∞, or a 0 where the masked step of its place is −∞
+// (without one, a 0 of weights or exp).
+bool blocked_cell(const Step& step, std::size_t i, std::size_t j, const Step* masked) {
+    const double x = step.values(i, j);
+    return (std::isinf(x) && x < 0) || (x == 0.0 && (masked ? masked->values(i, j) == -INFINITY : is_blocked_cell(step, x)));
+}
+
 std::string cell_html(const Step& step, std::size_t i, std::size_t j, const CellFormat& format, const Heat& heat, const Step* masked, bool clickable) {
     const double x = step.values(i, j);
     std::string classes;
-    const bool blocked = (std::isinf(x) && x < 0) ||
-                         (x == 0.0 && (masked ? masked->values(i, j) == -INFINITY : is_blocked_cell(step, x)));
+    const bool blocked = blocked_cell(step, i, j, masked);
     if (blocked) classes += " b";
     if (x == 0.0) classes += " z";
     std::string style;
     if (std::isfinite(x) && !blocked) {
         const double h = heat(x);
         style = fmt::format(" style=\"--h:{:.2f}\"", h);
+        if (heat.diverging()) classes += x < 0 ? " neg" : " pos";
         if (h > 0.55) classes += " hi";
     }
-    const std::string shown = std::isinf(x) ? (x < 0 ? "−∞" : "∞") : format(x);
-    return fmt::format("<td data-i=\"{}\" data-j=\"{}\" title=\"{}\"{}{}{}>{}</td>", i, j, full_precision_text(x), classes.empty() ? "" : " class=\"" + classes.substr(1) + "\"",
+    const std::string shown = std::isinf(x) ? page_number(x) : format(x);
+    return fmt::format("<td data-i=\"{}\" data-j=\"{}\" title=\"{}\"{}{}{}>{}</td>", i, j, page_number(x), classes.empty() ? "" : " class=\"" + classes.substr(1) + "\"",
                        style, clickable ? " tabindex=\"0\"" : "", shown);
+}
+
+// The lines under a table that say what its colours and hatching mean.
+std::string legend(const Step& step, const Heat& heat, bool hatched, int precision) {
+    std::string out;
+    if (heat.diverging())
+        out += fmt::format("<p class=\"legend\">signed: blue below 0, white at 0, red above 0, the scale ±{} (max |x|)</p>\n", format_number(heat.largest, precision));
+    if (hatched)
+        out += zero_where_blocked(step.name) ? "<p class=\"legend\"><span class=\"swatch b\"></span> hatched: the mask blocked the weight, so this gradient is exactly 0 by construction</p>\n"
+                                             : "<p class=\"legend\"><span class=\"swatch b\"></span> hatched: masked (−∞ before the softmax, 0 after it)</p>\n";
+    return out;
 }
 
 std::string step_table(const Step& step, const RenderOptions& options, const Step* masked, bool clickable) {
@@ -100,26 +138,33 @@ std::string step_table(const Step& step, const RenderOptions& options, const Ste
     std::string out = "<table>\n<thead><tr><th></th>";
     for (auto j : cols) out += "<th scope=\"col\">" + html_escape(column_label(step, j)) + "</th>";
     out += "</tr></thead>\n<tbody>\n";
+    bool hatched = false;
     for (auto i : rows) {
         out += "<tr><th scope=\"row\">" + html_escape(row_label(step, i)) + "</th>";
-        for (auto j : cols) out += i == gap || j == gap ? "<td class=\"gap\">…</td>" : cell_html(step, i, j, format, heat, masked, clickable);
+        for (auto j : cols) {
+            if (i == gap || j == gap) {
+                out += "<td class=\"gap\">…</td>";
+                continue;
+            }
+            hatched = hatched || blocked_cell(step, i, j, masked);
+            out += cell_html(step, i, j, format, heat, masked, clickable);
+        }
         out += "</tr>\n";
     }
-    return out + "</tbody>\n</table>\n";
+    return out + "</tbody>\n</table>\n" + legend(step, heat, hatched, options.precision);
 }
 
 // Whether a step's head is a KV head (decode's caches, grad_k and grad_v) read by
 // several query heads: the head tabs show it under each of them.
 bool of_kv_head(const Trace& trace, const Step& step) {
-    const StepName s = step.name;
-    const bool kv = s == StepName::k_cache || s == StepName::v_cache || s == StepName::grad_k || s == StepName::grad_v;
-    return kv && step.head && trace.problem.kv_heads < trace.problem.heads;
+    return per_kv_head(step.name) && step.head && trace.problem.kv_heads < trace.problem.heads;
 }
 
 // The masked step of each place, for the steps whose zeros a mask makes (exp,
-// weights, dropped) when its shape is theirs.
+// weights, dropped, and the gradients zero_where_blocked) when its shape is theirs.
 const Step* masked_for(const std::map<Place, const Step*>& masked, const Step& step) {
-    if (step.name != StepName::exp && step.name != StepName::weights && step.name != StepName::dropped) return nullptr;
+    const StepName s = step.name;
+    if (s != StepName::exp && s != StepName::weights && s != StepName::dropped && !zero_where_blocked(s)) return nullptr;
     const auto found = masked.find(place_of(step));
     if (found == masked.end()) return nullptr;
     const Matrix& mask = found->second->values;
@@ -170,12 +215,14 @@ std::string explanations_json(const CellExplanations& explanations) {
 
 }  // namespace
 
-std::string html_step_sections(const Trace& trace, const RenderOptions& options, const CellExplanations* explanations) {
+std::string html_step_sections(const Trace& trace, const RenderOptions& options, const CellExplanations* explanations, const Trace* forward) {
     const auto steps = selected_steps(trace, options);
     const Stages stages = stages_of(steps);
     std::map<Place, const Step*> masked;
-    for (const Step& s : trace.steps)
-        if (s.name == StepName::masked) masked.emplace(place_of(s), &s);
+    for (const Trace* source : {&trace, forward})
+        if (source)
+            for (const Step& s : source->steps)
+                if (s.name == StepName::masked) masked.emplace(place_of(s), &s);
     std::string out;
     for (const Step* s : steps) {
         const std::size_t k = static_cast<std::size_t>(s - trace.steps.data());
@@ -191,7 +238,7 @@ std::string html_step_sections(const Trace& trace, const RenderOptions& options,
     return out;
 }
 
-std::string render_html(const Trace& trace, const RenderOptions& options, const CellExplanations& explanations) {
+std::string render_html(const Trace& trace, const RenderOptions& options, const CellExplanations& explanations, const Trace* forward) {
     const auto& p = trace.problem;
     const std::string title = fmt::format("attn-trace {}{}", trace.command, p.title.empty() ? "" : ": " + p.title);
     std::string body = "<header>\n<h1>" + html_escape(title) + "</h1>\n<p class=\"problem\">" + html_escape(describe_problem(p)) + "</p>\n";
@@ -203,11 +250,12 @@ std::string render_html(const Trace& trace, const RenderOptions& options, const 
     body += "</header>\n";
     const auto steps = selected_steps(trace, options);
     body += navigator(trace, steps, stages_of(steps));
-    body += "<main>\n" + html_step_sections(trace, options, &explanations);
+    body += "<main>\n" + html_step_sections(trace, options, &explanations, forward);
     if (!trace.numbers.empty()) {
         body += "<section class=\"numbers\"><h2>numbers</h2>\n<dl>\n";
         for (const auto& [key, value] : trace.numbers)
-            body += fmt::format("<dt>{}</dt><dd title=\"{}\">{}</dd>\n", html_escape(key), full_precision_text(value), format_trace_number(value));
+            body += fmt::format("<dt>{}</dt><dd title=\"{}\">{}</dd>\n", html_escape(key), page_number(value),
+                               std::isinf(value) ? page_number(value) : format_trace_number(value));
         body += "</dl>\n</section>\n";
     }
     body += "</main>\n";

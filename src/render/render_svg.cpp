@@ -1,7 +1,8 @@
 // A per-head step as an SVG heatmap (the weights unless --steps names scores,
-// scaled, capped or masked): one panel per head (query rows × key columns), token
-// labels, the numbers inside cells large enough to hold them, masked cells hatched
-// grey with a ×, and a colour scale on the right (0 to 1 for the weights).
+// scaled, capped or masked; decode's and tiled's weights put together whole): one
+// panel per head (query rows × key columns), token labels, the numbers inside
+// cells large enough to hold them, masked cells hatched grey with a ×, and a
+// colour scale on the right (0 to 1 for the weights).
 #include <algorithm>
 #include <cmath>
 
@@ -11,6 +12,7 @@
 #include "attn_trace/render.hpp"
 #include "attn_trace/render_html.hpp"
 #include "attn_trace/render_table.hpp"
+#include "attn_trace/whole_weights.hpp"
 
 namespace attn_trace {
 
@@ -112,7 +114,8 @@ std::string svg_colour_scale(const HeatmapPanel& panel, double x, double y, doub
 }  // namespace
 
 std::string render_weights_svg(const Trace& trace, const RenderOptions& options) {
-    const auto panels = heatmap_panels(trace, options, "⟦svg⟧");
+    const std::optional<Trace> whole = whole_weights(trace);  // decode's and tiled's weights, put together
+    const auto panels = heatmap_panels(whole ? *whole : trace, options, "⟦svg⟧");
     std::size_t cells = 0;
     for (const auto& p : panels) cells += p.values->values.rows() * p.values->values.cols();
     if (cells > max_svg_cells)

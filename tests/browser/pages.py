@@ -94,7 +94,9 @@ def same_number(shown, expected):
 
 
 def parse(title):
-    return title if title in ("-inf", "inf", "nan") else float(title)
+    """A cell's title as the JSON writes the number: the page writes −∞ and ∞
+    (U+2212), the JSON "-inf" and "inf"."""
+    return {"−∞": "-inf", "∞": "inf", "nan": "nan"}.get(title) or float(title)
 
 
 def check_steps(driver, name, args):
@@ -251,9 +253,46 @@ def test_decode(driver):
     caches = driver.execute_script(
         "return Array.from(document.querySelectorAll('section.step[data-kv-head]')).filter(s => s.offsetParent !== null).map(s => s.dataset.kvHead)")
     check(caches and set(caches) == {"1"}, f"decode-gqa: head 5 (of KV head 1) shows the caches of KV heads {sorted(set(caches))}")
+    headings = driver.execute_script("return Array.from(document.querySelectorAll('section.step[data-name=k_cache] h2 .place')).map(p => p.textContent)")
+    check(headings and all(h.startswith("KV head ") for h in headings), f"decode-gqa: k_cache's headings are {sorted(set(headings))[:3]}, not KV head g")
     driver.find_element(By.CSS_SELECTOR, "section.step[data-stage='0'][data-name='k_cache'][data-kv-head='1'] td[data-i='0'][data-j='0']").click()
     expected = tool("explain", example("gqa_8q_2kv.json"), "--t", "0", "--head", "4", "--cell", "k_cache[0,0]")
     check(panel_text(driver).strip() == expected.strip(), "decode-gqa: KV head 1's k_cache[0,0] does not show explain's text for a query head of KV head 1")
+
+
+# A cell's background as sRGB bytes: the computed colour (an oklab() from
+# color-mix) painted on a canvas and read back.
+RGB = """const c = document.createElement('canvas'); c.width = c.height = 1; const x = c.getContext('2d');
+x.fillStyle = getComputedStyle(arguments[0]).backgroundColor; x.fillRect(0, 0, 1, 1); return Array.from(x.getImageData(0, 0, 1, 1).data).slice(0, 3);"""
+
+
+def test_colours(driver):
+    """Signed steps diverge around 0 (blue below, white at 0, red above);
+    non-negative ones keep the sequential scale (docs/COMMANDS.md#output-formats)."""
+    path = os.path.join(WORK, "signed.json")
+    with open(path, "w") as f:  # scores: [[1, -1, 0], [0, 0, 1]]
+        json.dump({"Q": [[1, 0], [0, 1]], "K": [[1, 0], [-1, 0], [0, 1]], "V": [[1], [2], [3]], "scale": "none"}, f)
+    open_page(driver, "signed", ["run", path, "--steps", "scores,weights"])
+    positive, negative, zero = (driver.execute_script(RGB, cell(driver, "scores", 0, j)) for j in range(3))
+    check(positive[0] > positive[2] + 60, f"signed: scores[0,0] = 1 is not red: rgb{positive}")
+    check(negative[2] > negative[0] + 60, f"signed: scores[0,1] = −1 is not blue: rgb{negative}")
+    check(min(zero) >= 240, f"signed: scores[0,2] = 0 is not near-white: rgb{zero}")
+    check(positive == driver.execute_script(RGB, cell(driver, "scores", 1, 2)), "signed: the two scores of 1 differ in colour")
+    legend = driver.find_element(By.CSS_SELECTOR, "section.step[data-name='scores'] p.legend").text
+    check("blue below 0, white at 0, red above 0" in legend and "±1" in legend, f"signed: the scores' legend says {legend!r}")
+    # weights (non-negative): the sequential scale, its largest value dark blue, no legend line.
+    largest = max(range(3), key=lambda j: float(cell(driver, "weights", 0, j).get_attribute("title")))
+    rgb = driver.execute_script(RGB, cell(driver, "weights", 0, largest))
+    check(rgb[2] > rgb[0] + 60 and sum(rgb) < 500, f"signed: the largest weight is not dark blue: rgb{rgb}")
+    check(not driver.find_elements(By.CSS_SELECTOR, "section.step[data-name='weights'] td.neg, section.step[data-name='weights'] td.pos"),
+          "signed: the weights take the diverging scale")
+    screenshot(driver, "signed")
+    # No "-inf" anywhere in a masked page: −∞ in the cells and their titles.
+    html = open_page(driver, "minus-infinity", ["run", example("damaged_on_arrival.json"), "--mask", "causal"])
+    shown = driver.execute_script("return document.documentElement.outerHTML")
+    check("-inf" not in html and "-inf" not in shown, "minus-infinity: the page writes -inf")
+    titles = driver.execute_script("return Array.from(document.querySelectorAll('section.step[data-name=masked] td.b')).map(td => [td.title, td.textContent])")
+    check(len(titles) == 3 and all(t == ["−∞", "−∞"] for t in titles), f"minus-infinity: masked's blocked cells are {titles}")
 
 
 def test_grad(driver):
@@ -263,6 +302,17 @@ def test_grad(driver):
     cell(driver, "grad_q", 1, 0).click()
     expected = tool("explain", example("damaged_on_arrival.json"), "--mask", "causal", "--cell", "grad_q[1,0]")
     check(panel_text(driver).strip() == expected.strip(), "grad: grad_q[1,0] does not show explain's text")
+    # The causal mask's cells of grad_masked (above the diagonal) are 0 by construction and
+    # hatched; grad_masked[0,0] is an exact 0 too (a = 1 there: 1 · (g − g)) and is not.
+    hatched = driver.execute_script(
+        "return Array.from(document.querySelectorAll('section.step[data-name=grad_masked] td.b'))"
+        ".map(td => [Number(td.dataset.i), Number(td.dataset.j), td.title, getComputedStyle(td).backgroundImage])")
+    check(sorted((i, j) for i, j, _, _ in hatched) == [(0, 1), (0, 2), (1, 2)], f"grad: grad_masked's hatched cells are {hatched}")
+    check(all(t == "0" and "repeating-linear-gradient" in image for _, _, t, image in hatched), f"grad: grad_masked's hatched cells are {hatched}")
+    check(cell(driver, "grad_masked", 0, 0).get_attribute("title") == "0" and "b" not in cell(driver, "grad_masked", 0, 0).get_attribute("class").split(),
+          "grad: grad_masked[0,0], an exact 0 the mask did not make, is hatched")
+    legend = driver.find_element(By.CSS_SELECTOR, "section.step[data-name='grad_masked']").text
+    check("hatched: the mask blocked the weight, so this gradient is exactly 0 by construction" in legend, "grad: grad_masked has no legend for its hatching")
     screenshot(driver, "grad")
 
 
@@ -327,7 +377,7 @@ def main():
     try:
         run_size = test_run(driver)
         readme_size = test_readme_page(driver)
-        for test in (test_heads, test_tiled, test_decode, test_grad, test_permute, test_summary, test_explain, test_exercise, test_print):
+        for test in (test_heads, test_colours, test_tiled, test_decode, test_grad, test_permute, test_summary, test_explain, test_exercise, test_print):
             test(driver)
     finally:
         driver.quit()

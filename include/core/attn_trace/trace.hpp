@@ -58,7 +58,10 @@ struct PlacePart {
     std::string key, value;
 };
 std::vector<PlacePart> step_place(std::optional<int> head, std::optional<int> batch, std::optional<int> t, std::optional<std::array<int, 2>> tile);
-inline std::vector<PlacePart> step_place(const Step& step) { return step_place(step.head, step.batch, step.t, step.tile); }
+// A step's place; a step of a KV head (per_kv_head) says "KV head", not "head".
+std::vector<PlacePart> step_place(const Step& step);
+// The steps whose head is a KV head: decode's caches, grad_k and grad_v.
+bool per_kv_head(StepName name);
 
 // "weights (batch 1, head 0, t 2, tile [0, 1])": a step named in a message, as
 // check's report and the overflow error write it.

@@ -32,13 +32,18 @@ std::string html_escape(const std::string& text);
 std::string html_page(const std::string& title, const std::string& body_class, const std::string& content);
 
 // The selected steps as sections, each a heading (name, formula, shape, place)
-// and a table with token labels, heat colouring, −∞ and masked cells hatched,
-// exact zeros marked; a summary of a large matrix unless options.full.
-// `explanations` may be null (a worksheet's tables are not clickable).
-std::string html_step_sections(const Trace& trace, const RenderOptions& options, const CellExplanations* explanations);
+// and a table with token labels, heat colouring (diverging around 0 for a step
+// with negative values, sequential otherwise), −∞ and masked cells hatched, exact
+// zeros marked, and a legend line for the signed scale and the hatching; a
+// summary of a large matrix unless options.full. Every −∞ is written "−∞"
+// (U+2212), in cells and titles. `explanations` may be null (a worksheet's tables
+// are not clickable). `forward`, where given, is the forward trace of a gradient
+// trace (grad's): its masked steps tell which of the gradients' zeros the mask
+// makes, and those are hatched as the weights' are.
+std::string html_step_sections(const Trace& trace, const RenderOptions& options, const CellExplanations* explanations, const Trace* forward = nullptr);
 
 // The trace's page: title, problem line and notes, the navigator, the sections,
 // the trace's numbers and the explanation panel.
-std::string render_html(const Trace& trace, const RenderOptions& options, const CellExplanations& explanations = {});
+std::string render_html(const Trace& trace, const RenderOptions& options, const CellExplanations& explanations = {}, const Trace* forward = nullptr);
 
 }  // namespace attn_trace
