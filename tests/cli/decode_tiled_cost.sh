@@ -11,9 +11,9 @@ expect_exit 0 "Examples:" -- "$T" cost --help
 # decode: one line per step with the cache length, the weights and the output row.
 expect_exit 0 "t = 2 \(arrival\)  cache 3  weights \[0\.5035 0\.2483 0\.2483\]  out \[1\.0070 0\.2483\]" -- "$T" decode "$E/damaged_on_arrival.json"
 expect_exit 0 "max_abs_diff_vs_full = 0" -- "$T" decode "$E/damaged_on_arrival.json" --prefill 2
-expect_exit 0 '"name":"k_cache","head":0,"t":2,"formula":"[^"]*","shape":\[3,2\]' -- "$T" decode "$E/damaged_on_arrival.json" --format json
+expect_exit 0 '"name":"k_cache","head":0,"t":2,"symbol":"K_cache","formula":"[^"]*","shape":\[3,2\]' -- "$T" decode "$E/damaged_on_arrival.json" --format json
 expect_exit 0 '"max_abs_diff_vs_full":0' -- "$T" decode "$E/damaged_on_arrival.json" --format json
-expect_exit 0 "k_cache  .*\(2, 2\)  head 1  t = 1" -- "$T" decode "$E/gqa_8q_2kv.json" --steps k_cache
+expect_exit 0 "k_cache  K_cache = .*\(2, 2\)  KV head 1  t = 1" -- "$T" decode "$E/gqa_8q_2kv.json" --steps k_cache
 # The textbook cache: 32 layers, 8 KV heads, d = 128, fp16, 8192 tokens → 1 GiB.
 expect_exit 0 "1,073,741,824 bytes .*1\.00 GiB" -- "$T" cost --n 8192 --d-model 4096 --heads 32 --kv-heads 8 --layers 32 --bytes 2
 

@@ -18,7 +18,7 @@ expect_exit 0 "\"mla\": 576" -- "$T" cost --n 1 --d-model 16384 --heads 128 --ml
 
 # MLA: its steps, the absorbed form, decode's latent cache.
 expect_exit 0 "max_abs_diff_absorbed = [0-9.e-]+" -- "$T" run examples/mla_small.json --steps c_kv,q_latent
-expect_exit 0 "c_cache  latent cache after appending c_kv,4" -- "$T" decode examples/mla_small.json --steps c_cache
+expect_exit 0 "c_cache  C_cache = C_KV\[0…0\]  \(1, 4\)  t = 0" -- "$T" decode examples/mla_small.json --steps c_cache
 expect_exit 0 "MLA cache: c_cache \(d_c = 4\) and kr_cache \(d_r = 2\)" -- "$T" decode examples/mla_small.json --steps out
 
 # Dropout: train from the file, --eval switches it off, and other pipelines refuse train mode.

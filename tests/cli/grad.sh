@@ -38,18 +38,18 @@ printf '%s' '{"Q": [[1, 0], [0, 1]], "K": [[1, 0], [0, 1]], "V": [[1], [2]], "ex
   {"name": "jacobian", "row": 1, "data": [[0, 0], [0, 0]]}]}' > tworows.json
 expect_exit 2 'jacobian entries of rows 0 and 1' -- "$T" check tworows.json
 # the command line's --d-out wins over the file's d_out
-expect_exit 0 "grad_concat  dL/d concat \(the given d_out\)" -- "$T" grad "$SOURCE_DIR/tests/golden/grad_one_head.json" --d-out random:2 --steps grad_concat
+expect_exit 0 "grad_concat  dO_cat = ∂L/∂O_cat \(the given d_out\)  \(4, 4\)" -- "$T" grad "$SOURCE_DIR/tests/golden/grad_one_head.json" --d-out random:2 --steps grad_concat
 
 # The tiled backward: lse, delta, tile steps, and equal to the untiled gradients.
-expect_exit 0 "grad_s  p ⊙ \(grad_p − delta\)  \(1, 2\)  head 0  tile \[1, 0\]" -- "$T" grad "$E/damaged_on_arrival.json" --mask causal --tiled --block-q 1 --block-k 2
+expect_exit 0 "grad_s  dZ_ij = A_ij ⊙ \(dA_ij − δ\): the tile's dZ  \(1, 2\)  head 0  tile \[1, 0\]" -- "$T" grad "$E/damaged_on_arrival.json" --mask causal --tiled --block-q 1 --block-k 2
 expect_exit 0 "max_abs_diff_vs_full = [0-9.e-]+" -- "$T" grad "$SOURCE_DIR/tests/golden/grad_rope.json" --tiled --steps grad_q
 expect_exit 0 "tiles_skipped = 1" -- "$T" grad "$SOURCE_DIR/tests/golden/grad_causal_softcap.json" --tiled --steps grad_q
 expect_exit 2 "--row needs the whole weights of a row" -- "$T" grad "$E/damaged_on_arrival.json" --tiled --row 1
 expect_exit 2 "--block-q 0" -- "$T" grad "$E/damaged_on_arrival.json" --tiled --block-q 0
 
 # explain writes a grad cell term by term, with the same numbers as the trace.
-expect_exit 0 "grad_z_21 = 0\.2483 × \(0 - 1\.2552\) = -0\.3116" -- "$T" explain "$E/damaged_on_arrival.json" --mask causal --cell "grad_masked[2,1]"
-expect_exit 0 "grad_A_10 = 1 × 2 \+ 1 × 0 = 2" -- "$T" explain "$E/damaged_on_arrival.json" --mask causal --cell "grad_weights[1,0]"
+expect_exit 0 "dZ_21 = 0\.2483 × \(0 - 1\.2552\) = -0\.3116" -- "$T" explain "$E/damaged_on_arrival.json" --mask causal --cell "grad_masked[2,1]"
+expect_exit 0 "dA_10 = 1 × 2 \+ 1 × 0 = 2" -- "$T" explain "$E/damaged_on_arrival.json" --mask causal --cell "grad_weights[1,0]"
 expect_exit 0 "0\.1242 × 1 \+ 0\.3333 × 1 \+ 0\.5035 × 1 = 0\.961" -- "$T" explain "$E/damaged_on_arrival.json" --cell "grad_v[0,1]"
 expect_exit 0 "the blocked|no gradient passes" -- "$T" explain "$E/damaged_on_arrival.json" --mask causal --cell "grad_masked[0,2]"
 expect_exit 0 "0\.3536 × 1 \+ \(-0\.3536\) × 0 \+ 0 × 0 = 0\.3536" -- "$T" explain "$E/damaged_on_arrival.json" --mask causal --cell "grad_q[1,0]"

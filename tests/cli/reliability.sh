@@ -9,7 +9,7 @@ E=$SOURCE_DIR/examples/damaged_on_arrival.json
 expect_exit 2 "r600.json: the tiled output would be about [0-9]+ MiB \(450001 steps and [0-9]+ numbers in text\); the limit is 16 MiB \(--max-output\): choose what to print with --steps, --head or --batch" -- "$A" tiled r600.json --max-output 16M
 expect_exit 2 "the tiled output would be about [0-9]+ MiB .* numbers in json\)" -- "$A" tiled r600.json --format json --max-output 16M
 expect_exit 2 "r600.json: writing the tiled output .* would hold about 1.[0-9] GiB beside the trace's [0-9]+ MiB; the limit is 1.0 GiB \(--max-memory\).*or --format text" -- "$A" tiled r600.json --format json --max-memory 1G
-expect_exit 0 "^out  u / ℓ after the last tile of each query block  \(600, 4\)" -- "$A" tiled r600.json --max-output 16M --steps out
+expect_exit 0 "^out  O = u / ℓ after the last tile of each query block  \(600, 4\)" -- "$A" tiled r600.json --max-output 16M --steps out
 # the trace itself past --max-memory: refused before it is computed
 expect_exit 2 "r600.json: the tiled trace of n = 600 queries × m = 600 keys × 1 head would hold about [0-9]+ MiB; the limit is 64 MiB \(--max-memory\)" -- "$A" tiled r600.json --max-memory 64M
 expect_exit 2 "r600.json: the decode trace .* the limit is 1 MiB \(--max-memory\)" -- "$A" decode r600.json --max-memory 1M
@@ -30,7 +30,7 @@ expect_exit 0 "" -- test "$elapsed_ms" -lt 2000
 # overflow: an error naming the step and the cell; a note with --allow-nonfinite
 printf '%s' '{"Q": [[1e308]], "K": [[1e308]], "V": [[1]]}' > overflow.json
 expect_exit 2 "overflow.json: overflow: scores \(head 0\)\[0, 0\] is inf although every input is finite" -- "$A" run overflow.json
-expect_exit 2 "overflow: scores \(head 0, tile \[0, 0\]\)\[0, 0\] is inf" -- "$A" tiled overflow.json
+expect_exit 2 "overflow: masked \(head 0, tile \[0, 0\]\)\[0, 0\] is inf" -- "$A" tiled overflow.json
 expect_exit 2 "overflow: row_max \(head 0\)\[0, 0\] is inf" -- "$A" run overflow.json --fast
 expect_exit 0 "note: allow_nonfinite: overflow: scores \(head 0\)\[0, 0\] is inf" -- "$A" run overflow.json --allow-nonfinite
 expect_exit 2 "overflow: scaled \(head 0\)\[0, 2\] is inf" -- "$A" run "$E" --scale 1e308

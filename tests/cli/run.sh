@@ -26,7 +26,7 @@ full=$("$T" run big.json --steps weights --full | grep -c "…")
 checks=$((checks + 1)); if [ "$full" != 0 ]; then echo "FAIL: --full still summarises"; failures=$((failures + 1)); fi
 # Standard input, and the JSON contract.
 expect_exit 0 '"attn_trace":1' -- bash -c "echo '{\"Q\": [[1, 0]], \"K\": [[1, 0], [0, 1]], \"V\": [[1, 2], [3, 4]]}' | \"$T\" run - --format json"
-expect_exit 0 '"name":"weights","head":0,"formula":"[^"]*","shape":\[3,3\],"data":\[\[1\.0,0\.0,0\.0\]' -- "$T" run "$E/damaged_on_arrival.json" --mask causal --format json --steps weights
+expect_exit 0 '"name":"weights","head":0,"symbol":"A","formula":"[^"]*","shape":\[3,3\],"data":\[\[1\.0,0\.0,0\.0\]' -- "$T" run "$E/damaged_on_arrival.json" --mask causal --format json --steps weights
 expect_exit 0 '"-inf"' -- "$T" run "$E/damaged_on_arrival.json" --mask causal --format json --steps masked
 
 # random: the same seed gives the same file; --literal writes numbers that load to the same problem.

@@ -28,7 +28,7 @@ expect_exit 2 "format" -- "$A" explain "$E" --cell 'scores[0,0]' --format json
 
 # run: Markdown, LaTeX, CSV
 expect_exit 0 "\| \*\*damaged\*\* \| 0.1242 \| 0.1482 \| 0.7276 \|" -- "$A" run "$E" --format markdown --steps weights
-expect_exit 0 "begin\{bmatrix\}" -- "$A" run "$E" --format latex
+expect_exit 0 "begin\{array\}\{r\|rrrr\}" -- "$A" run "$E" --format latex
 expect_exit 0 "^damaged,0.124206" -- "$A" run "$E" --format csv --steps weights
 expect_exit 2 "csv writes one matrix, but 2 steps" -- "$A" run "$E" --format csv --steps weights,out
 expect_exit 2 "csv writes one matrix, but 8 steps" -- "$A" run "$G" --format csv --steps weights
