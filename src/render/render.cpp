@@ -230,9 +230,10 @@ FormulaParts split_formula(const std::string& formula) {
         for (std::size_t i = math.size(); i-- > 0;) {
             depth += math[i] == ')' ? 1 : math[i] == '(' ? -1 : 0;
             if (depth == 0) {
-                if (i > 0 && math[i - 1] == ' ' && math.find(' ', i) != std::string::npos) {
+                // The remark may be the whole formula: x is "(the input, one row per token)".
+                if ((i == 0 || math[i - 1] == ' ') && math.find(' ', i) != std::string::npos) {
                     remark = math.substr(i);
-                    math = math.substr(0, i - 1);
+                    math = i == 0 ? "" : math.substr(0, i - 1);
                 }
                 break;
             }
