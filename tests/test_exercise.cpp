@@ -109,7 +109,7 @@ TEST_CASE("every given matrix is printed whole in every format, one block per he
     const std::string given = givens_of(md);
     for (int h = 0; h < problem.heads; ++h) {
         INFO("head " << h);
-        CHECK(given.find(fmt::format("### `Q` = given, columns {}–{} ({}, {}), head {}", h * problem.d_k, (h + 1) * problem.d_k - 1, problem.n,
+        CHECK(given.find(fmt::format("### `Q` given, columns {}–{} ({}, {}), head {}", h * problem.d_k, (h + 1) * problem.d_k - 1, problem.n,
                                      problem.d_k, h)) != std::string::npos);
     }
     // Every number of Q appears: 4 blocks of n rows, each row d_k cells.

@@ -42,6 +42,8 @@ std::vector<Trace> every_commands_traces() {
     traces.push_back(pipeline_grad(rope, options, grad));
     traces.push_back(pipeline_grad(example("dropout_train.json"), options, grad));
     traces.push_back(pipeline_grad(example("cross_attention.json"), options, grad));
+    // An output projection: grad_W_O and grad_final.
+    traces.push_back(pipeline_grad(load_problem(std::string(ATTN_TRACE_SOURCE_DIR) + "/tests/golden/grad_cross.json"), options, grad));
     grad.row.reset();
     grad.tiled = TiledOptions{2, 2};
     traces.push_back(pipeline_grad(p, options, grad));
@@ -79,8 +81,8 @@ TEST_CASE("every step of every command is headed by its name and the table's sym
             // text: "weights  A = …" or "q  Q (given)"
             const std::string text = render(one, Format::text, options);
             CHECK((has_line_starting(text, name + "  " + symbol + " = ") || has_line_starting(text, name + "  " + symbol + " (")));
-            // Markdown: ### `weights` A = …
-            CHECK(has_line_starting(render(one, Format::markdown, options), "### `" + name + "` " + markdown_text(symbol)));
+            // Markdown: ### `weights` $A = …$ (the symbol and formula as maths, docs/NOTATION.md#headings)
+            CHECK(has_line_starting(render(one, Format::markdown, options), "### `" + name + "` $" + latex));
             // LaTeX: \textbf{weights}…: $A$ = …, with ℓ as \ell
             const std::string tex = render(one, Format::latex, options);
             CHECK(tex.find("\\textbf{" + latex_text(name) + "}") != std::string::npos);
@@ -120,7 +122,8 @@ TEST_CASE("decode and tiled record s · Q Kᵀ + M as masked, as run does, and n
         CHECK(masked);
     }
     // Decode's step 2: query 2 against the cache, s = 1/√d_k, index ranges as Q[2].
-    const Step* z = pipeline_decode(p, options, {}).find(StepName::masked, 0, std::nullopt, 2, std::nullopt);
+    const Trace decode = pipeline_decode(p, options, {});
+    const Step* z = decode.find(StepName::masked, 0, std::nullopt, 2, std::nullopt);
     REQUIRE(z);
     CHECK(z->formula == "s · Q[2] K_cacheᵀ + M");
     CHECK(step_info(StepName::scores).commands == by_run);

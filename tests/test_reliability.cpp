@@ -64,8 +64,8 @@ TEST_CASE("a product that overflows is an error naming the step and the cell") {
     CHECK(message ==
           "p.json: overflow: scores (head 0)[0, 0] is inf although every input is finite: a product, a scale or an exponential passed f64's "
           "range (±1.8e+308). Scale the inputs (or the scale) down, or add \"allow_nonfinite\": true to trace it");
-    CHECK_THAT(error_of([&] { pipeline_decode(p, {}, {}); }), Contains("overflow: scores (head 0, t 0)[0, 0] is inf"));
-    CHECK_THAT(error_of([&] { pipeline_tiled(p, {}, {}); }), Contains("overflow: scores (head 0, tile [0, 0])[0, 0] is inf"));
+    CHECK_THAT(error_of([&] { pipeline_decode(p, {}, {}); }), Contains("overflow: masked (head 0, t 0)[0, 0] is inf"));
+    CHECK_THAT(error_of([&] { pipeline_tiled(p, {}, {}); }), Contains("overflow: masked (head 0, tile [0, 0])[0, 0] is inf"));
     CHECK_THAT(error_of([&] { pipeline_fast(p, {}, {}); }), Contains("overflow: row_max (head 0)[0, 0] is inf"));
 }
 

@@ -35,7 +35,7 @@ std::size_t count(const std::string& text, const std::string& what) {
 
 TEST_CASE("markdown writes one labelled table per step with its formula and shape") {
     const std::string md = render_markdown(run_json(damaged_causal), only({"masked", "weights"}));
-    CHECK(md.find("### `weights` = A = exp / row\\_sum (3, 3), head 0") != std::string::npos);
+    CHECK(md.find("### `weights` $A = E/\\ell =\\mathrm{softmax}(Z)$ (3, 3), head 0") != std::string::npos);
     CHECK(md.find("| | damaged | on | arrival |") != std::string::npos);
     CHECK(md.find("| **on** | 0.5000 | 0.5000 | 0 |") != std::string::npos);
     CHECK(md.find("| **damaged** | 0.3536 | -inf | -inf |") != std::string::npos);
@@ -51,17 +51,21 @@ TEST_CASE("latex writes a bmatrix per step, -inf as -\\infty, and escapes names"
     CHECK(tex.find("_max") == tex.find("\\_max") + 1);  // no bare underscore in text mode
 }
 
-TEST_CASE("latex splits wide matrices into blocks of at most 9 columns") {
-    // 13 keys: --full writes 13 columns, as 9 + 4; the summary 5 + "…" + 3 fits one block.
+TEST_CASE("latex splits wide matrices into blocks that fit the page, each headed by its columns") {
+    // 13 keys: --full writes 13 columns as 7 + 6 (the estimate of their width in
+    // Computer Modern keeps each block inside the text width); the summary 5 + "…" + 3 as 5 + 4.
     const std::string keys = "[[1],[1],[1],[1],[1],[1],[1],[1],[1],[1],[1],[1],[1]]";
     const std::string wide = R"({"Q": [[1]], "K": )" + keys + R"(, "V": )" + keys + "}";
     RenderOptions full = only({"weights"});
     full.full = true;
     const std::string split = render_latex(run_json(wide), full);
-    CHECK(split.find("columns 0--8:") != std::string::npos);
-    CHECK(split.find("columns 9--12:") != std::string::npos);
+    CHECK(split.find("columns 0--6 of 13:") != std::string::npos);
+    CHECK(split.find("columns 7--12 of 13:") != std::string::npos);
     CHECK(split.find("MaxMatrixCols") == std::string::npos);  // amsmath's limit of 10 is never reached
-    CHECK(render_latex(run_json(wide), only({"weights"})).find("columns 0--") == std::string::npos);
+    const std::string summary = render_latex(run_json(wide), only({"weights"}));
+    CHECK(summary.find("columns 0--4 of 13:") != std::string::npos);
+    CHECK(summary.find("columns 10--12 of 13:") != std::string::npos);
+    CHECK(count(summary, "\\cdots") == 1);
 }
 
 TEST_CASE("csv writes exactly one step at full precision, and refuses several") {

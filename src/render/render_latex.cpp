@@ -25,9 +25,10 @@ std::string latex_heading(const Step& step) {
     std::string where;  // t and the tile's indices in math mode
     for (const auto& part : step_place(step))
         where += part.key == "t" ? ", $t = " + part.value + "$" : part.key == "tile" ? ", tile $" + part.value + "$" : ", " + part.key + " " + part.value;
-    return fmt::format("\\noindent\\textbf{{{}}}{}: {}, shape ${}$\\\\\n", latex_text(shown_name(step)), where,
-                       defined_as(step_symbol_latex(step.name).empty() ? "" : fmt::format("${}$", step_symbol_latex(step.name)), latex_formula(step.formula)),
-                       shape_string(step.values));
+    // A given has no symbol, and its "formula" is words ("given, columns 0–3"): text, not maths.
+    const std::string_view symbol = step_symbol_latex(step.name);
+    const std::string defined = symbol.empty() ? latex_text(step.formula) : defined_as(fmt::format("${}$", symbol), latex_formula(step.formula));
+    return fmt::format("\\noindent\\textbf{{{}}}{}: {}, shape ${}$\\\\\n", latex_text(shown_name(step)), where, defined, shape_string(step.values));
 }
 
 // How wide text is in Computer Modern, in ems: m and w and the capitals wide, i, l

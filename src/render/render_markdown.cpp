@@ -28,6 +28,9 @@ namespace {
 std::string markdown_heading(const Step& step, MathStyle style) {
     std::string where;
     for (const auto& part : step_place(step)) where += ", " + part.key + (part.key == "t" ? " = " : " ") + part.value;
+    // A given has no symbol, and its "formula" is words ("given, columns 0–3"): text, not maths.
+    if (step_symbol_latex(step.name).empty())
+        return fmt::format("### `{}` {} {}{}\n", shown_name(step), markdown_text(step.formula), shape_string(step.values), where);
     const FormulaParts formula = split_formula(step.formula);
     // The step's symbol defines it, as in every format (docs/NOTATION.md#headings).
     const std::string symbol(step_symbol_latex(step.name));
