@@ -91,7 +91,7 @@ TEST_CASE("a signed step diverges around 0, a non-negative one keeps the sequent
     CHECK(table.find(R"(<td data-i="0" data-j="1" title="-1" class="neg" style="--h:0.25">-1</td>)") != std::string::npos);
     CHECK(table.find(R"(<td data-i="1" data-j="1" title="-4" class="neg hi" style="--h:1.00">-4</td>)") != std::string::npos);
     CHECK(table.find(R"(<td data-i="0" data-j="2" title="0" class="z pos" style="--h:0.00">0</td>)") != std::string::npos);
-    CHECK(table.find("<p class=\"legend\">signed: blue below 0, white at 0, red above 0, the scale ±4 (max |x|)</p>") != std::string::npos);
+    CHECK(table.find("<p class=\"legend\">signed: blue below 0, white at 0, red above 0, the scale ±4.0000 (max |x|)</p>") != std::string::npos);
     const auto weights = page.substr(page.find("data-name=\"weights\""));
     const std::string sequential = weights.substr(0, weights.find("</section>"));
     CHECK(sequential.find("class=\"pos") == std::string::npos);

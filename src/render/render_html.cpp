@@ -51,7 +51,8 @@ struct Heat {
 
 // A number as the page writes it: −∞ and ∞ as the cells write them (U+2212, not
 // the JSON's "-inf"), a finite one as the shortest text that reads back to it.
-std::string page_number(double x) { return std::isinf(x) ? (x < 0 ? "−∞" : "∞") : full_precision_text(x); }
+// A zero's sign says nothing to a reader (a blocked gradient is −0 as often as 0): both are "0".
+std::string page_number(double x) { return std::isinf(x) ? (x < 0 ? "−∞" : "∞") : x == 0 ? "0" : full_precision_text(x); }
 
 // The decode token or the tile a step belongs to, as the slider's positions: the
 // distinct t (or tile) values in the order the trace has them.
@@ -203,11 +204,17 @@ std::string navigator(const Trace& trace, const std::vector<const Step*>& steps,
 // The explanations as one JSON object, step index → cells. Inside a <script>
 // element the HTML parser looks for "</script" and, after "<!--", for "<script":
 // every < (and > and &) is written as a JSON escape, so no text of a label or
-// explanation can end the element or switch the parser's state.
+// explanation can end the element or switch the parser's state. The explanations are
+// explain's terminal text, which writes ASCII -inf; the page writes −∞, as its cells do.
 std::string explanations_json(const CellExplanations& explanations) {
     nlohmann::json out = nlohmann::json::object();
-    for (std::size_t k = 0; k < explanations.steps.size(); ++k)
-        if (!explanations.steps[k].empty()) out[std::to_string(k)] = explanations.steps[k];
+    for (std::size_t k = 0; k < explanations.steps.size(); ++k) {
+        if (explanations.steps[k].empty()) continue;
+        std::vector<std::string> cells = explanations.steps[k];
+        for (std::string& cell : cells)
+            for (std::size_t at = cell.find("-inf"); at != std::string::npos; at = cell.find("-inf", at)) cell.replace(at, 4, "−∞");
+        out[std::to_string(k)] = cells;
+    }
     std::string text;
     for (char c : out.dump()) text += c == '<' ? "\\u003c" : c == '>' ? "\\u003e" : c == '&' ? "\\u0026" : std::string(1, c);
     return text;
