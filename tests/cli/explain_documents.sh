@@ -77,9 +77,10 @@ while read -r problem args; do
   check_latex doc
   checks=$((checks + 1))
   # shellcheck disable=SC2086
-  "$A" explain "$problem" $args --format markdown > body.md
+  "$A" explain "$problem" $args --format markdown --math github > body.md
   check_markdown body
-  # The maths arrives as a code block GitHub renders as maths: subscripts' underscores
+  # With --math github (the default, $…$, is read by pandoc in tests/cli/latex_boxes.sh)
+  # the maths arrives as a code block GitHub renders as maths: subscripts' underscores
   # and braces untouched, no emphasis made of them.
   if ! grep -q 'class="language-math"' body.html || ! grep -q '_{' body.html || grep -q '<em>[^<]*</em>[^<]*</code>' body.html; then
     echo "FAIL: the Markdown of $(basename "$problem") $args lost its maths:"

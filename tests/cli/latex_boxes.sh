@@ -44,6 +44,10 @@ for topic in $topics; do
   done
   echo '\end{document}' >> "exercise_$topic.tex"
   no_overfull "exercise_$topic"
+  # What a teacher hands out: a sheet of three as questions, and its key.
+  for part in questions answers; do
+    latex_document "sheet_${topic}_$part" "$A" exercise --topic "$topic" --seed 0 --count 3 --part "$part"
+  done
 done
 
 for file in "$E"/*.json; do latex_document "run_$(basename "$file" .json)" "$A" run "$file"; done
@@ -90,10 +94,10 @@ expect_exit 0 'class="math inline"' -- pandoc -f markdown -t html run.md
 expect_exit 0 'class="math display"' -- pandoc -f markdown -t html exercise.md
 expect_exit 0 '^```math$' -- "$A" explain "$E/damaged_on_arrival.json" --row 'weights[2]' --format markdown --math github
 expect_exit 1 '' -- grep -q '^\$\$' <("$A" explain "$E/damaged_on_arrival.json" --row 'weights[2]' --format markdown --math github)
-expect_exit 0 '^### `scores` = \$`QK\^\{\\top\}`\$ \(3, 3\)' -- "$A" run "$E/damaged_on_arrival.json" --format markdown --steps scores --math github
+expect_exit 0 '^### `scores` \$`S = Q\\,K\^\{\\top\}`\$ \(3, 3\)' -- "$A" run "$E/damaged_on_arrival.json" --format markdown --steps scores --math github
 expect_exit 0 '^```math$' -- "$A" exercise --topic softmax --seed 1 --math github
 # A bad value names the nearest; --math with another format would change nothing.
-expect_exit 2 "attn-trace: error: --math 'dollar': did you mean 'dollars'\?.*expected one of dollars, github" -- "$A" run "$E/damaged_on_arrival.json" --format markdown --math dollar
+expect_exit 2 "attn-trace: error: --math 'dollar' \(did you mean 'dollars'\?\): expected one of dollars, github" -- "$A" run "$E/damaged_on_arrival.json" --format markdown --math dollar
 expect_exit 2 "attn-trace: error: --math github sets how Markdown writes maths: it needs --format markdown, not latex" -- "$A" explain "$E/damaged_on_arrival.json" --row 'weights[2]' --format latex --math github
 expect_exit 2 "it needs --format markdown, not text" -- "$A" run "$E/damaged_on_arrival.json" --math dollars
 expect_exit 2 "it needs --format markdown, not json" -- "$A" exercise --topic softmax --format json --math github
