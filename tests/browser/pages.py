@@ -144,6 +144,11 @@ def shown_sections(driver):
         "return Array.from(document.querySelectorAll('section.step')).filter(s => s.offsetParent !== null).map(s => s.id)")
 
 
+def on_page(text):
+    """explain's terminal text as a page shows it: ASCII -inf written as −∞, as the cells are."""
+    return text.replace("-inf", "−∞")
+
+
 def test_run(driver):
     args = ["run", example("damaged_on_arrival.json"), "--mask", "causal"]
     html = open_page(driver, "run", args)
@@ -151,14 +156,14 @@ def test_run(driver):
     # A click shows what explain prints for that cell.
     cell(driver, "weights", 2, 1).click()
     expected = tool("explain", example("damaged_on_arrival.json"), "--mask", "causal", "--cell", "weights[2,1]")
-    check(panel_text(driver).strip() == expected.strip(), "run: the click on weights[2,1] does not show explain's text")
+    check(panel_text(driver).strip() == on_page(expected).strip(), "run: the click on weights[2,1] does not show explain's text")
     check("weights[2,1]" in driver.find_element(By.ID, "explain-title").text, "run: the panel's title does not name the cell")
     screenshot(driver, "run")
     # Without a mouse: Enter on a focused cell, and ← → through the steps.
     target = cell(driver, "scores", 0, 1)
     target.send_keys(Keys.ENTER)
     expected = tool("explain", example("damaged_on_arrival.json"), "--mask", "causal", "--cell", "scores[0,1]")
-    check(panel_text(driver).strip() == expected.strip(), "run: Enter on scores[0,1] does not show its explanation")
+    check(panel_text(driver).strip() == on_page(expected).strip(), "run: Enter on scores[0,1] does not show its explanation")
     body = driver.find_element(By.TAG_NAME, "body")
     before = current_step(driver)
     body.send_keys(Keys.ARROW_RIGHT)
@@ -190,7 +195,7 @@ def test_heads(driver):
     check(heads and all(h in ("5", "") for h in heads), f"gqa: the head 5 tab shows heads {sorted(set(heads))}")
     cell(driver, "weights", 1, 3, head=5).click()
     expected = tool("explain", example("gqa_8q_2kv.json"), "--cell", "weights[1,3]", "--head", "5")
-    check(panel_text(driver).strip() == expected.strip(), "gqa: weights[1,3] of head 5 does not show explain --head 5")
+    check(panel_text(driver).strip() == on_page(expected).strip(), "gqa: weights[1,3] of head 5 does not show explain --head 5")
     screenshot(driver, "gqa")
 
 
@@ -211,7 +216,7 @@ def slider_moves(driver, name, explain_args, step_name):
     target = driver.find_element(By.CSS_SELECTOR, f"section.step[data-stage='1'][data-name='{step_name}'] td[data-i='0'][data-j='0']")
     target.click()
     expected = tool(*explain_args, "--cell", f"{step_name}[0,0]")
-    check(panel_text(driver).strip() == expected.strip(), f"{name}: {step_name}[0,0] at the second position does not show explain's text")
+    check(panel_text(driver).strip() == on_page(expected).strip(), f"{name}: {step_name}[0,0] at the second position does not show explain's text")
     # → past the last step of a position goes on to the next position's first step.
     stage.send_keys(Keys.HOME)
     driver.execute_script("document.activeElement.blur()")
@@ -257,7 +262,7 @@ def test_decode(driver):
     check(headings and all(h.startswith("KV head ") for h in headings), f"decode-gqa: k_cache's headings are {sorted(set(headings))[:3]}, not KV head g")
     driver.find_element(By.CSS_SELECTOR, "section.step[data-stage='0'][data-name='k_cache'][data-kv-head='1'] td[data-i='0'][data-j='0']").click()
     expected = tool("explain", example("gqa_8q_2kv.json"), "--t", "0", "--head", "4", "--cell", "k_cache[0,0]")
-    check(panel_text(driver).strip() == expected.strip(), "decode-gqa: KV head 1's k_cache[0,0] does not show explain's text for a query head of KV head 1")
+    check(panel_text(driver).strip() == on_page(expected).strip(), "decode-gqa: KV head 1's k_cache[0,0] does not show explain's text for a query head of KV head 1")
 
 
 # A cell's background as sRGB bytes: the computed colour (an oklab() from
@@ -301,7 +306,7 @@ def test_grad(driver):
     check_steps(driver, "grad", args)
     cell(driver, "grad_q", 1, 0).click()
     expected = tool("explain", example("damaged_on_arrival.json"), "--mask", "causal", "--cell", "grad_q[1,0]")
-    check(panel_text(driver).strip() == expected.strip(), "grad: grad_q[1,0] does not show explain's text")
+    check(panel_text(driver).strip() == on_page(expected).strip(), "grad: grad_q[1,0] does not show explain's text")
     # The causal mask's cells of grad_masked (above the diagonal) are 0 by construction and
     # hatched; grad_masked[0,0] is an exact 0 too (a = 1 there: 1 · (g − g)) and is not.
     hatched = driver.execute_script(
