@@ -6,6 +6,8 @@
 #include "attn_trace/errors.hpp"
 #include "attn_trace/render.hpp"
 #include "attn_trace/mask.hpp"
+#include "attn_trace/attention_parts.hpp"
+#include "attn_trace/problem.hpp"
 #include "test_helpers.hpp"
 
 using namespace attn_trace;
@@ -134,4 +136,22 @@ TEST_CASE("unknown mask names and bad window widths are refused") {
     REQUIRE_THROWS_WITH(parse_mask_string("window:9223372036854775807", "--mask"), Catch::Contains("at most 1099511627776 keys"));
     REQUIRE_NOTHROW(parse_mask_string("window:1099511627776", "--mask"));
     REQUIRE_THROWS_WITH(parse_mask_string("padding:1,2", "--mask"), Catch::Contains("found '2'"));
+}
+
+// Slopes worked by hand from the rule in docs/PROBLEM.md#alibi (BLOOM's build_alibi_tensor
+// gives the same: base 2^(−8/P) to the powers 1…P, then 2^(−4/P) to the odd powers).
+TEST_CASE("alibi: true takes the paper's slopes, for a head count that is not a power of 2 too") {
+    CHECK(alibi_slopes(1) == std::vector<double>{1.0 / 256});
+    CHECK(alibi_slopes(4) == std::vector<double>{0.25, 1.0 / 16, 1.0 / 64, 1.0 / 256});
+    CHECK(alibi_slopes(6) == std::vector<double>{0.25, 1.0 / 16, 1.0 / 64, 1.0 / 256, 0.5, 0.125});
+    const auto twelve = alibi_slopes(12);
+    REQUIRE(twelve.size() == 12);
+    for (int i = 0; i < 8; ++i) CHECK(twelve[static_cast<std::size_t>(i)] == std::exp2(-(i + 1)));
+    CHECK(twelve[8] == Approx(0.7071067811865476).epsilon(1e-15));
+    CHECK(twelve[11] == Approx(0.08838834764831845).epsilon(1e-15));  // 2^(−3.5)
+    // Through the file: head 5 of 6 has the slope 1/8 at distance 2.
+    const Problem p = parse_problem(R"({"heads": 6, "Q": {"random": {"shape": [3, 12], "seed": 1}}, "K": {"random": {"shape": [3, 12], "seed": 2}},
+                                        "V": {"random": {"shape": [3, 6], "seed": 3}}, "mask": "causal", "alibi": true})",
+                                    "six.json");
+    CHECK(head_mask(p, 0, 5)(2, 0) == -0.25);
 }

@@ -155,10 +155,6 @@ std::string shape_text(const std::vector<std::size_t>& shape) {
     return out + (shape.size() == 1 ? ",)" : ")");
 }
 
-}  // namespace
-
-namespace {
-
 // The number of values the header promises, refused unless the file holds exactly their
 // bytes: a short file is named as short before its shape is set beside the problem's.
 std::size_t checked_count(const NpyHeader& header, std::string_view bytes, const std::string& file) {

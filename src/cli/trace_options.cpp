@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "attn_trace/errors.hpp"
 #include "attn_trace/mask.hpp"
@@ -98,9 +99,24 @@ void add_trace_options(CLI::App& command, TraceOptions& o) {
 Problem load_with_overrides(const TraceOptions& o) {
     Problem problem = load_problem(o.problem_path, o.allow_nonfinite);
     if (!o.mask.empty()) {
-        problem.masks = parse_mask_option(o.mask, problem.n, problem.m, "--mask");
-        problem.mask_spec = mask_option_json(o.mask);
+        auto given = parse_mask_option(o.mask, problem.n, problem.m, "--mask");
+        if (problem.model_masks == 0) {
+            problem.masks = std::move(given);
+            problem.mask_spec = mask_option_json(o.mask);
+        } else {
+            // A model's own masks stay: --mask replaces the file's, as the mask key combines.
+            problem.masks.resize(problem.model_masks);
+            problem.masks.insert(problem.masks.end(), given.begin(), given.end());
+            auto spec = nlohmann::json::parse(problem.mask_spec);
+            spec.erase(spec.begin() + static_cast<long>(problem.model_masks), spec.end());
+            const auto option = nlohmann::json::parse(mask_option_json(o.mask));
+            if (option.is_array()) spec.insert(spec.end(), option.begin(), option.end());
+            else spec.push_back(option);
+            problem.mask_spec = spec.dump();
+        }
     }
+    if (!o.scale.empty() && !problem.model.empty())
+        throw InputError(fmt::format("--scale {}: the scale of a model's layer is what its config.json decides ({}); leave --scale out", o.scale, o.problem_path));
     if (!o.scale.empty()) problem.scale = parse_scale(o.scale, "--scale");
     if (o.train || o.eval) {
         if (!problem.dropout)

@@ -142,7 +142,29 @@ Projections project(const Problem& p, std::size_t batch, const Backend& backend,
     Matrix q;
     if (all) q = affine(x, *p.W_Q, p.b_Q, backend, dtype);
     else q = affine(rows_of(x, rows), *p.W_Q, p.b_Q, backend, dtype);
-    return {std::move(q), affine(source, *p.W_K, p.b_K, backend, dtype), affine(source, *p.W_V, p.b_V, backend, dtype)};
+    Projections out{std::move(q), affine(source, *p.W_K, p.b_K, backend, dtype), affine(source, *p.W_V, p.b_V, backend, dtype)};
+    if (p.qk_norm) {
+        const QkNorm& norm = *p.qk_norm;
+        out.q_raw = std::move(out.q);
+        out.k_raw = std::move(out.k);
+        out.q = rms_norm(out.q_raw, norm.q_weight, norm, norm.per_head ? p.d_k : out.q_raw.cols(), dtype);
+        out.k = rms_norm(out.k_raw, norm.k_weight, norm, norm.per_head ? p.d_k : out.k_raw.cols(), dtype);
+    }
+    return out;
+}
+
+Matrix rms_norm(const Matrix& x, const std::vector<double>& weight, const QkNorm& norm, std::size_t group, Dtype dtype) {
+    Matrix out(x.rows(), x.cols());
+    for (std::size_t r = 0; r < x.rows(); ++r)
+        for (std::size_t first = 0; first < x.cols(); first += group) {
+            double squares = 0;
+            for (std::size_t c = first; c < first + group; ++c) squares += x(r, c) * x(r, c);
+            const double inverse_rms = round_to(dtype, 1.0 / std::sqrt(squares / static_cast<double>(group) + norm.eps));
+            // The weight is one per column of a group: per head it repeats for every head.
+            for (std::size_t c = first; c < first + group; ++c)
+                out(r, c) = round_to(dtype, round_to(dtype, x(r, c) * inverse_rms) * (norm.weight_offset + weight[norm.per_head ? c - first : c]));
+        }
+    return out;
 }
 
 int kv_head_of(const Problem& p, int head) { return head / (p.heads / p.kv_heads); }
@@ -162,22 +184,27 @@ std::vector<double> key_positions(const Problem& p) {
     return out;
 }
 
+std::size_t rotary_dims(const Rope& rope, std::size_t d) { return rope.rotary_dims ? rope.rotary_dims : d; }
+
 double rope_theta(const Rope& rope, std::size_t pair, std::size_t d) {
-    return rope.angles_deg.empty() ? std::pow(rope.base, -2.0 * static_cast<double>(pair) / static_cast<double>(d)) : rope.angles_deg[pair] * pi / 180.0;
+    if (!rope.theta.empty()) return rope.theta[pair];  // resolved with the problem
+    return rope.angles_deg.empty() ? std::pow(rope.base, -2.0 * static_cast<double>(pair) / static_cast<double>(rotary_dims(rope, d))) : rope.angles_deg[pair] * pi / 180.0;
 }
 
 std::array<std::size_t, 2> rope_pair(const Rope& rope, std::size_t pair, std::size_t d) {
-    return rope.style == Rope::Style::interleaved ? std::array<std::size_t, 2>{2 * pair, 2 * pair + 1} : std::array<std::size_t, 2>{pair, pair + d / 2};
+    const std::size_t turned = rotary_dims(rope, d);
+    return rope.style == Rope::Style::interleaved ? std::array<std::size_t, 2>{2 * pair, 2 * pair + 1} : std::array<std::size_t, 2>{pair, pair + turned / 2};
 }
 
 Matrix apply_rope(const Matrix& x, const Rope& rope, const std::vector<double>& positions, Dtype dtype) {
-    const std::size_t d = x.cols(), pairs = d / 2;
-    Matrix out(x.rows(), d);
+    const std::size_t d = x.cols(), pairs = rotary_dims(rope, d) / 2;
+    Matrix out = x;  // columns past the rotary part (partial rotary) pass unchanged
     for (std::size_t r = 0; r < x.rows(); ++r) {
         for (std::size_t p = 0; p < pairs; ++p) {
             const double angle = positions[r] * rope_theta(rope, p, d);
             const auto [a, b] = rope_pair(rope, p, d);
-            const double c = round_to(dtype, std::cos(angle)), s = round_to(dtype, std::sin(angle));
+            // yarn's attention factor scales cos and sin alike (1 otherwise).
+            const double c = round_to(dtype, std::cos(angle) * rope.attention_factor), s = round_to(dtype, std::sin(angle) * rope.attention_factor);
             // (x_a, x_b) -> (x_a cos − x_b sin, x_a sin + x_b cos)
             out(r, a) = round_to(dtype, x(r, a) * c - x(r, b) * s);
             out(r, b) = round_to(dtype, x(r, a) * s + x(r, b) * c);
@@ -267,6 +294,7 @@ TraceSummary summarise_problem(const Problem& p, Dtype dtype, const std::string&
             .empty_rows = empty_rows_name(p.empty_rows),
             .mask_spec = p.mask_spec,
             .dropout = dropout,
+            .model = p.model,
             .recorded = true};
 }
 

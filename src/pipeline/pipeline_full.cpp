@@ -68,9 +68,16 @@ private:
         const auto record_projections = [&](bool move) {
             if (p_.mla) return record_mla_parts(b);
             const auto take = [move](Matrix& m) { return move ? std::move(m) : m; };
-            steps_.record(StepName::q, projected ? (p_.b_Q ? "X W_Q + b_Q" : "X W_Q") : "(given)", take(qkv.q), std::nullopt, b, queries);
-            steps_.record(StepName::k, projected ? source + (p_.b_K ? " W_K + b_K" : " W_K") : "(given)", take(qkv.k), std::nullopt, b, keys);
+            const bool normed = p_.qk_norm.has_value();  // q and k hold the normed ones, q_raw and k_raw the projections
+            steps_.record(StepName::q, projected ? (p_.b_Q ? "X W_Q + b_Q" : "X W_Q") : "(given)", take(normed ? qkv.q_raw : qkv.q), std::nullopt, b, queries);
+            steps_.record(StepName::k, projected ? source + (p_.b_K ? " W_K + b_K" : " W_K") : "(given)", take(normed ? qkv.k_raw : qkv.k), std::nullopt, b, keys);
             steps_.record(StepName::v, projected ? source + (p_.b_V ? " W_V + b_V" : " W_V") : "(given)", take(qkv.v), std::nullopt, b, keys);
+            if (!normed) return;
+            const QkNorm& norm = *p_.qk_norm;
+            const std::string how = fmt::format("{} / √(mean({}²) + {}) · ({}w), the mean over {}", "{0}", "{0}", describe_number(norm.eps),
+                                                norm.weight_offset != 0 ? "1 + " : "", norm.per_head ? "each head's d_k columns" : "the whole row");
+            steps_.record(StepName::q_normed, fmt::format(fmt::runtime(how), "Q"), take(qkv.q), std::nullopt, b, queries);
+            steps_.record(StepName::k_normed, fmt::format(fmt::runtime(how), "K"), take(qkv.k), std::nullopt, b, keys);
         };
         if (in_order) record_projections(false);
         std::vector<Matrix> outs;

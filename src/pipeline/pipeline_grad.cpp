@@ -382,6 +382,7 @@ private:
 
 Trace pipeline_grad(const Problem& problem, const RunOptions& options, const GradOptions& grad) {
     if (problem.mla) throw InputError(fmt::format("{}: grad does not trace MLA problems yet (their forward pass is run's)", problem.file));
+    if (problem.qk_norm) throw InputError(fmt::format("{}: grad does not differentiate through qk-norm yet (its forward pass is run's)", problem.file));
     if (grad.tiled) {
         validate_tiles(*grad.tiled);
         if (grad.row) throw InputError("⟦row⟧ needs the whole weights of a row, which the tiled backward never holds: leave out ⟦tiled⟧ or ⟦row⟧");

@@ -6,6 +6,7 @@
 #include <fmt/ranges.h>
 
 #include "attn_trace/errors.hpp"
+#include "model_reader.hpp"
 
 namespace attn_trace {
 
@@ -67,11 +68,12 @@ const std::vector<std::pair<std::string, Family>>& families() {
 
 }  // namespace
 
-void expand_checkpoint(json& root, ArraySource& arrays, const JsonReader& reader) {
-    if (!root.is_object() || !root.contains("checkpoint")) return;
+std::string expand_checkpoint(json& root, ArraySource& arrays, const JsonReader& reader) {
+    if (!root.is_object() || !root.contains("checkpoint")) return "";
     const std::string at = "$.checkpoint";
     const json spec = root["checkpoint"];
-    if (!spec.is_object()) reader.fail(at, "expected {\"safetensors\": FILE, \"family\": F, \"layer\": L}, found " + describe_json(spec));
+    if (!spec.is_object()) reader.fail(at, "expected {\"model\": DIR, \"layer\": L} or {\"safetensors\": FILE, \"family\": F, \"layer\": L}, found " + describe_json(spec));
+    if (spec.contains("model")) return expand_model(root, arrays, reader);
     static const std::vector<std::string> keys = {"safetensors", "family", "layer", "prefix"};
     for (const auto& [key, value] : spec.items())
         if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
@@ -133,6 +135,11 @@ void expand_checkpoint(json& root, ArraySource& arrays, const JsonReader& reader
         if (s.transpose) ref["transpose"] = true;
         root[s.key] = ref;
     }
+    // A layer with qk-norm is not a plain llama layer: tracing it without the norm would be wrong.
+    if (name == "llama" && st->find(prefix + "model.layers." + layer + ".self_attn.q_norm.weight"))
+        reader.fail(at + ".family", fmt::format("{}: layer {} has q_norm and k_norm tensors (a Qwen3, OLMo 2 or Gemma 3 layer), which the llama family does not apply; "
+                                                "give the model directory instead, \"checkpoint\": {{\"model\": DIR, \"layer\": {}}}, so its config.json says how",
+                                                file, layer, layer));
     if (name == "llama") {  // Llama turns q and k by rotate_half: pairs (p, p + d_k/2)
         json rope = root.contains("rope") ? root["rope"] : json::object();
         if (rope.is_object() && rope.contains("style") && rope["style"] != "half")
@@ -141,6 +148,7 @@ void expand_checkpoint(json& root, ArraySource& arrays, const JsonReader& reader
         root["rope"] = rope;
     }
     root.erase("checkpoint");
+    return "";
 }
 
 }  // namespace attn_trace

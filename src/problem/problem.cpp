@@ -35,8 +35,15 @@ double Problem::scale_factor() const {
 Problem parse_problem(const std::string& text, const std::string& file_label, bool allow_nonfinite) {
     json root = parse_json_text(text, file_label);
     ArraySource arrays(file_label);  // .npy and safetensors files, relative to the problem file
-    expand_checkpoint(root, arrays, JsonReader(file_label));
-    return ProblemLoader(root, file_label, allow_nonfinite, arrays).load();
+    const std::string model = expand_checkpoint(root, arrays, JsonReader(file_label));
+    Problem problem = ProblemLoader(root, file_label, allow_nonfinite, arrays).load();
+    if (!model.empty()) {
+        auto summary = nlohmann::ordered_json::parse(model);
+        summary["rope"]["attention_factor"] = problem.rope ? problem.rope->attention_factor : 1.0;  // resolved with the positions
+        problem.model = summary.dump();
+        problem.model_masks = summary["sliding_window"].is_null() ? 1 : 2;
+    }
+    return problem;
 }
 
 Problem load_problem(const std::string& path, bool allow_nonfinite) {

@@ -80,6 +80,8 @@ private:
     // softcap, dropout, ALiBi, masks, RoPE and positions.
     void read_options();
     void read_dropout(const nlohmann::json& value);
+    RopeScaling read_rope_scaling(const nlohmann::json& value);
+    void read_qk_norm();
     void read_masks();
     void read_position_features();
 

@@ -38,6 +38,7 @@ std::string render_json(const Trace& trace, const RenderOptions& options) {
                               {"empty_rows", p.empty_rows}};
     // The settings whole, as `check --golden` applies them (docs/COMMANDS.md#output-formats).
     problem["mask_spec"] = p.mask_spec.empty() ? nlohmann::ordered_json("none") : nlohmann::ordered_json::parse(p.mask_spec);
+    if (!p.model.empty()) problem["model"] = nlohmann::ordered_json::parse(p.model);
     problem["dropout"] = p.dropout ? nlohmann::ordered_json{{"p", p.dropout->p}, {"seed", p.dropout->seed}, {"mode", p.dropout->train ? "train" : "eval"}}
                                    : nlohmann::ordered_json();
     nlohmann::ordered_json steps = nlohmann::ordered_json::array();

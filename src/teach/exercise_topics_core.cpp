@@ -115,10 +115,10 @@ ExercisePlan kv_cache(HandNumbers& numbers) {
     plan.problem["mask"] = "causal";
     plan.pipeline = "decode";
     plan.question = "Generate three tokens one at a time. At step t the new token's key and value are appended to the cache, and its query reads the whole cache.";
-    plan.tasks = {"for t = 0, 1, 2: the cache K and V after appending (t + 1 rows)", "the query's scores against the cache, its weights and its output",
+    plan.tasks = {"for t = 0, 1, 2: the cache K and V after appending (t + 1 rows)", "the query's scaled scores against the cache (Z, step masked), its weights and its output",
                   "compare the stacked outputs with the full causal computation", "the size of the cache for the model below"};
     plan.expect_steps = {StepName::weights, StepName::out};
-    plan.answer_steps = {StepName::k_cache, StepName::v_cache, StepName::weights, StepName::out};
+    plan.answer_steps = {StepName::k_cache, StepName::v_cache, StepName::masked, StepName::weights, StepName::out};
     plan.worked = {{row(StepName::weights, 2)}, {row(StepName::out, 2)}};
     CostQuestion model;
     model.layers = static_cast<std::uint64_t>(numbers.pick<int>({12, 24, 32}));

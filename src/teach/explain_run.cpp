@@ -14,7 +14,7 @@ namespace attn_trace {
 // index is the problem's, not the computed query rows'.
 bool key_indexed_step(StepName name) {
     using S = StepName;
-    return name == S::k || name == S::v || name == S::k_rot || name == S::x_source || name == S::c_kv || name == S::k_rope || name == S::reach;
+    return name == S::k || name == S::v || name == S::k_rot || name == S::x_source || name == S::c_kv || name == S::k_rope || name == S::reach || name == S::k_normed;
 }
 
 ExplainDocument RunExplainer::explain() {
@@ -36,6 +36,11 @@ ExplainDocument RunExplainer::explain() {
         case S::v:
             if (p_.mla) return mla_product_cell();
             return p_.from_tokens() ? projection_cell() : given_cell(fmt::format("{} (Q, K, V are given)", name));
+        case S::q_normed:
+        case S::k_normed:
+            return formula_cell(fmt::format("RMSNorm: the projection's value divided by the root mean square of {} (+ eps = {} under the root), times {}the norm's weight for this column",
+                                            p_.qk_norm->per_head ? "its head's d_k values in this row" : "the whole row", n_.number(p_.qk_norm->eps),
+                                            p_.qk_norm->weight_offset != 0 ? "1 + " : ""));
         case S::q_rope:
         case S::k_rope: return formula_cell("the decoupled RoPE part: its projection turned by RoPE at this row's position");
         case S::reach:
@@ -74,7 +79,7 @@ ExplainDocument RunExplainer::explain() {
 // Steps shared by the heads (inputs, projections of all heads, concat, final).
 bool RunExplainer::per_head(StepName name) {
     using S = StepName;
-    for (StepName shared : {S::x, S::x_source, S::q, S::k, S::v, S::concat, S::final, S::c_kv, S::c_q, S::q_rope, S::k_rope, S::reach})
+    for (StepName shared : {S::x, S::x_source, S::q, S::k, S::v, S::q_normed, S::k_normed, S::concat, S::final, S::c_kv, S::c_q, S::q_rope, S::k_rope, S::reach})
         if (name == shared) return false;
     return true;
 }
@@ -89,6 +94,7 @@ const Step& RunExplainer::step(StepName name, std::optional<int> head) const {
 
 std::string RunExplainer::why_absent(StepName name) {
     if (name == StepName::q_rot || name == StepName::k_rot) return " (the problem has no rope)";
+    if (name == StepName::q_normed || name == StepName::k_normed) return " (the problem has no qk_norm)";
     if (name == StepName::capped) return " (the problem has no softcap)";
     if (name == StepName::final) return " (the problem has no W_O)";
     if (name == StepName::concat) return " (one head and no W_O)";

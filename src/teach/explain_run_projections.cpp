@@ -78,23 +78,34 @@ ExplainDocument RunExplainer::mla_product_cell() {
 // (x_a, x_b) turned by position · θ_p: the pair that holds column c.
 ExplainDocument RunExplainer::rope_cell() {
     const bool query = target_.step == StepName::q_rot;
-    const std::size_t c = j(), d_k = p_.d_k, pairs = d_k / 2;
+    const std::size_t c = j(), d_k = p_.d_k, turned = rotary_dims(*p_.rope, d_k), pairs = turned / 2;
     const Rope& rope = *p_.rope;
     const bool interleaved = rope.style == Rope::Style::interleaved;
+    const int column_head = query ? options_.head : kv_head_of(p_, options_.head);
+    // RoPE turns what qk-norm gave, where the problem has one.
+    const StepName input = p_.qk_norm ? (query ? StepName::q_normed : StepName::k_normed) : (query ? StepName::q : StepName::k);
+    const auto x = row_of(input, i_, static_cast<std::size_t>(column_head) * d_k, d_k);
+    if (c >= turned) {  // partial rotary
+        ExplainDocument d;
+        d.heading = heading(fmt::format("column {} is past the {} rotary columns: RoPE leaves it as it is", c, turned));
+        d.lines.push_back({fmt::format("{} row {}, column {}", step_symbol(input), i_, c), n_.terms({n_.sub(query ? "q'" : "k'", index(i_, c)), n_.number(x[c])}, " = ", 3)});
+        return finish(d);
+    }
     const std::size_t pair = interleaved ? c / 2 : c % pairs;
     const auto [a, b] = rope_pair(rope, pair, d_k);
-    const int column_head = query ? options_.head : kv_head_of(p_, options_.head);
-    const auto x = row_of(query ? StepName::q : StepName::k, i_, static_cast<std::size_t>(column_head) * d_k, d_k);
     const double position = (query ? query_positions(p_) : key_positions(p_))[i_];
     const double theta = rope_theta(rope, pair, d_k);
     const double angle = position * theta;
-    const double cosine = round_to(f32() ? Dtype::f32 : Dtype::f64, std::cos(angle)), sine = round_to(f32() ? Dtype::f32 : Dtype::f64, std::sin(angle));
+    const double factor = rope.attention_factor;  // yarn's, on cos and sin alike; 1 otherwise
+    const double cosine = round_to(f32() ? Dtype::f32 : Dtype::f64, std::cos(angle) * factor), sine = round_to(f32() ? Dtype::f32 : Dtype::f64, std::sin(angle) * factor);
     ExplainDocument d;
     d.heading = heading(fmt::format("RoPE turns the pair ({}, {}) of {} row {} by its position", a, b, query ? "query" : "key", i_));
     d.lines.push_back({fmt::format("{} pairs: column {} is paired with column {}", interleaved ? "interleaved" : "half", c, c == a ? b : a),
                        fmt::format("({}, {}) = ({}, {})", n_.sub("x", index(a)), n_.sub("x", index(b)), n_.number(x[a]), n_.number(x[b]))});
-    const std::string theta_text = rope.angles_deg.empty() ? fmt::format("θ_{} = base^(-2·{}/d_k) = {}^(-{}/{})", pair, pair, rope.base, 2 * pair, d_k)
-                                                           : fmt::format("θ_{} = {} degrees", pair, rope.angles_deg[pair]);
+    const bool scaled = rope.scaling.type != RopeScaling::Type::none;
+    const std::string theta_text = !rope.angles_deg.empty() ? fmt::format("θ_{} = {} degrees", pair, rope.angles_deg[pair])
+                                   : scaled ? fmt::format("θ_{} from base {} under {} scaling", pair, rope.base, rope_scaling_name(rope.scaling.type))
+                                            : fmt::format("θ_{} = base^(-2·{}/{}) = {}^(-{}/{})", pair, pair, turned == d_k ? "d_k" : "r", rope.base, 2 * pair, turned);
     d.lines.push_back({fmt::format("the angle: position {} times {}", position, theta_text),
                        fmt::format("{} = {}{}{} = {},  cos = {},  sin = {}", n_.latex() ? "\\varphi" : "φ", n_.number(position), n_.times(), n_.number(theta),
                                    n_.number(angle), n_.number(cosine), n_.number(sine))});

@@ -34,6 +34,8 @@ enum StepCommands : unsigned { by_run = 1, by_decode = 2, by_tiled = 4, by_grad 
     X(q, "Q", "Q", "X W_Q (+ b_Q), or Q given", "n × H·d_k", by_run)                                                              \
     X(k, "K", "K", "X_source W_K (+ b_K), or K given", "m × H_kv·d_k", by_run)                                                    \
     X(v, "V", "V", "X_source W_V (+ b_V), or V given", "m × H_kv·d_v", by_run)                                                    \
+    X(q_normed, "Q_n", "Q_{n}", "RMSNorm(Q) · w, per head or over all of Q (qk-norm)", "n × H·d_k", by_run)                        \
+    X(k_normed, "K_n", "K_{n}", "RMSNorm(K) · w, per head or over all of K (qk-norm)", "m × H_kv·d_k", by_run)                     \
     X(q_rope, "Q_R", "Q_{R}", "RoPE(X W_QR), per head (MLA)", "n × H·d_r", by_run)                                                \
     X(k_rope, "K_R", "K_{R}", "RoPE(X_source W_KR), one for every head (MLA)", "m × d_r", by_run)                                 \
     X(q_rot, "Q_rot", "Q_{\\text{rot}}", "RoPE(Q)", "n × d_k", by_run)                                                            \

@@ -48,6 +48,7 @@ struct TraceSummary {
         bool train = false;
     };
     std::optional<Dropout> dropout;
+    std::string model;  // the problem's model summary (JSON text), "" when not from a model directory
     bool recorded = true;
 };
 

@@ -21,8 +21,10 @@ inline double round_to(Dtype dtype, double x) { return dtype == Dtype::f32 ? sta
 
 // q (n, H·d_k), k (m, H_kv·d_k), v (m, H_kv·d_v) for one batch element.
 // With `rows`, q holds only those query rows (rows.count, H·d_k); k and v stay whole.
+// With qk-norm, q and k are the normed ones and q_raw, k_raw what the projections gave.
 struct Projections {
     Matrix q, k, v;
+    Matrix q_raw = {}, k_raw = {};  // empty without qk-norm
 };
 // x (rows, d_in) · w (d_in, d_out) + b -> (rows, d_out), in the dtype.
 Matrix affine(const Matrix& x, const Matrix& w, const std::optional<std::vector<double>>& bias, const Backend& backend, Dtype dtype);
@@ -30,6 +32,10 @@ Matrix affine(const Matrix& x, const Matrix& w, const std::optional<std::vector<
 // Q = X W_Q + b_Q, K = X_src W_K + b_K, V = X_src W_V + b_V (or Q, K, V as given).
 Projections project(const Problem& problem, std::size_t batch, const Backend& backend, Dtype dtype);
 Projections project(const Problem& problem, std::size_t batch, const Backend& backend, Dtype dtype, QueryRows rows);
+
+// x / √(mean(x²) + eps) · (offset + w) over each `group` columns of a row
+// (docs/PROBLEM.md#qk-norm): per head, the weight repeats for every head.
+Matrix rms_norm(const Matrix& x, const std::vector<double>& weight, const QkNorm& norm, std::size_t group, Dtype dtype);
 
 // MLA's products for one batch element
 // (docs/FAMILY.md#mla-multi-head-latent-attention-deepseek-v2), what `run` shows: the
@@ -52,12 +58,15 @@ int kv_head_of(const Problem& problem, int head);
 std::vector<double> query_positions(const Problem& problem);
 std::vector<double> key_positions(const Problem& problem);
 
-// RoPE's pair p of d columns: its angle per position θ_p (base^(−2p/d), or the
-// given degrees), and its two columns (2p, 2p+1 interleaved; p, p + d/2 half).
+// RoPE's pair p of a head's d columns: its angle per position θ_p (base^(−2p/r) over
+// the r rotary columns, or the given degrees, as resolved with the scaling), and its two
+// columns (2p, 2p+1 interleaved; p, p + r/2 half); r = rotary_dims, d without partial rotary.
+std::size_t rotary_dims(const Rope& rope, std::size_t d);
 double rope_theta(const Rope& rope, std::size_t pair, std::size_t d);
 std::array<std::size_t, 2> rope_pair(const Rope& rope, std::size_t pair, std::size_t d);
 
-// x (rows, d_k) -> x rotated: pair p of row r turned by positions[r] · θ_p.
+// x (rows, d_k) -> x rotated: pair p of row r turned by positions[r] · θ_p, cos and sin
+// times the attention factor; columns past rotary_dims unchanged.
 Matrix apply_rope(const Matrix& x, const Rope& rope, const std::vector<double>& positions, Dtype dtype);
 
 // M (n, m) for one batch element and head: the masks, `lengths`, ALiBi.

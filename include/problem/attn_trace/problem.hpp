@@ -24,12 +24,35 @@ struct Scale {
     double value = 1.0;  // used when kind == value
 };
 
+// How a long-context model reshapes RoPE's angles
+// (docs/PROBLEM.md#rope-scaling-partial-rotary): the parameters as transformers names them.
+struct RopeScaling {
+    enum class Type { none, linear, dynamic, yarn, llama3 } type = Type::none;
+    double factor = 1.0;
+    double original_max_positions = 0.0;               // original_max_position_embeddings
+    double low_freq_factor = 1.0, high_freq_factor = 4.0;  // llama3
+    double beta_fast = 32.0, beta_slow = 1.0;          // yarn
+    std::optional<double> attention_factor, mscale, mscale_all_dim;  // yarn
+};
+
 // Rotary position embedding on q and k of every head.
 struct Rope {
     enum class Style { interleaved, half } style = Style::interleaved;
     double base = 10000.0;
     std::vector<double> angles_deg;  // one per pair; when given, base is not used
+    std::size_t rotary_dims = 0;     // partial rotary: the first rotary_dims columns of a head turn; 0 = all
+    RopeScaling scaling;
+    // Resolved when the problem is loaded: θ_p of every pair (radians per position, from
+    // base or angles_deg and the scaling) and the factor on cos and sin (yarn's).
+    std::vector<double> theta;
+    double attention_factor = 1.0;
 };
+
+// θ_p for the rotary_dims turned columns of a head under `rope`'s base and scaling, and
+// the factor on cos and sin; dynamic scaling reads seq_len (the largest position + 1).
+// Throws InputError naming `where` for parameters the formulas cannot take.
+void resolve_rope(Rope& rope, std::size_t rotary_dims, double seq_len, const std::string& where);
+std::string rope_scaling_name(RopeScaling::Type type);
 
 // Dropout on the attention weights
 // (docs/FAMILY.md#dropout-on-the-weights-and-the-traineval-trap). In train mode `keep` (0
@@ -55,6 +78,16 @@ struct Mla {
     std::optional<Matrix> W_QR, W_KR;  // (d_cq or d_model, H·d_r), (d_src, d_r): the decoupled RoPE part
     std::size_t d_c = 0, d_cq = 0, d_r = 0, d_content = 0;
     Rope rope;  // the decoupled part's angles (the problem's `rope`; default base 10000, interleaved)
+};
+
+// RMSNorm of the queries and keys before RoPE (qk-norm: Qwen3, OLMo 2, Gemma 3;
+// docs/PROBLEM.md#qk-norm): x / √(mean(x²) + eps) · (offset + w), the mean taken over each
+// head's d_k columns (per_head) or over the whole projection (OLMo 2).
+struct QkNorm {
+    bool per_head = true;
+    std::vector<double> q_weight, k_weight;  // d_k each, or H·d_k and H_kv·d_k
+    double eps = 1e-6;
+    double weight_offset = 0.0;  // Gemma 3 scales by 1 + w
 };
 
 // One `expect` entry (docs/PROBLEM.md#expect-values-for-attn-trace-check).
@@ -90,9 +123,14 @@ struct Problem {
     // for none: what a run's JSON records whole, so that `check --golden` can apply it
     // (docs/COMMANDS.md#check).
     std::string mask_spec;
+    // From a model directory (docs/PROBLEM.md#a-model-directory-checkpointmodel): what its
+    // config resolved for the layer, as the JSON text of `problem.model`; "" otherwise.
+    std::string model;
+    std::size_t model_masks = 0;  // how many of `masks` (the first) the model imposes: causal, and its window
     EmptyRows empty_rows = EmptyRows::error;
     std::vector<std::size_t> lengths;  // per batch element; empty = all valid
     std::optional<Rope> rope;
+    std::optional<QkNorm> qk_norm;
     std::vector<double> positions, source_positions;  // empty = default
     std::optional<double> softcap;
     std::optional<std::vector<double>> alibi_slopes;  // set when alibi is on
@@ -138,5 +176,7 @@ std::vector<MaskSpec> masks_from_spec(const std::string& mask_spec, std::size_t 
 std::string empty_rows_name(EmptyRows policy);
 EmptyRows parse_empty_rows(const std::string& text, const std::string& where);
 Scale parse_scale(const std::string& text, const std::string& where);
+// `alibi: true`'s slope per head, for any number of heads (docs/PROBLEM.md#alibi).
+std::vector<double> alibi_slopes(int heads);
 
 }  // namespace attn_trace

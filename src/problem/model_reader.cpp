@@ -1,0 +1,371 @@
+#include "model_reader.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "attn_trace/errors.hpp"
+#include "json/json_text.hpp"
+#include "model_families.hpp"
+
+namespace attn_trace {
+
+namespace {
+
+using json = nlohmann::json;
+
+// The problem keys a model decides: given beside it they would contradict it.
+const std::vector<std::string> decided_keys = {"heads", "kv_heads", "rope", "scale", "softcap", "alibi", "weights_layout", "qk_norm", "mla",
+                                               "Q", "K", "V", "W_Q", "W_K", "W_V", "W_O", "b_Q", "b_K", "b_V", "b_O",
+                                               "in_proj_weight", "in_proj_bias", "out_proj.weight", "out_proj.bias", "X_source"};
+
+// The rope parameters each scaling type reads (transformers' names); any other key in the
+// config's rope dictionary is named rather than ignored.
+const std::vector<std::string> rope_keys = {"rope_type", "type", "rope_theta", "factor", "original_max_position_embeddings", "low_freq_factor",
+                                            "high_freq_factor", "beta_fast", "beta_slow", "attention_factor", "mscale", "mscale_all_dim",
+                                            "truncate", "partial_rotary_factor"};
+
+json read_json_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw InputError(fmt::format("{}: cannot open it (does it exist and is it readable?)", path));
+    std::ostringstream text;
+    text << in.rdbuf();
+    return parse_json_text(text.str(), path);
+}
+
+// One model directory's config and tensors, and the messages that name them.
+class ModelDirectory {
+public:
+    ModelDirectory(const std::string& dir_name, ArraySource& arrays, const JsonReader& problem) : name_(dir_name), arrays_(arrays), problem_(problem) {
+        const std::string dir = arrays.resolve(dir_name);
+        config_path_ = (std::filesystem::path(dir) / "config.json").string();
+        if (!std::filesystem::is_directory(dir))
+            problem.fail("$.checkpoint.model", fmt::format("\"{}\" is not a folder: expected a model directory holding config.json and model.safetensors", dir_name));
+        config_ = read_json_file(config_path_);
+        if (!config_.is_object()) JsonReader(config_path_).fail("$", "expected the model's configuration object, found " + describe_json(config_));
+        at_ = "$";
+        if (config_.contains("text_config") && config_["text_config"].is_object()) {  // a multimodal config: its text part
+            outer_type_ = config_.value("model_type", "");
+            config_ = json(config_["text_config"]);
+            at_ = "$.text_config";
+        }
+        index_tensors(dir);
+    }
+
+    const json& config() const { return config_; }
+    const std::string& outer_type() const { return outer_type_; }
+    std::string path(const std::string& field) const { return at_ + "." + field; }
+    [[noreturn]] void fail(const std::string& field, const std::string& what) const { JsonReader(config_path_).fail(path(field), what); }
+    bool has(const std::string& field) const { return config_.contains(field) && !config_[field].is_null(); }
+
+    double number(const std::string& field) const {
+        if (!has(field)) fail(field, "needs this field: attn-trace cannot size the layer without it");
+        return JsonReader(config_path_).number(config_[field], path(field));
+    }
+    long whole(const std::string& field, long min) const {
+        if (!has(field)) fail(field, "needs this field: attn-trace cannot size the layer without it");
+        return JsonReader(config_path_).whole_number(config_[field], path(field), min, 1L << 30);
+    }
+
+    // Every tensor name and the file (relative to the problem file) that holds it.
+    const std::map<std::string, std::string>& tensors() const { return tensors_; }
+    json reference(const std::string& tensor) const { return {{"safetensors", tensors_.at(tensor)}, {"tensor", tensor}}; }
+    std::vector<std::size_t> shape(const std::string& tensor) const { return arrays_.safetensors(tensors_.at(tensor)).tensor(tensor).shape; }
+
+private:
+    // model.safetensors, or the shards model.safetensors.index.json maps each tensor to.
+    void index_tensors(const std::string& dir) {
+        const auto single = std::filesystem::path(dir) / "model.safetensors";
+        const auto index = std::filesystem::path(dir) / "model.safetensors.index.json";
+        const auto relative = [&](const std::string& file) { return (std::filesystem::path(name_) / file).string(); };
+        if (std::filesystem::exists(single)) {
+            const std::string file = relative("model.safetensors");
+            for (const auto& t : arrays_.safetensors(file).tensors()) tensors_[t.name] = file;
+            return;
+        }
+        if (!std::filesystem::exists(index))
+            problem_.fail("$.checkpoint.model", fmt::format("\"{}\" holds neither model.safetensors nor model.safetensors.index.json", name_));
+        const json map = read_json_file(index.string());
+        const JsonReader reader(index.string());
+        if (!map.is_object() || !map.contains("weight_map") || !map["weight_map"].is_object())
+            reader.fail("$.weight_map", "expected an object naming the shard of every tensor");
+        for (const auto& [tensor, shard] : map["weight_map"].items()) tensors_[tensor] = relative(reader.string(shard, "$.weight_map." + tensor));
+    }
+
+    std::string name_, config_path_, outer_type_, at_;
+    ArraySource& arrays_;
+    const JsonReader& problem_;
+    json config_;
+    std::map<std::string, std::string> tensors_;
+};
+
+struct LayerKind {
+    std::string type = "full_attention";
+    std::optional<long> window;
+};
+
+// Which attention this layer has: the config's layer_types, else the family's rule.
+LayerKind layer_kind(const ModelDirectory& dir, const ModelFamily& family, long layer) {
+    const json& c = dir.config();
+    LayerKind kind;
+    if (dir.has("layer_types") && family.sliding != ModelFamily::Sliding::every_layer) {  // mistral and phi3 ignore the list, as transformers does
+        const json& types = c["layer_types"];
+        if (!types.is_array() || static_cast<long>(types.size()) <= layer || !types[static_cast<std::size_t>(layer)].is_string())
+            dir.fail("layer_types", fmt::format("expected a list naming the attention of each layer, layer {} included", layer));
+        kind.type = types[static_cast<std::size_t>(layer)].get<std::string>();
+    } else {
+        bool sliding = false;
+        switch (family.sliding) {
+            case ModelFamily::Sliding::none: break;
+            case ModelFamily::Sliding::every_layer: sliding = dir.has("sliding_window"); break;
+            case ModelFamily::Sliding::after_max_window_layers:
+                // transformers' default max_window_layers is 28
+                sliding = dir.has("use_sliding_window") && c["use_sliding_window"] == true && layer >= (dir.has("max_window_layers") ? dir.whole("max_window_layers", 0) : 28);
+                break;
+            case ModelFamily::Sliding::even_layers: sliding = layer % 2 == 0; break;
+            case ModelFamily::Sliding::pattern: {
+                const long pattern = dir.has("sliding_window_pattern") ? dir.whole("sliding_window_pattern", 1) : 6;
+                sliding = (layer + 1) % pattern != 0;
+                break;
+            }
+        }
+        kind.type = sliding ? "sliding_attention" : "full_attention";
+    }
+    if (kind.type == "sliding_attention") {
+        if (!dir.has("sliding_window")) dir.fail("sliding_window", fmt::format("layer {} is a sliding layer, but the config gives no window", layer));
+        kind.window = dir.whole("sliding_window", 1);
+    } else if (kind.type != "full_attention") {
+        dir.fail("layer_types", fmt::format("layer {} has attention \"{}\", which attn-trace does not implement (it knows full_attention and sliding_attention)", layer, kind.type));
+    }
+    return kind;
+}
+
+// The rope dictionary that applies to this layer, in transformers 5's form or built from
+// the older rope_theta + rope_scaling; `field` names where it came from.
+json rope_parameters(const ModelDirectory& dir, const ModelFamily& family, const LayerKind& kind, std::string& field) {
+    const json& c = dir.config();
+    if (dir.has("rope_parameters")) {
+        json params = c["rope_parameters"];
+        field = "rope_parameters";
+        if (params.is_object() && params.contains(kind.type) && params[kind.type].is_object()) {  // nested by layer type (gemma3)
+            field += "." + kind.type;
+            params = json(params[kind.type]);
+        }
+        if (!params.is_object()) dir.fail(field, "expected an object of RoPE parameters, found " + describe_json(params));
+        return params;
+    }
+    json params = dir.has("rope_scaling") ? c["rope_scaling"] : json::object();
+    field = dir.has("rope_scaling") ? "rope_scaling" : "rope_theta";
+    if (!params.is_object()) dir.fail("rope_scaling", "expected an object of RoPE parameters, found " + describe_json(params));
+    params["rope_theta"] = dir.has("rope_theta") ? c["rope_theta"] : json(10000.0);
+    // Gemma 3's sliding layers turn with their own base and no scaling.
+    if (family.model_type == "gemma3_text" && kind.type == "sliding_attention") {
+        params = {{"rope_type", "default"}, {"rope_theta", dir.has("rope_local_base_freq") ? c["rope_local_base_freq"] : json(10000.0)}};
+        field = "rope_local_base_freq";
+    }
+    return params;
+}
+
+// The problem's "rope" for the layer (half style, as transformers' rotate_half), and the
+// summary's rope object.
+json rope_of(const ModelDirectory& dir, const json& params, const std::string& field, std::size_t head_dim, nlohmann::ordered_json& summary) {
+    for (const auto& [key, value] : params.items())
+        if (std::find(rope_keys.begin(), rope_keys.end(), key) == rope_keys.end())
+            dir.fail(field + "." + key, "a RoPE parameter attn-trace does not implement: it would change the angles, so the layer is refused rather than traced wrong");
+    const auto get = [&](const char* key) { return params.contains(key) && !params[key].is_null(); };
+    const auto number = [&](const char* key) {
+        if (!params[key].is_number()) dir.fail(field + "." + key, "expected a number, found " + describe_json(params[key]));
+        return params[key].get<double>();
+    };
+    std::string type = get("rope_type") ? params["rope_type"].get<std::string>() : get("type") ? params["type"].get<std::string>() : "default";
+    static const std::vector<std::string> types = {"default", "linear", "dynamic", "yarn", "llama3"};
+    if (std::find(types.begin(), types.end(), type) == types.end())
+        dir.fail(field + ".rope_type", fmt::format("RoPE scaling \"{}\" is not implemented (attn-trace has {}): the layer is refused rather than traced wrong", type, fmt::join(types, ", ")));
+    double partial = get("partial_rotary_factor") ? number("partial_rotary_factor") : dir.has("partial_rotary_factor") ? dir.number("partial_rotary_factor") : 1.0;
+    if (!(partial > 0 && partial <= 1)) dir.fail("partial_rotary_factor", fmt::format("expected a fraction in (0, 1], found {}", partial));
+    const auto rotary_dims = static_cast<std::size_t>(static_cast<double>(head_dim) * partial);  // as int(head_dim · factor)
+    if (rotary_dims < 2 || rotary_dims % 2) dir.fail("partial_rotary_factor", fmt::format("gives {} rotary dimensions of {}: RoPE needs an even number ≥ 2", rotary_dims, head_dim));
+    const double theta = get("rope_theta") ? number("rope_theta") : 10000.0;
+    json rope = {{"base", theta}, {"style", "half"}, {"rotary_dims", rotary_dims}};
+    json scaling = {{"type", type}};
+    std::optional<double> factor;
+    if (type != "default") {
+        if (get("factor")) factor = number("factor");
+        const double max_positions = dir.has("max_position_embeddings") ? dir.number("max_position_embeddings") : 0.0;
+        double original = get("original_max_position_embeddings") ? number("original_max_position_embeddings") : max_positions;
+        if (dir.has("original_max_position_embeddings") && type != "linear" && type != "dynamic") original = dir.number("original_max_position_embeddings");
+        if (type == "dynamic") original = max_positions;  // transformers reads max_position_embeddings here
+        if (!factor && type == "yarn" && original > 0) factor = max_positions / original;  // DeepSeek's form: the ratio
+        if (!factor) dir.fail(field + ".factor", type + " scaling needs its factor");
+        scaling["factor"] = *factor;
+        if (type != "linear") {
+            if (!(original > 0)) dir.fail(field + ".original_max_position_embeddings", type + " scaling needs the original context length");
+            scaling["original_max_position_embeddings"] = original;
+        }
+        if (type == "llama3")
+            for (const char* key : {"low_freq_factor", "high_freq_factor"}) {
+                if (!get(key)) dir.fail(field + "." + key, "llama3 scaling needs it");
+                scaling[key] = number(key);
+            }
+        if (type == "yarn") {
+            if (get("truncate") && !(params["truncate"].is_boolean() && params["truncate"].get<bool>()))
+                dir.fail(field + ".truncate", "yarn without truncation (truncate: false) is not implemented: the layer is refused rather than traced wrong");
+            // transformers reads `beta_fast or 32`: a 0 is the default too.
+            for (const char* key : {"beta_fast", "beta_slow", "attention_factor", "mscale", "mscale_all_dim"})
+                if (get(key) && !(std::string(key).rfind("beta", 0) == 0 && number(key) == 0)) scaling[key] = number(key);
+        }
+        rope["scaling"] = scaling;
+    }
+    summary = {{"theta", theta}, {"type", type}, {"factor", factor ? json(*factor) : json(nullptr)}, {"rotary_dims", rotary_dims}};
+    return rope;
+}
+
+// Config fields that would change this layer's attention in ways attn-trace does not
+// implement: refused by name rather than ignored.
+void refuse_unimplemented(const ModelDirectory& dir) {
+    const json& c = dir.config();
+    if (dir.has("use_bidirectional_attention") && !(c["use_bidirectional_attention"].is_boolean() && !c["use_bidirectional_attention"].get<bool>()))
+        dir.fail("use_bidirectional_attention", "bidirectional attention in a decoder family is not implemented: the layer is refused rather than traced causal");
+    for (const char* field : {"attention_chunk_size", "clip_qkv", "attn_temperature_tuning", "qk_layernorm", "use_qk_norm", "logits_soft_cap"})
+        if (dir.has(field) && !(c[field].is_boolean() && !c[field].get<bool>()))
+            dir.fail(field, "changes the layer's attention in a way attn-trace does not implement: the layer is refused rather than traced wrong");
+}
+
+}  // namespace
+
+std::string expand_model(json& root, ArraySource& arrays, const JsonReader& reader) {
+    const std::string at = "$.checkpoint";
+    const json spec = root["checkpoint"];
+    for (const auto& [key, value] : spec.items())
+        if (key != "model" && key != "layer")
+            reader.fail(at + "." + key, fmt::format("\"{}\" goes with \"safetensors\" and \"family\"; a model directory reads \"model\" and \"layer\" only", key));
+    for (const auto& key : decided_keys)
+        if (root.contains(key))
+            reader.fail("$." + key, fmt::format("given beside \"checkpoint\": {{\"model\": …}}, whose config.json decides it; remove \"{}\" (the model's value applies)", key));
+    if (!root.contains("X")) reader.fail(at, "needs \"X\": the attention module's input hidden states, e.g. {\"npy\": \"hidden.npy\"}");
+    const std::string dir_name = reader.string(spec["model"], at + ".model");
+    const long layer = spec.contains("layer") ? reader.whole_number(spec["layer"], at + ".layer", 0, 1L << 20) : 0;
+    const ModelDirectory dir(dir_name, arrays, reader);
+    const json& c = dir.config();
+
+    std::string model_type = dir.has("model_type") && c["model_type"].is_string() ? c["model_type"].get<std::string>() : "";
+    if (model_type.empty() && dir.outer_type() == "gemma3") model_type = "gemma3_text";
+    const ModelFamily* family = model_family(model_type);
+    if (!family)
+        dir.fail("model_type", fmt::format("\"{}\" is not a family attn-trace reads from a model directory (it reads {}){}", model_type, fmt::join(model_types(), ", "),
+                                           model_type == "gpt2" || model_type == "bert" ? "; for gpt2 and bert give \"safetensors\" and \"family\"" : ""));
+    refuse_unimplemented(dir);
+    const long layers = dir.whole("num_hidden_layers", 1);
+    if (layer >= layers) reader.fail(at + ".layer", fmt::format("the model has {} layers (0 to {}), found {}", layers, layers - 1, layer));
+    const long hidden = dir.whole("hidden_size", 1), heads = dir.whole("num_attention_heads", 1);
+    const long kv_heads = dir.has("num_key_value_heads") ? dir.whole("num_key_value_heads", 1) : heads;
+    const long head_dim = dir.has("head_dim") ? dir.whole("head_dim", 1) : hidden / heads;
+    if (heads % kv_heads) dir.fail("num_key_value_heads", fmt::format("{} query heads do not share {} KV heads evenly", heads, kv_heads));
+
+    // The layer's prefix: the family's, bare, or below a multimodal model's language model.
+    std::string prefix = family->prefix;
+    prefix.replace(prefix.find("{L}"), 3, std::to_string(layer));
+    const std::string bare = prefix.substr(prefix.find('.') + 1);
+    const std::string first = family->fused_qkv ? "qkv_proj.weight" : "q_proj.weight";
+    const std::vector<std::string> candidates = {prefix, bare, "language_model." + prefix, "model.language_model." + bare};
+    const auto found = std::find_if(candidates.begin(), candidates.end(), [&](const std::string& p) { return dir.tensors().count(p + first) > 0; });
+    if (found == candidates.end())
+        reader.fail(at, fmt::format("{}: no tensor {} (nor under {}): is layer {} in this model's safetensors?", dir_name, prefix + first, fmt::join(candidates.begin() + 1, candidates.end(), ", "), layer));
+    prefix = *found;
+
+    // The tensors the family reads, and the check that nothing else sits under the prefix.
+    std::vector<std::string> read;
+    const auto take = [&](const std::string& name, bool required) {
+        if (!dir.tensors().count(prefix + name)) {
+            if (required) reader.fail(at, fmt::format("{}: the {} layer {} needs the tensor {}, which the checkpoint does not have", dir_name, model_type, layer, prefix + name));
+            return false;
+        }
+        read.push_back(prefix + name);
+        return true;
+    };
+    const auto weight = [&](const std::string& name) {
+        json ref = dir.reference(prefix + name);
+        ref["transpose"] = true;  // torch's (out, in) → the problem's (in, out)
+        return ref;
+    };
+    if (family->fused_qkv) {
+        take("qkv_proj.weight", true);
+        const std::size_t q_rows = static_cast<std::size_t>(heads * head_dim), kv_rows = static_cast<std::size_t>(kv_heads * head_dim);
+        const auto shape = dir.shape(prefix + "qkv_proj.weight");
+        if (shape.size() != 2 || shape[0] != q_rows + 2 * kv_rows)
+            reader.fail(at, fmt::format("{}: {}qkv_proj.weight has shape ({}), expected ({}, {}): q, k and v rows for {} heads and {} KV heads of {}", dir_name, prefix,
+                                        fmt::join(shape, ", "), q_rows + 2 * kv_rows, hidden, heads, kv_heads, head_dim));
+        const std::size_t bounds[] = {0, q_rows, q_rows + kv_rows, q_rows + 2 * kv_rows};
+        const char* keys[] = {"W_Q", "W_K", "W_V"};
+        for (int part = 0; part < 3; ++part) {
+            json ref = weight("qkv_proj.weight");
+            ref["rows"] = {bounds[part], bounds[part + 1]};
+            root[keys[part]] = ref;
+        }
+    } else {
+        for (const auto& [key, bias_key, name] : {std::tuple{"W_Q", "b_Q", "q_proj"}, {"W_K", "b_K", "k_proj"}, {"W_V", "b_V", "v_proj"}}) {
+            take(std::string(name) + ".weight", true);
+            root[key] = weight(std::string(name) + ".weight");
+            if (take(std::string(name) + ".bias", false)) root[bias_key] = dir.reference(prefix + name + ".bias");
+        }
+    }
+    take("o_proj.weight", true);
+    root["W_O"] = weight("o_proj.weight");
+    if (take("o_proj.bias", false)) root["b_O"] = dir.reference(prefix + "o_proj.bias");
+    if (family->qk_norm != ModelFamily::QkNorm::none) {
+        take("q_norm.weight", true);
+        take("k_norm.weight", true);
+        root["qk_norm"] = {{"over", family->qk_norm == ModelFamily::QkNorm::whole ? "all" : "head"},
+                           {"q_weight", dir.reference(prefix + "q_norm.weight")},
+                           {"k_weight", dir.reference(prefix + "k_norm.weight")},
+                           {"eps", dir.has("rms_norm_eps") ? dir.number("rms_norm_eps") : 1e-6},
+                           {"weight_offset", family->qk_norm == ModelFamily::QkNorm::per_head_plus_one ? 1 : 0}};
+    }
+    json ignored = json::array();
+    for (const auto& [tensor, file] : dir.tensors()) {
+        if (tensor.rfind(prefix, 0) != 0 || std::find(read.begin(), read.end(), tensor) != read.end()) continue;
+        const std::string rest = tensor.substr(prefix.size());
+        if (std::find(family->ignored.begin(), family->ignored.end(), rest) == family->ignored.end())
+            reader.fail(at, fmt::format("{}: {} is under layer {}'s attention, but the {} family does not read it: attn-trace would ignore it and trace a different layer, "
+                                        "so it refuses; is this checkpoint really {}?",
+                                        dir_name, tensor, layer, model_type, model_type));
+        ignored.push_back(tensor);
+    }
+
+    root["heads"] = heads;
+    root["kv_heads"] = kv_heads;
+    const LayerKind kind = layer_kind(dir, *family, layer);
+    std::string rope_field;
+    nlohmann::ordered_json rope_summary;
+    root["rope"] = rope_of(dir, rope_parameters(dir, *family, kind, rope_field), rope_field, static_cast<std::size_t>(head_dim), rope_summary);
+    if (family->gemma_scale) {
+        root["scale"] = 1.0 / std::sqrt(dir.has("query_pre_attn_scalar") ? dir.number("query_pre_attn_scalar") : static_cast<double>(head_dim));
+        // Gemma 2 caps its logits; Gemma 3's attention never reads the field (transformers 5.25).
+        if (family->model_type == "gemma2" && dir.has("attn_logit_softcapping")) root["softcap"] = dir.number("attn_logit_softcapping");
+    }
+    // The model's own mask, then the file's: causal (bottom-right), and the layer's window.
+    json masks = json::array({"causal"});
+    if (kind.window) masks.push_back(fmt::format("window:{}", *kind.window));
+    if (root.contains("mask")) {
+        const json& given = root["mask"];
+        if (given.is_array() && !given.empty() && (given[0].is_string() || given[0].is_object())) masks.insert(masks.end(), given.begin(), given.end());
+        else masks.push_back(given);
+    }
+    root["mask"] = masks;
+    root.erase("checkpoint");
+    const nlohmann::ordered_json summary = {{"model_type", model_type},
+                                            {"layer", layer},
+                                            {"layer_type", kind.type},
+                                            {"sliding_window", kind.window ? json(*kind.window) : json(nullptr)},
+                                            {"rope", rope_summary},
+                                            {"ignored_tensors", ignored}};
+    return summary.dump();
+}
+
+}  // namespace attn_trace
