@@ -370,6 +370,24 @@ def gemma3_multimodal(text_folder, model, ids):
     return folder
 
 
+def qwen3_sharded(qwen3_folder, model, ids):
+    """qwen3_qknorm's model saved in shards of at most 20 kB (model.safetensors.index.json
+    and its shards), with the same hidden states and expect: the sharded form of a checkpoint."""
+    folder = OUT / "qwen3_sharded"
+    clean(folder)
+    model.save_pretrained(folder, safe_serialization=True, max_shard_size="20KB")
+    for extra in folder.iterdir():
+        if not (extra.name.endswith(".safetensors") or extra.name in ("config.json", "model.safetensors.index.json")):
+            extra.unlink()
+    index = json.loads((folder / "model.safetensors.index.json").read_text())
+    assert len(set(index["weight_map"].values())) > 1, "expected several shards"
+    (folder / "hidden.npy").write_bytes((qwen3_folder / "hidden.npy").read_bytes())
+    prob = json.loads((qwen3_folder / "problem.json").read_text())
+    prob["title"] = prob["title"].replace("Qwen3 (tiny", "Qwen3 in shards (tiny")
+    (folder / "problem.json").write_text(json.dumps(prob, indent=1) + "\n")
+    return folder
+
+
 def phi3():
     config = transformers.Phi3Config(**NO_HEAD_DIM, max_position_embeddings=32, original_max_position_embeddings=32,
                                      partial_rotary_factor=0.5, pad_token_id=None, bos_token_id=None, eos_token_id=None)
@@ -392,6 +410,8 @@ def main():
     reloads["llama_yarn_v4"] = reload_check(v4_folder, ids, problems)
     model, ids, text_folder, _ = made["gemma3_text"]
     gemma3_multimodal(text_folder, model, ids)
+    model, ids, qwen3_folder, problems = made["qwen3_qknorm"]
+    reloads["qwen3_sharded"] = reload_check(qwen3_sharded(qwen3_folder, model, ids), ids, problems)
     reloads["gemma3_multimodal"] = 0.0
     elapsed = time.perf_counter() - start
 

@@ -108,6 +108,7 @@ Problem load_with_overrides(const TraceOptions& o) {
             problem.masks.resize(problem.model_masks);
             problem.masks.insert(problem.masks.end(), given.begin(), given.end());
             auto spec = nlohmann::json::parse(problem.mask_spec);
+            if (!spec.is_array()) spec = nlohmann::json::array({spec});  // one mask is recorded alone
             spec.erase(spec.begin() + static_cast<long>(problem.model_masks), spec.end());
             const auto option = nlohmann::json::parse(mask_option_json(o.mask));
             if (option.is_array()) spec.insert(spec.end(), option.begin(), option.end());

@@ -47,6 +47,12 @@ private:
             throw InputError(fmt::format("{}: decode needs self-attention: with X_source the keys and values come from another "
                                          "sequence that every step reads whole, not a cache that grows step by step (use run)",
                                          p_.file));
+        // Dynamic NTK's angles depend on the length read so far, which grows by one per
+        // step: decode would need the angles of every step (docs/PROBLEM.md#rope-scaling-partial-rotary).
+        if (p_.rope && p_.rope->scaling.type == RopeScaling::Type::dynamic)
+            throw InputError(fmt::format("{}: decode does not trace dynamic RoPE scaling yet (its angles change as the sequence grows); "
+                                         "run traces the whole sequence",
+                                         p_.file));
         if (p_.m < p_.n)
             throw InputError(fmt::format("{}: decode needs at least as many keys as queries (query t reads the keys up to its own), "
                                          "found n = {} queries and m = {} keys",

@@ -74,8 +74,8 @@ private:
             steps_.record(StepName::v, projected ? source + (p_.b_V ? " W_V + b_V" : " W_V") : "(given)", take(qkv.v), std::nullopt, b, keys);
             if (!normed) return;
             const QkNorm& norm = *p_.qk_norm;
-            const std::string how = fmt::format("{} / √(mean({}²) + {}) · ({}w), the mean over {}", "{0}", "{0}", describe_number(norm.eps),
-                                                norm.weight_offset != 0 ? "1 + " : "", norm.per_head ? "each head's d_k columns" : "the whole row");
+            const std::string how = fmt::format("{} / √(mean({}²) + {}) · {}, the mean over {}", "{0}", "{0}", describe_number(norm.eps),
+                                                norm.weight_offset != 0 ? "(1 + w)" : "w", norm.per_head ? "each head's d_k columns" : "the whole row");
             steps_.record(StepName::q_normed, fmt::format(fmt::runtime(how), "Q"), take(qkv.q), std::nullopt, b, queries);
             steps_.record(StepName::k_normed, fmt::format(fmt::runtime(how), "K"), take(qkv.k), std::nullopt, b, keys);
         };

@@ -130,7 +130,10 @@ LayerKind layer_kind(const ModelDirectory& dir, const ModelFamily& family, long 
                 break;
             case ModelFamily::Sliding::even_layers: sliding = layer % 2 == 0; break;
             case ModelFamily::Sliding::pattern: {
-                const long pattern = dir.has("sliding_window_pattern") ? dir.whole("sliding_window_pattern", 1) : 6;
+                // transformers 5 saves the pattern as _sliding_window_pattern
+                const long pattern = dir.has("sliding_window_pattern")    ? dir.whole("sliding_window_pattern", 1)
+                                     : dir.has("_sliding_window_pattern") ? dir.whole("_sliding_window_pattern", 1)
+                                                                          : 6;
                 sliding = (layer + 1) % pattern != 0;
                 break;
             }
@@ -184,6 +187,8 @@ json rope_of(const ModelDirectory& dir, const json& params, const std::string& f
         return params[key].get<double>();
     };
     std::string type = get("rope_type") ? params["rope_type"].get<std::string>() : get("type") ? params["type"].get<std::string>() : "default";
+    // Phi-3's "su" and "yarn" are LongRoPE in transformers, not the yarn of the table.
+    if (dir.config().value("model_type", "") == "phi3" && (type == "su" || type == "yarn")) type = "longrope (phi3's " + type + ")";
     static const std::vector<std::string> types = {"default", "linear", "dynamic", "yarn", "llama3"};
     if (std::find(types.begin(), types.end(), type) == types.end())
         dir.fail(field + ".rope_type", fmt::format("RoPE scaling \"{}\" is not implemented (attn-trace has {}): the layer is refused rather than traced wrong", type, fmt::join(types, ", ")));

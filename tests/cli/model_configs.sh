@@ -1,0 +1,116 @@
+# Models from their own config.json (docs/PROBLEM.md#a-model-directory-checkpointmodel):
+# every golden of tools/make_config_goldens.py (tiny random models run by transformers with
+# eager attention: its layer's output and head 0's weights) passes `check`, the JSON says
+# what the config resolved, and what the reader would otherwise ignore is refused, exit 2,
+# naming the field or the tensor.
+source "$SOURCE_DIR/tests/cli/lib.sh"
+T=$ATTN_TRACE
+M=$SOURCE_DIR/tests/models
+
+goldens=(llama_linear llama_dynamic llama_yarn llama_yarn_v4 llama3_scaling mistral_window qwen2_window qwen3_qknorm qwen3_sharded
+         olmo2_qknorm gemma2 gemma3_text gemma3_multimodal phi3)
+for golden in "${goldens[@]}"; do
+  for file in "$M/$golden"/problem*.json; do
+    expect_exit 0 "^PASS .*$(basename "$file") \(run 2 steps" -- "$T" check "$file"
+  done
+done
+# The same goldens are not passed by a layer computed without the family's rule: each
+# broken on purpose fails (the goldens can tell).
+copy() { rm -rf m && cp -r "$M/$1" m; }
+edit() {  # edit FILE PYTHON: the JSON in FILE as `c`, changed by PYTHON
+  python3 -c "import json, sys; c = json.load(open('$1')); $2; json.dump(c, open('$1', 'w'))"
+}
+copy gemma2; edit m/config.json "c['query_pre_attn_scalar'] = 8"
+expect_exit 1 "^FAIL " -- "$T" check m/problem.json
+copy llama_yarn; edit m/config.json "c['rope_parameters']['factor'] = 2.0"
+expect_exit 1 "^FAIL " -- "$T" check m/problem.json
+copy qwen2_window; edit m/config.json "c['layer_types'] = ['full_attention', 'full_attention']"
+expect_exit 1 "^FAIL " -- "$T" check m/problem.json
+
+# What the config resolved, in the JSON.
+json=$("$T" run "$M/gemma3_text/problem_layer0.json" --format json)
+for fact in '"model_type":"gemma3_text"' '"layer":0' '"layer_type":"sliding_attention"' '"sliding_window":3' '"theta":10\.0' '"type":"default"' \
+            '"rotary_dims":8' '"mask_spec":\["causal","window:3"\]'; do
+  expect_exit 0 "$fact" -- echo "$json"
+done
+expect_exit 0 '"type":"yarn","factor":4\.0,"rotary_dims":8,"attention_factor":1\.13862943611' -- "$T" run "$M/llama_yarn/problem.json" --format json
+expect_exit 0 '"rotary_dims":4' -- "$T" run "$M/phi3/problem.json" --format json
+# qk-norm's steps sit between the projections and RoPE; a qk-norm layer explains its cells.
+expect_exit 0 "^q_normed  Q_n = Q / √\(mean\(Q²\) \+ 1e-06\) · w, the mean over each head's d_k columns  \(6, 32\)" -- "$T" run "$M/qwen3_qknorm/problem.json" --steps q_normed --color never
+expect_exit 0 "root mean square of its head's d_k values" -- "$T" explain "$M/qwen3_qknorm/problem.json" --cell 'q_normed[1,2]'
+expect_exit 0 "root mean square of the whole row" -- "$T" explain "$M/olmo2_qknorm/problem.json" --cell 'k_normed[0,0]'
+expect_exit 0 "column 6 is past the 4 rotary columns" -- "$T" explain "$M/phi3/problem.json" --cell 'q_rot[2,6]'
+# --mask adds to the model's own mask; --scale is the config's to decide.
+expect_exit 0 '"mask_spec":\["causal","window:2"\]' -- "$T" run "$M/qwen3_qknorm/problem.json" --mask window:2 --format json --steps final
+expect_exit 2 "attn-trace: error: --scale 0.5: the scale of a model's layer is what its config.json decides" -- "$T" run "$M/gemma2/problem.json" --scale 0.5
+# decode, tiled and the fast path read the same layer and agree with the full pass.
+expect_exit 0 '"max_abs_diff_vs_full":[0-9.e-]+' -- "$T" decode "$M/mistral_window/problem.json" --format json --steps final
+expect_exit 0 'max_abs_diff_vs_full = [0-9.e-]+$' -- "$T" tiled "$M/gemma3_text/problem_layer0.json" --steps final --color never
+expect_exit 0 '^final  Y = O_cat W_O  \(6, 32\)' -- "$T" run "$M/phi3/problem.json" --fast --steps final --color never
+
+# Nothing silently ignored.
+copy qwen3_qknorm; edit m/problem.json "c['heads'] = 4"
+expect_exit 2 'm/problem.json: \$\.heads: given beside "checkpoint": \{"model": …\}, whose config.json decides it' -- "$T" check m/problem.json
+copy qwen3_qknorm; edit m/config.json "c['model_type'] = 'qwen9'"
+expect_exit 2 'config.json: \$\.model_type: "qwen9" is not a family attn-trace reads from a model directory \(it reads llama, mistral' -- "$T" check m/problem.json
+copy llama_yarn; edit m/config.json "c['rope_parameters']['rope_type'] = 'longrope'"
+expect_exit 2 'config.json: \$\.rope_parameters\.rope_type: RoPE scaling "longrope" is not implemented' -- "$T" check m/problem.json
+copy llama_yarn; edit m/config.json "c['rope_parameters']['truncate'] = False"
+expect_exit 2 'rope_parameters\.truncate: yarn without truncation' -- "$T" check m/problem.json
+copy llama_yarn_v4; edit m/config.json "c['rope_scaling']['short_factor'] = [1, 2]"
+expect_exit 2 'config.json: \$\.rope_scaling\.short_factor: a RoPE parameter attn-trace does not implement' -- "$T" check m/problem.json
+copy gemma3_text; edit m/config.json "c['use_bidirectional_attention'] = True"
+expect_exit 2 '\$\.use_bidirectional_attention: bidirectional attention' -- "$T" check m/problem.json
+copy gemma3_multimodal; edit m/config.json "c['text_config']['layer_types'][1] = 'chunked_attention'"
+expect_exit 2 'config.json: \$\.text_config\.layer_types: layer 1 has attention "chunked_attention"' -- "$T" check m/problem.json
+copy qwen3_qknorm; edit m/problem.json "c['checkpoint']['layer'] = 2"
+expect_exit 2 '\$\.checkpoint\.layer: the model has 2 layers \(0 to 1\), found 2' -- "$T" check m/problem.json
+copy mistral_window; edit m/problem.json "c['checkpoint']['model'] = 'nowhere'"
+expect_exit 2 '\$\.checkpoint\.model: "nowhere" is not a folder' -- "$T" check m/problem.json
+copy mistral_window; rm m/model.safetensors
+expect_exit 2 '"\." holds neither model\.safetensors nor model\.safetensors\.index\.json' -- "$T" check m/problem.json
+copy mistral_window; edit m/config.json "c['sliding_window'] = None; c['layer_types'] = ['sliding_attention'] * 2"
+expect_exit 1 "" -- "$T" check m/problem.json  # mistral reads no layer_types: without a window the layer is full
+copy qwen2_window; edit m/config.json "c['sliding_window'] = None"
+expect_exit 2 '\$\.sliding_window: layer 1 is a sliding layer, but the config gives no window' -- "$T" check m/problem.json
+# A tensor under the layer's attention that the family does not read: refused, named; a
+# buffer the family knowingly leaves: listed in ignored_tensors.
+copy qwen3_qknorm
+python3 - <<'EOF'
+import json, struct
+def rewrite(path, extra):
+    raw = open(path, 'rb').read()
+    size = struct.unpack('<Q', raw[:8])[0]
+    header = json.loads(raw[8:8 + size])
+    data = raw[8 + size:]
+    end = len(data)
+    for name in extra:
+        header[name] = {"dtype": "F32", "shape": [4], "data_offsets": [end, end + 16]}
+        end += 16
+    blob = json.dumps(header).encode()
+    blob += b' ' * (-len(blob) % 8)
+    open(path, 'wb').write(struct.pack('<Q', len(blob)) + blob + data + b'\0' * (16 * len(extra)))
+rewrite('m/model.safetensors', ['model.layers.1.self_attn.sinks'])
+EOF
+expect_exit 2 'm/problem.json: \$\.checkpoint: \.: model\.layers\.1\.self_attn\.sinks is under layer 1.s attention, but the qwen3 family does not read it' -- "$T" check m/problem.json
+copy qwen3_qknorm
+python3 - <<'EOF'
+import json, struct
+raw = open('m/model.safetensors', 'rb').read()
+size = struct.unpack('<Q', raw[:8])[0]
+header = json.loads(raw[8:8 + size]); data = raw[8 + size:]
+header['model.layers.1.self_attn.rotary_emb.inv_freq'] = {"dtype": "F32", "shape": [4], "data_offsets": [len(data), len(data) + 16]}
+blob = json.dumps(header).encode(); blob += b' ' * (-len(blob) % 8)
+open('m/model.safetensors', 'wb').write(struct.pack('<Q', len(blob)) + blob + data + b'\0' * 16)
+EOF
+expect_exit 0 '"ignored_tensors":\["model\.layers\.1\.self_attn\.rotary_emb\.inv_freq"\]' -- "$T" run m/problem.json --format json --steps final
+# The §19 route refuses a llama layer with qk-norm and points to the model directory.
+copy qwen3_qknorm
+edit m/problem.json "c['checkpoint'] = {'safetensors': 'model.safetensors', 'family': 'llama', 'layer': 1}; c['heads'] = 4; c['kv_heads'] = 2; c['mask'] = 'causal'; c['rope'] = {'base': 10000}"
+expect_exit 2 'layer 1 has q_norm and k_norm tensors .* give the model directory instead, "checkpoint": \{"model": DIR, "layer": 1\}' -- "$T" check m/problem.json
+
+# decode cannot follow dynamic scaling's growing length yet, grad has no qk-norm backward yet: each says so.
+expect_exit 2 "decode does not trace dynamic RoPE scaling yet" -- "$T" decode "$M/llama_dynamic/problem.json"
+expect_exit 2 "grad does not differentiate through qk-norm yet" -- "$T" grad "$M/qwen3_qknorm/problem.json"
+
+finish
