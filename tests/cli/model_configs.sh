@@ -104,7 +104,7 @@ blob = json.dumps(header).encode(); blob += b' ' * (-len(blob) % 8)
 open('m/model.safetensors', 'wb').write(struct.pack('<Q', len(blob)) + blob + data + b'\0' * 16)
 EOF
 expect_exit 0 '"ignored_tensors":\["model\.layers\.1\.self_attn\.rotary_emb\.inv_freq"\]' -- "$T" run m/problem.json --format json --steps final
-# The §19 route refuses a llama layer with qk-norm and points to the model directory.
+# The family route (docs/PROBLEM.md#real-model-weights-npy-safetensors-checkpoint) refuses a llama layer with qk-norm and points to the model directory.
 copy qwen3_qknorm
 edit m/problem.json "c['checkpoint'] = {'safetensors': 'model.safetensors', 'family': 'llama', 'layer': 1}; c['heads'] = 4; c['kv_heads'] = 2; c['mask'] = 'causal'; c['rope'] = {'base': 10000}"
 expect_exit 2 'layer 1 has q_norm and k_norm tensors .* give the model directory instead, "checkpoint": \{"model": DIR, "layer": 1\}' -- "$T" check m/problem.json

@@ -1,0 +1,122 @@
+# The documents' console examples are the binary's real output: every fenced block in
+# README.md and docs/*.md whose first line is a `$ attn-trace ...` command (or a `$ `
+# command piping into attn-trace) is run, and each output line it shows (trailing spaces
+# stripped) must appear, in order, in what the command really prints (stdout and stderr
+# together). A document may leave lines out, and a line that is only `...` or `…` marks
+# such a cut; every line it does show must be real. An example's output runs to the next
+# `$ ` line or the end of its block; a `$ ` line that does not run attn-trace (pdflatex
+# on a sheet) ends the example before it and is not checked itself.
+#
+# Each command runs with `attn-trace` on PATH as $ATTN_TRACE, in a scratch directory
+# whose entries are links to the repository's top level, so the documents' relative
+# paths (examples/..., tests/...) resolve as from the repository root, while the files
+# an example writes (-o r600.json, > golden.json, --svg) land in the scratch directory
+# and a later command of the same block reads them. Skipped, by rule, because their
+# output describes the machine and not the documents: `bench` (timings), `--backend
+# cuda` (a GPU), `--version` (this CPU's kernel). The fast path's note names its thread
+# count (one per core) and the scores those threads hold at once: those two figures are
+# the machine's, and are compared as placeholders ("N threads", "X of scores at once").
+source "$SOURCE_DIR/tests/cli/lib.sh"
+
+mkdir -p bin scratch
+ln -sf "$ATTN_TRACE" bin/attn-trace
+for entry in "$SOURCE_DIR"/*; do
+  [ "$(basename "$entry")" = build ] || ln -sfn "$entry" "scratch/$(basename "$entry")"
+done
+
+PATH="$PWD/bin:$PATH" python3 - "$SOURCE_DIR" "$PWD/scratch" > report.txt <<'EOF'
+import glob, os, re, subprocess, sys
+
+source, scratch = sys.argv[1], sys.argv[2]
+documents = [os.path.join(source, "README.md")] + sorted(glob.glob(os.path.join(source, "docs", "*.md")))
+runs_attn_trace = re.compile(r"^\$ (attn-trace\b|.*\|\s*attn-trace\b)")
+skipped_by_rule = re.compile(r"^\$ attn-trace (bench\b|--version\b)|--backend[ =]cuda\b")
+fence = re.compile(r"^\s*(```+|~~~+)")
+machine = [(re.compile(r"\b[0-9]+ threads\b"), "N threads"),
+           (re.compile(r"\b[0-9.]+ (bytes|KiB|MiB|GiB) of scores at once\b"), "X of scores at once")]
+
+def portable(line):
+    for figure, placeholder in machine:
+        line = figure.sub(placeholder, line)
+    return line
+
+def examples(path):
+    """(line number, command, shown output lines) for each example of one document."""
+    lines = open(path, encoding="utf-8").read().split("\n")
+    i = 0
+    while i < len(lines):
+        opening = fence.match(lines[i])
+        i += 1
+        if not opening:
+            continue
+        block, start = [], i
+        while i < len(lines) and not lines[i].lstrip().startswith(opening.group(1)):
+            block.append(lines[i].rstrip())
+            i += 1
+        i += 1
+        if not block or not runs_attn_trace.match(block[0]):
+            continue
+        j = 0
+        while j < len(block):
+            number, command = start + j + 1, block[j]
+            while command.endswith("\\") and j + 1 < len(block):
+                j += 1
+                command = command[:-1] + block[j]
+            j += 1
+            output = []
+            while j < len(block) and not block[j].startswith("$ "):
+                output.append(block[j])
+                j += 1
+            while output and output[-1] == "":
+                output.pop()
+            if runs_attn_trace.match(command):
+                yield number, command[2:], output
+
+checked = skipped = failed = 0
+for path in documents:
+    name = os.path.relpath(path, source)
+    for number, command, shown in examples(path):
+        if skipped_by_rule.search("$ " + command):
+            skipped += 1
+            print(f"skip: {name}:{number}: $ {command}")
+            continue
+        checked += 1
+        try:
+            run = subprocess.run(["bash", "-c", command], cwd=scratch, stdout=subprocess.PIPE,
+                                 stderr=subprocess.STDOUT, timeout=120)
+            real = [portable(line.rstrip()) for line in run.stdout.decode("utf-8", "replace").split("\n")]
+            status = run.returncode
+        except subprocess.TimeoutExpired:
+            real, status = [], "a timeout (120 s)"
+        problem = None
+        if status in (4, 126, 127) or not isinstance(status, int):
+            problem = f"it exited {status}"
+        else:
+            at = 0
+            for line in shown:
+                if line.strip() in ("...", "…"):
+                    continue
+                line = portable(line)
+                while at < len(real) and real[at] != line:
+                    at += 1
+                if at == len(real):
+                    problem = f"this line is not in its output (in order):\n      {line}"
+                    break
+                at += 1
+        if problem:
+            failed += 1
+            print(f"FAIL: {name}:{number}: $ {command}\n    {problem}")
+            for line in real[:40]:
+                print(f"    | {line}")
+print(f"COUNTS {checked} {failed} {skipped}")
+EOF
+status=$?
+grep -v '^COUNTS ' report.txt
+read -r _ checked failed skipped < <(grep '^COUNTS ' report.txt) || { fail "the example checker did not finish (python3 exited $status)"; finish; exit; }
+echo "$checked examples checked, $failed of them stale, $skipped skipped by rule"
+checks=$((checks + checked))
+failures=$((failures + failed))
+# Found nothing to check is a broken extraction, not a pass.
+checks=$((checks + 1))
+[ "$checked" -ge 30 ] || fail "only $checked examples found in README.md and docs/*.md (expected at least 30)"
+finish
