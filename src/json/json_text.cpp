@@ -1,6 +1,8 @@
 #include "json_text.hpp"
 
 #include <algorithm>
+#include <fstream>
+#include <sstream>
 
 #include <fmt/format.h>
 
@@ -102,5 +104,15 @@ json parse_json_text(const std::string& text, const std::string& file) {
                                      line_and_column(text, failure.byte), reason_of(error)));
     }
 }
+
+std::string read_text_file(const std::string& path, const std::string& what) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw InputError(fmt::format("{}: cannot open {} (does it exist and is it readable?)", path, what));
+    std::ostringstream text;
+    text << in.rdbuf();
+    return text.str();
+}
+
+json read_json_file(const std::string& path, const std::string& what) { return parse_json_text(read_text_file(path, what), path); }
 
 }  // namespace attn_trace

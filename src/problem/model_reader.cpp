@@ -3,9 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <map>
-#include <sstream>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -31,14 +29,6 @@ const std::vector<std::string> rope_keys = {"rope_type", "type", "rope_theta", "
                                             "high_freq_factor", "beta_fast", "beta_slow", "attention_factor", "mscale", "mscale_all_dim",
                                             "truncate", "partial_rotary_factor"};
 
-json read_json_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw InputError(fmt::format("{}: cannot open it (does it exist and is it readable?)", path));
-    std::ostringstream text;
-    text << in.rdbuf();
-    return parse_json_text(text.str(), path);
-}
-
 // One model directory's config and tensors, and the messages that name them.
 class ModelDirectory {
 public:
@@ -47,7 +37,7 @@ public:
         config_path_ = (std::filesystem::path(dir) / "config.json").string();
         if (!std::filesystem::is_directory(dir))
             problem.fail("$.checkpoint.model", fmt::format("\"{}\" is not a folder: expected a model directory holding config.json and model.safetensors", dir_name));
-        config_ = read_json_file(config_path_);
+        config_ = read_json_file(config_path_, "the model's config");
         if (!config_.is_object()) JsonReader(config_path_).fail("$", "expected the model's configuration object, found " + describe_json(config_));
         at_ = "$";
         if (config_.contains("text_config") && config_["text_config"].is_object()) {  // a multimodal config: its text part
@@ -91,7 +81,7 @@ private:
         }
         if (!std::filesystem::exists(index))
             problem_.fail("$.checkpoint.model", fmt::format("\"{}\" holds neither model.safetensors nor model.safetensors.index.json", name_));
-        const json map = read_json_file(index.string());
+        const json map = read_json_file(index.string(), "the index of the shards");
         const JsonReader reader(index.string());
         if (!map.is_object() || !map.contains("weight_map") || !map["weight_map"].is_object())
             reader.fail("$.weight_map", "expected an object naming the shard of every tensor");

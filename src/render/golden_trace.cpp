@@ -1,8 +1,6 @@
 // The golden-trace reader: a trace written by render_json (`run --format json`)
 // read back, next to the writer so that the two keep to one format.
 #include <array>
-#include <fstream>
-#include <sstream>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -16,11 +14,7 @@
 namespace attn_trace {
 
 Trace load_golden_trace(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw InputError(fmt::format("{}: cannot open the golden trace", path));
-    std::stringstream text;
-    text << in.rdbuf();
-    return parse_golden_trace(text.str(), path);
+    return parse_golden_trace(read_text_file(path, "the golden trace"), path);
 }
 
 Trace parse_golden_trace(const std::string& text, const std::string& file) {

@@ -1,21 +1,22 @@
-# The documents' console examples are the binary's real output: every fenced block in
-# README.md and docs/*.md whose first line is a `$ attn-trace ...` command (or a `$ `
-# command piping into attn-trace) is run, and each output line it shows (trailing spaces
-# stripped) must appear, in order, in what the command really prints (stdout and stderr
-# together). A document may leave lines out, and a line that is only `...` or `…` marks
-# such a cut; every line it does show must be real. An example's output runs to the next
-# `$ ` line or the end of its block; a `$ ` line that does not run attn-trace (pdflatex
-# on a sheet) ends the example before it and is not checked itself.
+# The documents' console examples are the binary's real output. An example block is a
+# fenced block in README.md or docs/*.md whose first line is a `$ ` command and which runs
+# attn-trace (`$ attn-trace ...`, or a `$ ` line piping or chaining into it); each `$ `
+# command in it runs in order, and its output is the lines after it, up to the next `$ `
+# line or the end of the block. Each output line shown (trailing spaces stripped) must
+# appear, in order, in what the command really prints (stdout and stderr together): a
+# document may leave lines out, and a line that is only `...` or `…` marks such a cut,
+# but every line it does show is real. A failure names the file and line, the command
+# and the first shown line that the output lacks.
 #
-# Each command runs with `attn-trace` on PATH as $ATTN_TRACE, in a scratch directory
-# whose entries are links to the repository's top level, so the documents' relative
-# paths (examples/..., tests/...) resolve as from the repository root, while the files
-# an example writes (-o r600.json, > golden.json, --svg) land in the scratch directory
-# and a later command of the same block reads them. Skipped, by rule, because their
-# output describes the machine and not the documents: `bench` (timings), `--backend
-# cuda` (a GPU), `--version` (this CPU's kernel). The fast path's note names its thread
-# count (one per core) and the scores those threads hold at once: those two figures are
-# the machine's, and are compared as placeholders ("N threads", "X of scores at once").
+# The commands run with `attn-trace` on PATH as $ATTN_TRACE, in a scratch directory
+# whose entries are links to the repository's top level: the documents' relative paths
+# (examples/..., tests/...) resolve as from the repository root, while the files an
+# example writes (-o r600.json, > golden.json, --svg) land in the scratch directory and
+# a later command of the same block reads them. Skipped, by rule, because their output
+# describes the machine and not the documents: `bench` (timings), `--backend cuda` (a
+# GPU), `--version` (this CPU's kernel). The fast path's note names its thread count
+# (one per core) and the scores those threads hold at once: those two figures are the
+# machine's, and are compared as placeholders ("N threads", "X of scores at once").
 source "$SOURCE_DIR/tests/cli/lib.sh"
 
 mkdir -p bin scratch
@@ -29,7 +30,7 @@ import glob, os, re, subprocess, sys
 
 source, scratch = sys.argv[1], sys.argv[2]
 documents = [os.path.join(source, "README.md")] + sorted(glob.glob(os.path.join(source, "docs", "*.md")))
-runs_attn_trace = re.compile(r"^\$ (attn-trace\b|.*\|\s*attn-trace\b)")
+runs_attn_trace = re.compile(r"^\$ (.*(\||&&|;)\s*)?attn-trace\b")
 skipped_by_rule = re.compile(r"^\$ attn-trace (bench\b|--version\b)|--backend[ =]cuda\b")
 fence = re.compile(r"^\s*(```+|~~~+)")
 machine = [(re.compile(r"\b[0-9]+ threads\b"), "N threads"),
@@ -54,7 +55,7 @@ def examples(path):
             block.append(lines[i].rstrip())
             i += 1
         i += 1
-        if not block or not runs_attn_trace.match(block[0]):
+        if not block or not block[0].startswith("$ ") or not any(runs_attn_trace.match(line) for line in block):
             continue
         j = 0
         while j < len(block):
@@ -69,8 +70,7 @@ def examples(path):
                 j += 1
             while output and output[-1] == "":
                 output.pop()
-            if runs_attn_trace.match(command):
-                yield number, command[2:], output
+            yield number, command[2:], output
 
 checked = skipped = failed = 0
 for path in documents:
@@ -80,33 +80,34 @@ for path in documents:
             skipped += 1
             print(f"skip: {name}:{number}: $ {command}")
             continue
-        checked += 1
+        # a command that does not run attn-trace (echo '{...}' > file) prepares the next
+        checked += 1 if runs_attn_trace.match("$ " + command) else 0
         try:
             run = subprocess.run(["bash", "-c", command], cwd=scratch, stdout=subprocess.PIPE,
                                  stderr=subprocess.STDOUT, timeout=120)
-            real = [portable(line.rstrip()) for line in run.stdout.decode("utf-8", "replace").split("\n")]
+            real = [line.rstrip() for line in run.stdout.decode("utf-8", "replace").split("\n")]
             status = run.returncode
         except subprocess.TimeoutExpired:
-            real, status = [], "a timeout (120 s)"
+            real, status = [], "after 120 s (timed out)"
         problem = None
         if status in (4, 126, 127) or not isinstance(status, int):
             problem = f"it exited {status}"
         else:
+            comparable = [portable(line) for line in real]
             at = 0
             for line in shown:
                 if line.strip() in ("...", "…"):
                     continue
-                line = portable(line)
-                while at < len(real) and real[at] != line:
+                while at < len(comparable) and comparable[at] != portable(line):
                     at += 1
-                if at == len(real):
-                    problem = f"this line is not in its output (in order):\n      {line}"
+                if at == len(comparable):
+                    problem = f"the first shown line its output lacks (in order):\n    > {line}"
                     break
                 at += 1
         if problem:
             failed += 1
-            print(f"FAIL: {name}:{number}: $ {command}\n    {problem}")
-            for line in real[:40]:
+            print(f"FAIL: {name}:{number}: $ {command}\n    {problem}\n    its output:")
+            for line in real[:40] + (["    ..."] if len(real) > 40 else []):
                 print(f"    | {line}")
 print(f"COUNTS {checked} {failed} {skipped}")
 EOF

@@ -48,31 +48,29 @@ expect_exit 0 '"max_abs_diff_vs_full":[0-9.e-]+' -- "$T" decode "$M/mistral_wind
 expect_exit 0 'max_abs_diff_vs_full = [0-9.e-]+$' -- "$T" tiled "$M/gemma3_text/problem_layer0.json" --steps final --color never
 expect_exit 0 '^final  Y = O_cat W_O  \(6, 32\)' -- "$T" run "$M/phi3/problem.json" --fast --steps final --color never
 
-# Nothing silently ignored.
-copy qwen3_qknorm; edit m/problem.json "c['heads'] = 4"
-expect_exit 2 'm/problem.json: \$\.heads: given beside "checkpoint": \{"model": …\}, whose config.json decides it' -- "$T" check m/problem.json
-copy qwen3_qknorm; edit m/config.json "c['model_type'] = 'qwen9'"
-expect_exit 2 'config.json: \$\.model_type: "qwen9" is not a family attn-trace reads from a model directory \(it reads llama, mistral' -- "$T" check m/problem.json
-copy llama_yarn; edit m/config.json "c['rope_parameters']['rope_type'] = 'longrope'"
-expect_exit 2 'config.json: \$\.rope_parameters\.rope_type: RoPE scaling "longrope" is not implemented' -- "$T" check m/problem.json
-copy llama_yarn; edit m/config.json "c['rope_parameters']['truncate'] = False"
-expect_exit 2 'rope_parameters\.truncate: yarn without truncation' -- "$T" check m/problem.json
-copy llama_yarn_v4; edit m/config.json "c['rope_scaling']['short_factor'] = [1, 2]"
-expect_exit 2 'config.json: \$\.rope_scaling\.short_factor: a RoPE parameter attn-trace does not implement' -- "$T" check m/problem.json
-copy gemma3_text; edit m/config.json "c['use_bidirectional_attention'] = True"
-expect_exit 2 '\$\.use_bidirectional_attention: bidirectional attention' -- "$T" check m/problem.json
-copy gemma3_multimodal; edit m/config.json "c['text_config']['layer_types'][1] = 'chunked_attention'"
-expect_exit 2 'config.json: \$\.text_config\.layer_types: layer 1 has attention "chunked_attention"' -- "$T" check m/problem.json
-copy qwen3_qknorm; edit m/problem.json "c['checkpoint']['layer'] = 2"
-expect_exit 2 '\$\.checkpoint\.layer: the model has 2 layers \(0 to 1\), found 2' -- "$T" check m/problem.json
-copy mistral_window; edit m/problem.json "c['checkpoint']['model'] = 'nowhere'"
-expect_exit 2 '\$\.checkpoint\.model: "nowhere" is not a folder' -- "$T" check m/problem.json
+# Nothing silently ignored: refused GOLDEN FILE PYTHON PATTERN edits FILE of a copy of
+# GOLDEN (the JSON as `c`) and expects check to refuse it, exit 2, with PATTERN.
+refused() {
+  copy "$1"; edit "m/$2" "$3"
+  expect_exit 2 "$4" -- "$T" check m/problem.json
+}
+refused qwen3_qknorm problem.json "c['heads'] = 4" 'm/problem.json: \$\.heads: given beside "checkpoint": \{"model": …\}, whose config.json decides it'
+refused qwen3_qknorm config.json "c['model_type'] = 'qwen9'" 'config.json: \$\.model_type: "qwen9" is not a family attn-trace reads from a model directory \(it reads llama, mistral'
+refused llama_yarn config.json "c['rope_parameters']['rope_type'] = 'longrope'" 'config.json: \$\.rope_parameters\.rope_type: RoPE scaling "longrope" is not implemented'
+refused llama_yarn config.json "c['rope_parameters']['truncate'] = False" 'rope_parameters\.truncate: yarn without truncation'
+refused llama_yarn_v4 config.json "c['rope_scaling']['short_factor'] = [1, 2]" 'config.json: \$\.rope_scaling\.short_factor: a RoPE parameter attn-trace does not implement'
+refused phi3 config.json "c['rope_parameters']['rope_type'] = 'yarn'; c['rope_parameters']['factor'] = 2.0" 'RoPE scaling "longrope \(phi3.s yarn\)" is not implemented'
+refused gemma3_text config.json "c['use_bidirectional_attention'] = True" '\$\.use_bidirectional_attention: bidirectional attention'
+refused gemma3_multimodal config.json "c['text_config']['layer_types'][1] = 'chunked_attention'" 'config.json: \$\.text_config\.layer_types: layer 1 has attention "chunked_attention"'
+refused qwen3_qknorm problem.json "c['checkpoint']['layer'] = 2" '\$\.checkpoint\.layer: the model has 2 layers \(0 to 1\), found 2'
+refused mistral_window problem.json "c['checkpoint']['model'] = 'nowhere'" '\$\.checkpoint\.model: "nowhere" is not a folder'
+refused qwen2_window config.json "c['sliding_window'] = None" '\$\.sliding_window: layer 1 is a sliding layer, but the config gives no window'
 copy mistral_window; rm m/model.safetensors
+expect_exit 2 '"\." holds neither model\.safetensors nor model\.safetensors\.index\.json' -- "$T" check m/problem.json
+copy qwen3_sharded; rm m/model.safetensors.index.json
 expect_exit 2 '"\." holds neither model\.safetensors nor model\.safetensors\.index\.json' -- "$T" check m/problem.json
 copy mistral_window; edit m/config.json "c['sliding_window'] = None; c['layer_types'] = ['sliding_attention'] * 2"
 expect_exit 1 "" -- "$T" check m/problem.json  # mistral reads no layer_types: without a window the layer is full
-copy qwen2_window; edit m/config.json "c['sliding_window'] = None"
-expect_exit 2 '\$\.sliding_window: layer 1 is a sliding layer, but the config gives no window' -- "$T" check m/problem.json
 # A tensor under the layer's attention that the family does not read: refused, named; a
 # buffer the family knowingly leaves: listed in ignored_tensors.
 copy qwen3_qknorm
