@@ -149,6 +149,11 @@ TEST_CASE("alibi: true takes the paper's slopes, for a head count that is not a 
     for (int i = 0; i < 8; ++i) CHECK(twelve[static_cast<std::size_t>(i)] == std::exp2(-(i + 1)));
     CHECK(twelve[8] == Approx(0.7071067811865476).epsilon(1e-15));
     CHECK(twelve[11] == Approx(0.08838834764831845).epsilon(1e-15));  // 2^(−3.5)
+    const auto twenty = alibi_slopes(20);  // P = 16: 2^(−i/2), then 2^(−(2i − 1)/4)
+    REQUIRE(twenty.size() == 20);
+    CHECK(twenty[15] == 1.0 / 256);
+    CHECK(twenty[16] == Approx(0.8408964152537145).epsilon(1e-15));  // 2^(−1/4)
+    CHECK(twenty[19] == Approx(0.29730177875068026).epsilon(1e-15));  // 2^(−7/4)
     // Through the file: head 5 of 6 has the slope 1/8 at distance 2.
     const Problem p = parse_problem(R"({"heads": 6, "Q": {"random": {"shape": [3, 12], "seed": 1}}, "K": {"random": {"shape": [3, 12], "seed": 2}},
                                         "V": {"random": {"shape": [3, 6], "seed": 3}}, "mask": "causal", "alibi": true})",

@@ -34,7 +34,7 @@ class ModelDirectory {
 public:
     ModelDirectory(const std::string& dir_name, ArraySource& arrays, const JsonReader& problem) : name_(dir_name), arrays_(arrays), problem_(problem) {
         const std::string dir = arrays.resolve(dir_name);
-        config_path_ = (std::filesystem::path(dir) / "config.json").string();
+        config_path_ = (std::filesystem::path(dir) / "config.json").lexically_normal().string();
         if (!std::filesystem::is_directory(dir))
             problem.fail("$.checkpoint.model", fmt::format("\"{}\" is not a folder: expected a model directory holding config.json and model.safetensors", dir_name));
         config_ = read_json_file(config_path_, "the model's config");
@@ -73,7 +73,7 @@ private:
     void index_tensors(const std::string& dir) {
         const auto single = std::filesystem::path(dir) / "model.safetensors";
         const auto index = std::filesystem::path(dir) / "model.safetensors.index.json";
-        const auto relative = [&](const std::string& file) { return (std::filesystem::path(name_) / file).string(); };
+        const auto relative = [&](const std::string& file) { return (std::filesystem::path(name_) / file).lexically_normal().string(); };
         if (std::filesystem::exists(single)) {
             const std::string file = relative("model.safetensors");
             for (const auto& t : arrays_.safetensors(file).tensors()) tensors_[t.name] = file;

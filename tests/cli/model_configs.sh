@@ -69,11 +69,17 @@ copy mistral_window; rm m/model.safetensors
 expect_exit 2 '"\." holds neither model\.safetensors nor model\.safetensors\.index\.json' -- "$T" check m/problem.json
 copy qwen3_sharded; rm m/model.safetensors.index.json
 expect_exit 2 '"\." holds neither model\.safetensors nor model\.safetensors\.index\.json' -- "$T" check m/problem.json
+copy qwen3_sharded; edit m/model.safetensors.index.json "c['weight_map']['model.layers.1.self_attn.q_proj.weight'] = 'model-00003-of-00002.safetensors'"
+expect_exit 2 'model-00003-of-00002\.safetensors' -- "$T" check m/problem.json
+copy mistral_window; rm m/config.json
+expect_exit 2 'm/config\.json: cannot open the model.s config' -- "$T" check m/problem.json
+copy mistral_window; echo '{"model_type": "mistral",' > m/config.json
+expect_exit 2 'm/config\.json: malformed JSON at line 2' -- "$T" check m/problem.json
 copy mistral_window; edit m/config.json "c['sliding_window'] = None; c['layer_types'] = ['sliding_attention'] * 2"
 expect_exit 1 "" -- "$T" check m/problem.json  # mistral reads no layer_types: without a window the layer is full
 # A tensor under the layer's attention that the family does not read: refused, named; a
 # buffer the family knowingly leaves: listed in ignored_tensors.
-copy qwen3_qknorm
+copy llama_linear
 python3 - <<'EOF'
 import json, struct
 def rewrite(path, extra):
@@ -88,9 +94,9 @@ def rewrite(path, extra):
     blob = json.dumps(header).encode()
     blob += b' ' * (-len(blob) % 8)
     open(path, 'wb').write(struct.pack('<Q', len(blob)) + blob + data + b'\0' * (16 * len(extra)))
-rewrite('m/model.safetensors', ['model.layers.1.self_attn.sinks'])
+rewrite('m/model.safetensors', ['model.layers.1.self_attn.q_norm.weight'])
 EOF
-expect_exit 2 'm/problem.json: \$\.checkpoint: \.: model\.layers\.1\.self_attn\.sinks is under layer 1.s attention, but the qwen3 family does not read it' -- "$T" check m/problem.json
+expect_exit 2 'm/problem.json: \$\.checkpoint: \.: model\.layers\.1\.self_attn\.q_norm\.weight is under layer 1.s attention, but the llama family does not read it' -- "$T" check m/problem.json
 copy qwen3_qknorm
 python3 - <<'EOF'
 import json, struct
