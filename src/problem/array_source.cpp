@@ -49,7 +49,7 @@ void ArraySource::check_keys(const nlohmann::json& value, const std::string& pat
 TensorSlice ArraySource::slice_of(const nlohmann::json& value, const std::string& path, const JsonReader& reader) const {
     TensorSlice slice;
     const auto range = [&](const char* key) -> std::optional<std::array<std::size_t, 2>> {
-        if (!value.contains(key)) return std::nullopt;
+        if (!value.contains(key) || blocks_of(value, key)) return std::nullopt;  // blocks: read one at a time (read_blocks)
         const auto& r = value[key];
         const std::string at = path + "." + key;
         if (!r.is_array() || r.size() != 2) reader.fail(at, "expected [first, last): a half-open range of whole numbers, found " + describe_json(r));
@@ -60,6 +60,49 @@ TensorSlice ArraySource::slice_of(const nlohmann::json& value, const std::string
     slice.cols = range("cols");
     if (value.contains("transpose")) slice.transpose = reader.boolean(value["transpose"], path + ".transpose");
     return slice;
+}
+
+std::optional<std::vector<std::array<std::size_t, 2>>> ArraySource::blocks_of(const nlohmann::json& value, const char* key) {
+    if (!value.contains(key) || !value[key].is_array() || value[key].empty() || !value[key][0].is_array()) return std::nullopt;
+    std::vector<std::array<std::size_t, 2>> blocks;
+    for (const auto& block : value[key]) {
+        if (!block.is_array() || block.size() != 2 || !block[0].is_number_unsigned() || !block[1].is_number_unsigned()) return std::vector<std::array<std::size_t, 2>>{};
+        blocks.push_back({block[0].get<std::size_t>(), block[1].get<std::size_t>()});
+    }
+    return blocks;
+}
+
+// "rows": [[a, b], [c, d], …] (or "cols" of a 1-D tensor): the blocks read one by one and
+// put one after another along that axis, then transposed if asked: a head-by-head fused
+// layout (GPT-NeoX's query_key_value) gathered into Q, K or V.
+NumericArray ArraySource::read_blocks(const SafetensorsFile& file, const std::string& tensor, const nlohmann::json& value, const std::string& path,
+                                      const JsonReader& reader, bool shape_only) const {
+    const char* key = value.contains("rows") && blocks_of(value, "rows") ? "rows" : "cols";
+    const auto blocks = *blocks_of(value, key);
+    if (blocks.empty()) reader.fail(path + "." + key, "expected [first, last) or a list of such ranges, each of two whole numbers");
+    const auto& stored = file.tensor(tensor).shape;
+    if ((key == std::string("rows")) != (stored.size() == 2))
+        reader.fail(path + "." + key, fmt::format("blocks are of the rows of a 2-D tensor or the values of a 1-D one; {} has {} dimensions", tensor, stored.size()));
+    TensorSlice slice = slice_of(value, path, reader);
+    const bool transpose = slice.transpose;
+    slice.transpose = false;
+    NumericArray out;
+    for (const auto& block : blocks) {
+        (key == std::string("rows") ? slice.rows : slice.cols) = block;
+        // The shape alone (checked against the tensor) when only the shape is asked.
+        NumericArray part = shape_only ? NumericArray{file.shape(tensor, slice), {}} : file.read(tensor, slice);
+        if (out.shape.empty()) out.shape = part.shape;
+        else out.shape[0] += part.shape[0];
+        out.data.insert(out.data.end(), part.data.begin(), part.data.end());
+    }
+    if (transpose && shape_only && out.shape.size() == 2) std::swap(out.shape[0], out.shape[1]);
+    if (transpose && !shape_only && out.shape.size() == 2) {
+        NumericArray turned{{out.shape[1], out.shape[0]}, std::vector<double>(out.data.size())};
+        for (std::size_t i = 0; i < out.shape[0]; ++i)
+            for (std::size_t j = 0; j < out.shape[1]; ++j) turned.data[j * out.shape[0] + i] = out.data[i * out.shape[1] + j];
+        return turned;
+    }
+    return out;
 }
 
 namespace {
@@ -83,7 +126,9 @@ std::vector<std::size_t> ArraySource::shape(const nlohmann::json& value, const s
     return at_path(path, reader, [&] {
         if (value.contains("npy")) return npy_shape(resolve(reader.string(value["npy"], path + ".npy")));
         const auto& file = safetensors(reader.string(value["safetensors"], path + ".safetensors"));
-        return file.shape(reader.string(value["tensor"], path + ".tensor"), slice_of(value, path, reader));
+        const std::string tensor = reader.string(value["tensor"], path + ".tensor");
+        if (blocks_of(value, "rows") || blocks_of(value, "cols")) return read_blocks(file, tensor, value, path, reader, true).shape;
+        return file.shape(tensor, slice_of(value, path, reader));
     });
 }
 
@@ -92,7 +137,9 @@ NumericArray ArraySource::read(const nlohmann::json& value, const std::string& p
     NumericArray array = at_path(path, reader, [&] {
         if (value.contains("npy")) return read_npy(resolve(reader.string(value["npy"], path + ".npy")));
         const auto& file = safetensors(reader.string(value["safetensors"], path + ".safetensors"));
-        return file.read(reader.string(value["tensor"], path + ".tensor"), slice_of(value, path, reader));
+        const std::string tensor = reader.string(value["tensor"], path + ".tensor");
+        if (blocks_of(value, "rows") || blocks_of(value, "cols")) return read_blocks(file, tensor, value, path, reader, false);
+        return file.read(tensor, slice_of(value, path, reader));
     });
     const auto bad = std::find_if(array.data.begin(), array.data.end(), [](double x) { return !std::isfinite(x); });
     if (bad != array.data.end() && nonfinite_) {

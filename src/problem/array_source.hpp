@@ -2,10 +2,14 @@
 // The matrix forms that live in files
 // (docs/PROBLEM.md#real-model-weights-npy-safetensors-checkpoint): {"npy": FILE} and
 // {"safetensors": FILE, "tensor": NAME, "rows": [a, b], "cols": [a, b], "transpose":
-// false}, their paths relative to the problem file. A safetensors file is opened (mapped)
+// false} (rows, or cols of a 1-D tensor, also as a list of ranges read one after
+// another), their paths relative to the problem file. A safetensors file is opened (mapped)
 // once however many tensors a problem reads from it.
 #include <functional>
+#include <array>
 #include <map>
+#include <optional>
+#include <vector>
 #include <memory>
 #include <string>
 
@@ -33,6 +37,10 @@ private:
     NumericArray read(const nlohmann::json& value, const std::string& path, const JsonReader& reader);
     std::vector<std::size_t> shape(const nlohmann::json& value, const std::string& path, const JsonReader& reader);
     TensorSlice slice_of(const nlohmann::json& value, const std::string& path, const JsonReader& reader) const;
+    // A "rows" or "cols" value that is a list of ranges; an empty list when it is malformed.
+    static std::optional<std::vector<std::array<std::size_t, 2>>> blocks_of(const nlohmann::json& value, const char* key);
+    NumericArray read_blocks(const SafetensorsFile& file, const std::string& tensor, const nlohmann::json& value, const std::string& path,
+                             const JsonReader& reader, bool shape_only) const;
     void check_keys(const nlohmann::json& value, const std::string& path, const JsonReader& reader) const;
 
     std::function<void(const std::string&, double)> nonfinite_;

@@ -9,16 +9,27 @@ namespace {
 using F = ModelFamily;
 
 const std::vector<ModelFamily>& table() {
-    static const std::vector<ModelFamily> rows = {
-        {"llama", "model.layers.{L}.self_attn.", false, F::QkNorm::none, false, F::Sliding::none, {"rotary_emb.inv_freq"}},
-        {"mistral", "model.layers.{L}.self_attn.", false, F::QkNorm::none, false, F::Sliding::every_layer, {"rotary_emb.inv_freq"}},
-        {"qwen2", "model.layers.{L}.self_attn.", false, F::QkNorm::none, false, F::Sliding::after_max_window_layers, {"rotary_emb.inv_freq"}},
-        {"qwen3", "model.layers.{L}.self_attn.", false, F::QkNorm::per_head, false, F::Sliding::after_max_window_layers, {"rotary_emb.inv_freq"}},
-        {"olmo2", "model.layers.{L}.self_attn.", false, F::QkNorm::whole, false, F::Sliding::none, {"rotary_emb.inv_freq"}},
-        {"gemma2", "model.layers.{L}.self_attn.", false, F::QkNorm::none, true, F::Sliding::even_layers, {"rotary_emb.inv_freq"}},
-        {"gemma3_text", "model.layers.{L}.self_attn.", false, F::QkNorm::per_head_plus_one, true, F::Sliding::pattern, {"rotary_emb.inv_freq"}},
-        {"phi3", "model.layers.{L}.self_attn.", true, F::QkNorm::none, false, F::Sliding::every_layer, {"rotary_emb.inv_freq"}},
-    };
+    static const std::vector<ModelFamily> rows = [] {
+        const std::string layers = "model.layers.{L}.self_attn.";
+        const std::vector<std::string> inv_freq = {"rotary_emb.inv_freq"};
+        std::vector<ModelFamily> all = {
+            {.model_type = "llama", .prefix = layers, .ignored = inv_freq},
+            {.model_type = "mistral", .prefix = layers, .sliding = F::Sliding::every_layer, .ignored = inv_freq},
+            {.model_type = "qwen2", .prefix = layers, .sliding = F::Sliding::after_max_window_layers, .ignored = inv_freq},
+            {.model_type = "qwen3", .prefix = layers, .qk_norm = F::QkNorm::per_head, .sliding = F::Sliding::after_max_window_layers, .ignored = inv_freq},
+            {.model_type = "olmo2", .prefix = layers, .qk_norm = F::QkNorm::whole, .ignored = inv_freq},
+            {.model_type = "gemma2", .prefix = layers, .gemma_scale = true, .sliding = F::Sliding::even_layers, .ignored = inv_freq},
+            {.model_type = "gemma3_text", .prefix = layers, .qk_norm = F::QkNorm::per_head_plus_one, .gemma_scale = true, .sliding = F::Sliding::pattern,
+             .ignored = inv_freq},
+            {.model_type = "phi3", .prefix = layers, .layout = F::Layout::fused_rows, .fused = "qkv_proj", .sliding = F::Sliding::every_layer, .ignored = inv_freq},
+            // Older GPT-NeoX checkpoints also saved the causal mask buffers.
+            {.model_type = "gpt_neox", .prefix = "gpt_neox.layers.{L}.attention.", .layout = F::Layout::fused_per_head, .fused = "query_key_value",
+             .out = "dense", .ignored = {"rotary_emb.inv_freq", "bias", "masked_bias"}},
+            {.model_type = "bloom", .prefix = "transformer.h.{L}.self_attention.", .layout = F::Layout::fused_per_head, .fused = "query_key_value",
+             .out = "dense", .alibi = true},
+        };
+        return all;
+    }();
     return rows;
 }
 

@@ -15,12 +15,17 @@ struct ModelFamily {
     // without its first part (bare checkpoints) and, for multimodal ones, below a
     // language model.
     std::string prefix;
-    bool fused_qkv = false;  // phi3's qkv_proj: the rows of q, then k, then v
+    // separate: q_proj, k_proj, v_proj; fused_rows: phi3's qkv_proj, the rows of q, then k,
+    // then v; fused_per_head: query_key_value laid out head by head, [head][q, k, v][d].
+    enum class Layout { separate, fused_rows, fused_per_head } layout = Layout::separate;
+    std::string fused = "";        // the fused tensor's name
+    std::string out = "o_proj";    // the output projection's
+    bool alibi = false;            // positions by ALiBi (BLOOM) instead of RoPE
     enum class QkNorm { none, per_head, whole, per_head_plus_one } qk_norm = QkNorm::none;
     bool gemma_scale = false;  // scale (query_pre_attn_scalar)^(−1/2), attn_logit_softcapping
     // Which layers slide when the config has no layer_types list.
     enum class Sliding { none, every_layer, after_max_window_layers, even_layers, pattern } sliding = Sliding::none;
-    std::vector<std::string> ignored;  // tensors under the prefix that hold no attention maths (buffers)
+    std::vector<std::string> ignored = {};  // tensors under the prefix that hold no attention maths (buffers)
 };
 
 // The row for a config's model_type, or nullptr.

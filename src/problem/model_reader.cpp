@@ -156,7 +156,9 @@ json rope_parameters(const ModelDirectory& dir, const ModelFamily& family, const
     json params = dir.has("rope_scaling") ? c["rope_scaling"] : json::object();
     field = dir.has("rope_scaling") ? "rope_scaling" : "rope_theta";
     if (!params.is_object()) dir.fail("rope_scaling", "expected an object of RoPE parameters, found " + describe_json(params));
-    params["rope_theta"] = dir.has("rope_theta") ? c["rope_theta"] : json(10000.0);
+    // GPT-NeoX's older names: rotary_emb_base, rotary_pct.
+    params["rope_theta"] = dir.has("rope_theta") ? c["rope_theta"] : dir.has("rotary_emb_base") ? c["rotary_emb_base"] : json(10000.0);
+    if (dir.has("rotary_pct") && !dir.has("partial_rotary_factor")) params["partial_rotary_factor"] = c["rotary_pct"];
     // Gemma 3's sliding layers turn with their own base and no scaling.
     if (family.model_type == "gemma3_text" && kind.type == "sliding_attention") {
         params = {{"rope_type", "default"}, {"rope_theta", dir.has("rope_local_base_freq") ? c["rope_local_base_freq"] : json(10000.0)}};
@@ -256,9 +258,11 @@ std::string expand_model(json& root, ArraySource& arrays, const JsonReader& read
         dir.fail("model_type", fmt::format("\"{}\" is not a family attn-trace reads from a model directory (it reads {}){}", model_type, fmt::join(model_types(), ", "),
                                            model_type == "gpt2" || model_type == "bert" ? "; for gpt2 and bert give \"safetensors\" and \"family\"" : ""));
     refuse_unimplemented(dir);
-    const long layers = dir.whole("num_hidden_layers", 1);
+    // BLOOM's config names them n_layer, n_head and n_embed.
+    const auto either = [&](const char* name, const char* older) { return dir.has(name) || !dir.has(older) ? dir.whole(name, 1) : dir.whole(older, 1); };
+    const long layers = either("num_hidden_layers", "n_layer");
     if (layer >= layers) reader.fail(at + ".layer", fmt::format("the model has {} layers (0 to {}), found {}", layers, layers - 1, layer));
-    const long hidden = dir.whole("hidden_size", 1), heads = dir.whole("num_attention_heads", 1);
+    const long hidden = either("hidden_size", "n_embed"), heads = either("num_attention_heads", "n_head");
     const long kv_heads = dir.has("num_key_value_heads") ? dir.whole("num_key_value_heads", 1) : heads;
     const long head_dim = dir.has("head_dim") ? dir.whole("head_dim", 1) : hidden / heads;
     if (heads % kv_heads) dir.fail("num_key_value_heads", fmt::format("{} query heads do not share {} KV heads evenly", heads, kv_heads));
@@ -267,7 +271,7 @@ std::string expand_model(json& root, ArraySource& arrays, const JsonReader& read
     std::string prefix = family->prefix;
     prefix.replace(prefix.find("{L}"), 3, std::to_string(layer));
     const std::string bare = prefix.substr(prefix.find('.') + 1);
-    const std::string first = family->fused_qkv ? "qkv_proj.weight" : "q_proj.weight";
+    const std::string first = family->layout == ModelFamily::Layout::separate ? "q_proj.weight" : family->fused + ".weight";
     const std::vector<std::string> candidates = {prefix, bare, "language_model." + prefix, "model.language_model." + bare};
     const auto found = std::find_if(candidates.begin(), candidates.end(), [&](const std::string& p) { return dir.tensors().count(p + first) > 0; });
     if (found == candidates.end())
@@ -289,30 +293,47 @@ std::string expand_model(json& root, ArraySource& arrays, const JsonReader& read
         ref["transpose"] = true;  // torch's (out, in) → the problem's (in, out)
         return ref;
     };
-    if (family->fused_qkv) {
-        take("qkv_proj.weight", true);
-        const std::size_t q_rows = static_cast<std::size_t>(heads * head_dim), kv_rows = static_cast<std::size_t>(kv_heads * head_dim);
-        const auto shape = dir.shape(prefix + "qkv_proj.weight");
-        if (shape.size() != 2 || shape[0] != q_rows + 2 * kv_rows)
-            reader.fail(at, fmt::format("{}: {}qkv_proj.weight has shape ({}), expected ({}, {}): q, k and v rows for {} heads and {} KV heads of {}", dir_name, prefix,
-                                        fmt::join(shape, ", "), q_rows + 2 * kv_rows, hidden, heads, kv_heads, head_dim));
-        const std::size_t bounds[] = {0, q_rows, q_rows + kv_rows, q_rows + 2 * kv_rows};
-        const char* keys[] = {"W_Q", "W_K", "W_V"};
+    const std::size_t d = static_cast<std::size_t>(head_dim), q_rows = static_cast<std::size_t>(heads) * d, kv_rows = static_cast<std::size_t>(kv_heads) * d;
+    const char* keys[] = {"W_Q", "W_K", "W_V"};
+    const char* bias_keys[] = {"b_Q", "b_K", "b_V"};
+    if (family->layout == ModelFamily::Layout::separate) {
+        const char* names[] = {"q_proj", "k_proj", "v_proj"};
         for (int part = 0; part < 3; ++part) {
-            json ref = weight("qkv_proj.weight");
-            ref["rows"] = {bounds[part], bounds[part + 1]};
-            root[keys[part]] = ref;
+            take(std::string(names[part]) + ".weight", true);
+            root[keys[part]] = weight(std::string(names[part]) + ".weight");
+            if (take(std::string(names[part]) + ".bias", false)) root[bias_keys[part]] = dir.reference(prefix + names[part] + ".bias");
         }
     } else {
-        for (const auto& [key, bias_key, name] : {std::tuple{"W_Q", "b_Q", "q_proj"}, {"W_K", "b_K", "k_proj"}, {"W_V", "b_V", "v_proj"}}) {
-            take(std::string(name) + ".weight", true);
-            root[key] = weight(std::string(name) + ".weight");
-            if (take(std::string(name) + ".bias", false)) root[bias_key] = dir.reference(prefix + name + ".bias");
+        // The rows of q, k and v in the fused tensor: one block each (phi3), or one per head.
+        std::vector<json> blocks(3, json::array());
+        if (family->layout == ModelFamily::Layout::fused_rows) {
+            const std::size_t bounds[] = {0, q_rows, q_rows + kv_rows, q_rows + 2 * kv_rows};
+            for (int part = 0; part < 3; ++part) blocks[static_cast<std::size_t>(part)] = {bounds[part], bounds[part + 1]};
+        } else {
+            if (kv_heads != heads) dir.fail("num_key_value_heads", fmt::format("a head-by-head fused {} holds q, k and v for every head: found {} KV heads for {} heads", family->fused, kv_heads, heads));
+            for (std::size_t h = 0; h < static_cast<std::size_t>(heads); ++h)
+                for (std::size_t part = 0; part < 3; ++part) blocks[part].push_back({(3 * h + part) * d, (3 * h + part + 1) * d});
+        }
+        const std::string fused = family->fused + ".weight";
+        take(fused, true);
+        const auto shape = dir.shape(prefix + fused);
+        if (shape.size() != 2 || shape[0] != q_rows + 2 * kv_rows || shape[1] != static_cast<std::size_t>(hidden))
+            reader.fail(at, fmt::format("{}: {}{} has shape ({}), expected ({}, {}): q, k and v rows for {} heads and {} KV heads of {}", dir_name, prefix, fused,
+                                        fmt::join(shape, ", "), q_rows + 2 * kv_rows, hidden, heads, kv_heads, head_dim));
+        const bool biased = take(family->fused + ".bias", false);
+        for (std::size_t part = 0; part < 3; ++part) {
+            json ref = weight(fused);
+            ref["rows"] = blocks[part];
+            root[keys[part]] = ref;
+            if (!biased) continue;
+            json bias = dir.reference(prefix + family->fused + ".bias");
+            bias["cols"] = blocks[part];
+            root[bias_keys[part]] = bias;
         }
     }
-    take("o_proj.weight", true);
-    root["W_O"] = weight("o_proj.weight");
-    if (take("o_proj.bias", false)) root["b_O"] = dir.reference(prefix + "o_proj.bias");
+    take(family->out + ".weight", true);
+    root["W_O"] = weight(family->out + ".weight");
+    if (take(family->out + ".bias", false)) root["b_O"] = dir.reference(prefix + family->out + ".bias");
     if (family->qk_norm != ModelFamily::QkNorm::none) {
         take("q_norm.weight", true);
         take("k_norm.weight", true);
@@ -338,7 +359,12 @@ std::string expand_model(json& root, ArraySource& arrays, const JsonReader& read
     const LayerKind kind = layer_kind(dir, *family, layer);
     std::string rope_field;
     nlohmann::ordered_json rope_summary;
-    root["rope"] = rope_of(dir, rope_parameters(dir, *family, kind, rope_field), rope_field, static_cast<std::size_t>(head_dim), rope_summary);
+    if (family->alibi) {
+        root["alibi"] = true;  // BLOOM: the slopes of docs/PROBLEM.md#alibi, no RoPE
+        rope_summary = nullptr;
+    } else {
+        root["rope"] = rope_of(dir, rope_parameters(dir, *family, kind, rope_field), rope_field, static_cast<std::size_t>(head_dim), rope_summary);
+    }
     if (family->gemma_scale) {
         root["scale"] = 1.0 / std::sqrt(dir.has("query_pre_attn_scalar") ? dir.number("query_pre_attn_scalar") : static_cast<double>(head_dim));
         // Gemma 2 caps its logits; Gemma 3's attention never reads the field (transformers 5.25).

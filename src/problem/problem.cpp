@@ -39,7 +39,7 @@ Problem parse_problem(const std::string& text, const std::string& file_label, bo
     Problem problem = ProblemLoader(root, file_label, allow_nonfinite, arrays).load();
     if (!model.empty()) {
         auto summary = nlohmann::ordered_json::parse(model);
-        summary["rope"]["attention_factor"] = problem.rope ? problem.rope->attention_factor : 1.0;  // resolved with the positions
+        if (problem.rope) summary["rope"]["attention_factor"] = problem.rope->attention_factor;  // resolved with the positions
         problem.model = summary.dump();
         problem.model_masks = summary["sliding_window"].is_null() ? 1 : 2;
     }

@@ -45,7 +45,7 @@ enum StepCommands : unsigned { by_run = 1, by_decode = 2, by_tiled = 4, by_grad 
     X(scaled, "S_s", "S_{s}", "s · S", "n × m", by_run)                                                                           \
     X(capped, "S_c", "S_{c}", "c · tanh(S_s / c)", "n × m", by_run)                                                               \
     X(mask, "M", "M", "0 where a query may read a key, −∞ where it may not", "n × m", by_run)                                     \
-    X(reach, "R", "R", "1 where the sparse pattern scores a pair, 0 where it does not", "n × m", by_run)                          \
+    X(reach, "R", "R", "the least number of stacked layers through which key j reaches query i (inf: never)", "n × m", by_run)   \
     X(masked, "Z", "Z", "S_s + M (S_c + M with a softcap; without a mask, Z = S_s)", "n × m", by_run | by_decode | by_tiled)      \
     X(row_max, "m", "m", "rowmax(Z)", "n × 1", by_run)                                                                           \
     X(exp, "E", "E", "exp(Z − m)", "n × m", by_run)                                                                               \
