@@ -164,3 +164,36 @@ TEST_CASE("decode: problems it cannot decode are input errors") {
     cross["X_source"] = random_matrix(4, 4, 9);
     REQUIRE_THROWS_WITH(decode(cross.dump()), Catch::Contains("X_source"));
 }
+
+// The rolling cache (docs/COMMANDS.md#the-rolling-cache-of-a-sliding-window). With window:3
+// the cache holds at most 3 keys, the oldest dropped as each new one arrives, and decode still equals the full pass.
+TEST_CASE("decode: a sliding window keeps a rolling cache of at most W keys") {
+    nlohmann::json problem = random_qkv(ProblemShape{6, 6, 1, 1, 4, 2}, 7);
+    problem["mask"] = "window:3";
+    const Trace trace = decode(problem.dump());
+    REQUIRE(trace_number(trace, "max_abs_diff_vs_full") <= tolerances::same_math_f64.atol);
+    for (int t = 0; t < 6; ++t) {
+        CAPTURE(t);
+        const Step* k = trace.find(StepName::k_cache, 0, std::nullopt, t, std::nullopt);
+        REQUIRE(k);
+        const std::size_t held = std::min<std::size_t>(static_cast<std::size_t>(t) + 1, 3);
+        CHECK(k->values.rows() == held);
+        CHECK(decode_step(trace, "weights", t).cols() == held);
+        REQUIRE(k->evicted);
+        CHECK(*k->evicted == (t >= 3 ? std::vector<std::size_t>{static_cast<std::size_t>(t) - 3} : std::vector<std::size_t>{}));
+    }
+    CHECK(trace_number(trace, "kv_cache_tokens") == 3);
+    // A prefill of 5 reads its 5 keys, then keeps the last 3: keys 0 and 1 go at once.
+    DecodeOptions prefill;
+    prefill.prefill = 5;
+    const Trace block = decode(problem.dump(), prefill);
+    const Step* k = block.find(StepName::k_cache, 0, std::nullopt, 4, std::nullopt);
+    REQUIRE(k);
+    CHECK(k->values.rows() == 3);
+    CHECK(*k->evicted == std::vector<std::size_t>{0, 1});
+    CHECK(decode_step(block, "weights", 4).cols() == 5);
+    CHECK(*block.find(StepName::k_cache, 0, std::nullopt, 5, std::nullopt)->evicted == std::vector<std::size_t>{2});
+    // Without a window nothing is evicted and no step says so.
+    problem["mask"] = "causal";
+    CHECK_FALSE(decode(problem.dump()).find(StepName::k_cache, 0, std::nullopt, 5, std::nullopt)->evicted);
+}

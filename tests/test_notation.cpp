@@ -31,6 +31,8 @@ std::vector<Trace> every_commands_traces() {
     traces.push_back(pipeline_full(rope, options));
     // A model directory's layer with qk-norm: q_normed, k_normed.
     traces.push_back(pipeline_full(load_problem(std::string(ATTN_TRACE_SOURCE_DIR) + "/tests/models/qwen3_qknorm/problem.json"), options));
+    // DeepSeek-V3's MLA with both latent norms: c_kv_normed, c_q_normed.
+    traces.push_back(pipeline_full(load_problem(std::string(ATTN_TRACE_SOURCE_DIR) + "/tests/models/deepseek_v3/problem.json"), options));
     const Problem p = example("damaged_on_arrival.json");
     traces.push_back(pipeline_decode(p, options, {}));
     traces.push_back(pipeline_tiled(p, options, {}));

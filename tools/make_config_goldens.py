@@ -10,13 +10,17 @@ Usage:
 For each golden it writes tests/models/NAME/:
   config.json        as save_pretrained writes it (generation_config.json removed)
   model.safetensors  the whole model, float32
-  hidden.npy         the hidden states entering layer L's self_attn (its hidden_states argument)
+  hidden.npy         the hidden states entering layer L's self_attn (its hidden_states argument;
+                     GPT-NeoX's `attention`, BLOOM's `self_attention`: after input_layernorm)
   problem.json       X from hidden.npy and, as `expect`, the attention module's output
                      (after o_proj, before residual or post-norm) and head 0's eager weights
+                     (BLOOM's self_attention adds the residual inside its forward: there
+                     `final` is its `dense` output, before that add)
 and, where a second layer of another kind (sliding vs full) is checked, hidden_layer0.npy
 and problem_layer0.json. Every weight, norm weights too, is random from a fixed seed (RMSNorm
 weights 1 + 0.3 N(0, 1); Gemma's (1 + w) norms w = 0.2 N(0, 1)); input ids random from a fixed
-seed, batch 1, positions 0..n-1, no padding; transformers' eager attention, float32, and
+seed, batch 1, positions 0..n-1, no padding (LayerNorm weights, GPT-NeoX's and BLOOM's, are
+1 + 0.3 N(0, 1) too, their biases N(0, 0.3²)); transformers' eager attention, float32, and
 `expect` is what transformers computed (float32 RoPE angles and softmax), so atol 1e-5.
 After writing, each folder is reloaded with from_pretrained and rerun: the reloaded model
 must reproduce `expect` (this checks the config.json round trip, and the older
@@ -70,6 +74,7 @@ def randomise(model, seed, scale=0.3):
     so that no norm (q_norm and k_norm included) is the identity."""
     torch.manual_seed(seed)
     norms = {id(p) for m in model.modules() if "RMSNorm" in type(m).__name__ for p in m.parameters(recurse=False)}
+    norms |= {id(m.weight) for m in model.modules() if isinstance(m, torch.nn.LayerNorm)}
     gemma = model.config.model_type.startswith("gemma")
     with torch.no_grad():
         for p in model.parameters():
@@ -86,6 +91,11 @@ def build(cls, config, seed, scale=0.3):
 
 
 def attention(model, layer):
+    kind = model.config.model_type
+    if kind == "gpt_neox":
+        return model.gpt_neox.layers[layer].attention
+    if kind == "bloom":
+        return model.transformer.h[layer].self_attention
     return model.model.layers[layer].self_attn
 
 
@@ -98,6 +108,10 @@ def run_layer(model, ids, layer):
     attn = attention(model, layer)
     seen = capture(attn, attn, lambda: model(ids))
     assert "weights" in seen, "the eager attention returned no weights"
+    if model.config.model_type == "bloom":
+        # BloomAttention returns dense(context) + residual (its dropout_add): take `y` from
+        # its dense projection instead, before the residual add.
+        seen["y"] = capture(attn, attn.dense, lambda: model(ids))["y"]
     return seen
 
 
@@ -139,8 +153,9 @@ def save(name, model, ids, what, layers, extra=""):
         seen = run_layer(model, ids, layer)
         kind = cfg.layer_types[layer] if getattr(cfg, "layer_types", None) else (
             "sliding_attention" if getattr(cfg, "sliding_window", None) else "full_attention")
+        kv_heads = getattr(cfg, "num_key_value_heads", cfg.num_attention_heads)  # none in GPT-NeoX's, BLOOM's
         title = (f"{type(model).__name__.replace('ForCausalLM', '')} (tiny, {cfg.num_attention_heads} query heads, "
-                 f"{cfg.num_key_value_heads} KV heads, {what}{'; this layer ' + kind.replace('_attention', '') if extra == 'kinds' else ''}), "
+                 f"{kv_heads} KV heads, {what}{'; this layer ' + kind.replace('_attention', '') if extra == 'kinds' else ''}), "
                  f"layer {layer}, transformers {VERSION}, float32, eager")
         pname, npy = ("problem.json", "hidden.npy") if k == 0 else (f"problem_layer{layer}.json", f"hidden_layer{layer}.npy")
         problems[layer] = (pname, npy, problem(title, ids, layer, seen, npy), seen)
@@ -151,7 +166,9 @@ def save(name, model, ids, what, layers, extra=""):
 
 
 def rope_summary(cfg, kind):
-    rp = cfg.rope_parameters
+    rp = getattr(cfg, "rope_parameters", None)
+    if rp is None:
+        return "none (ALiBi)"
     if kind in rp:  # nested by layer type (Gemma 3)
         rp = rp[kind]
     s = f"{rp.get('rope_type', 'default')} θ={rp.get('rope_theta')}"
@@ -176,7 +193,8 @@ def rope_json(folder):
     c = json.loads((folder / "config.json").read_text())
     keys = ("rope_parameters", "rope_scaling", "rope_theta", "partial_rotary_factor", "max_position_embeddings",
             "original_max_position_embeddings", "layer_types", "sliding_window", "use_sliding_window",
-            "max_window_layers", "query_pre_attn_scalar", "attn_logit_softcapping", "head_dim")
+            "max_window_layers", "query_pre_attn_scalar", "attn_logit_softcapping", "head_dim", "rope_interleave",
+            "rotary_pct", "rotary_emb_base")
     return {k: c[k] for k in keys if k in c}
 
 
@@ -396,12 +414,89 @@ def phi3():
     return model, ids, *save("phi3", model, ids, "fused qkv_proj, partial rotary factor 0.5 (first 4 of 8 dims rotate)", [1])
 
 
+def gpt_neox():
+    # GPT-NeoX: no GQA, head_dim = hidden / heads = 8; rotary_pct 0.5 so rotate_half turns the
+    # first 4 of the 8 dims (pairs (0, 2) and (1, 3)) and dims 4..7 pass; fused query_key_value
+    # laid out [head][q, k, v][d]; biases on query_key_value and dense.
+    config = transformers.GPTNeoXConfig(vocab_size=VOCAB, hidden_size=32, intermediate_size=32, num_hidden_layers=2,
+                                        num_attention_heads=4, max_position_embeddings=32, rotary_pct=0.5,
+                                        rotary_emb_base=100.0)
+    assert config.rope_parameters["partial_rotary_factor"] == 0.5 and config.rope_parameters["rope_theta"] == 100.0
+    model = build(transformers.GPTNeoXForCausalLM, config, 31)
+    assert attention(model, 1).rotary_ndims == 4
+    ids = random_ids(7, 31)
+    return model, ids, *save("gpt_neox", model, ids, "fused query_key_value [head][q, k, v][d], biases, rotary_pct 0.5 "
+                             "(first 4 of 8 dims turn, rotate_half), theta 100, parallel residual", [1])
+
+
+def bloom():
+    # BLOOM: ALiBi, no RoPE; 6 heads, so the slopes are 2^-2..2^-8 for the first 4 (the
+    # closest power of 2) and 2^-1, 2^-3 for the other 2. `final` is the dense output,
+    # before BloomAttention's own residual add.
+    config = transformers.BloomConfig(vocab_size=VOCAB, hidden_size=48, n_layer=2, n_head=6)
+    model = build(transformers.BloomForCausalLM, config, 32)
+    slopes = transformers.models.bloom.modeling_bloom._get_alibi_slopes(6, torch.device("cpu"))
+    assert torch.equal(slopes, torch.tensor([2.0 ** -2, 2.0 ** -4, 2.0 ** -6, 2.0 ** -8, 2.0 ** -1, 2.0 ** -3]))
+    ids = random_ids(7, 32)
+    r = save("bloom", model, ids, "ALiBi with 6 heads (slopes 1/4, 1/16, 1/64, 1/256, 1/2, 1/8), fused query_key_value "
+             "[head][q, k, v][d], biases; final = dense output before the residual add", [1])
+    print(f"  bloom: ALiBi slopes {slopes.tolist()}")
+    return model, ids, *r
+
+
+def deepseek_v3(name, what, seed, q_lora_rank=12, rope=None, max_pos=32):
+    # MLA: q via q_a_proj -> q_a_layernorm -> q_b_proj (or q_proj when q_lora_rank is None),
+    # per head [nope 8 | rope 4]; kv_a_proj_with_mqa gives [latent 8 | k_rope 4], the latent
+    # through kv_a_layernorm and kv_b_proj to per head [k_nope 8 | v 8], k_rope shared by all
+    # heads; rope_interleave true (the default). first_k_dense_replace past the last layer, so
+    # every MLP is dense and no MoE tensor is saved.
+    config = transformers.DeepseekV3Config(
+        vocab_size=VOCAB, hidden_size=32, intermediate_size=32, moe_intermediate_size=8, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=4, kv_lora_rank=8, q_lora_rank=q_lora_rank, qk_nope_head_dim=8,
+        qk_rope_head_dim=4, v_head_dim=8, n_routed_experts=4, n_shared_experts=1, n_group=1, topk_group=1,
+        num_experts_per_tok=2, first_k_dense_replace=100, max_position_embeddings=max_pos,
+        rope_parameters=rope or {"rope_type": "default", "rope_theta": 100.0})
+    assert config.rope_interleave is True
+    model = build(transformers.DeepseekV3ForCausalLM, config, seed)
+    assert not any("experts" in k or "gate." in k for k in model.state_dict()), "a MoE tensor"
+    ids = random_ids(7, seed)
+    r = save(name, model, ids, what, [1])
+    attn, rot = attention(model, 1), model.model.rotary_emb
+    print(f"  {name}: scaling {attn.scaling!r} (12^-1/2 = {12 ** -0.5!r}), inv_freq {rot.inv_freq.tolist()}, "
+          f"attention_scaling {rot.attention_scaling}")
+    return model, ids, *r
+
+
+def deepseek_v3_lora():
+    return deepseek_v3("deepseek_v3", "MLA: q_lora_rank 12, kv_lora_rank 8, qk_nope 8, qk_rope 4 (interleaved, theta 100), "
+                       "v 8", 33)
+
+
+def deepseek_v3_noqlora():
+    return deepseek_v3("deepseek_v3_noqlora", "MLA without q LoRA (q_proj), kv_lora_rank 8, qk_nope 8, qk_rope 4 "
+                       "(interleaved, theta 100), v 8", 34, q_lora_rank=None)
+
+
+def deepseek_v3_yarn():
+    # yarn on the 4 rope dims: with original context 4 the ramp keeps pair 0 and divides pair 1
+    # by the factor; mscale = mscale_all_dim makes attention_factor 1 (cos/sin unscaled), and
+    # mscale_all_dim folds (0.1 ln 4 + 1)² into the softmax scale.
+    rope = {"rope_type": "yarn", "rope_theta": 100.0, "factor": 4.0, "original_max_position_embeddings": 4,
+            "mscale": 1.0, "mscale_all_dim": 1.0, "beta_fast": 32.0, "beta_slow": 1.0}
+    r = deepseek_v3("deepseek_v3_yarn", "MLA as deepseek_v3, RoPE yarn factor 4, original context 4, mscale = "
+                    "mscale_all_dim = 1: scale 12^-1/2 (0.1 ln 4 + 1)^2", 35, rope=rope, max_pos=16)
+    scale = 12 ** -0.5 * (0.1 * math.log(4.0) + 1.0) ** 2
+    assert abs(attention(r[0], 1).scaling - scale) < 1e-12 and r[0].model.rotary_emb.attention_scaling == 1.0
+    return r
+
+
 def main():
     start = time.perf_counter()
     reloads = {}
     made = {}
     for make in (llama_linear, llama_dynamic, llama_yarn, llama3_scaling, mistral_window, qwen2_window, qwen3_qknorm,
-                 olmo2_qknorm, gemma2, gemma3_text, phi3):
+                 olmo2_qknorm, gemma2, gemma3_text, phi3, gpt_neox, bloom, deepseek_v3_lora, deepseek_v3_noqlora,
+                 deepseek_v3_yarn):
         model, ids, folder, problems = make()
         made[folder.name] = (model, ids, folder, problems)
         reloads[folder.name] = reload_check(folder, ids, problems)
@@ -416,9 +511,9 @@ def main():
     elapsed = time.perf_counter() - start
 
     print(f"\ntransformers {VERSION}, torch {torch.__version__}")
-    print(f"{'folder':18} {'file':22} {'n':>2} {'layer':>5} {'kind':18} {'rope':28} {'max|final|':>10} {'reload diff':>11}")
+    print(f"{'folder':19} {'file':22} {'n':>2} {'layer':>5} {'kind':18} {'rope':28} {'max|final|':>10} {'reload diff':>11}")
     for r in SUMMARY:
-        print(f"{r['folder']:18} {r['file']:22} {r['n']:2d} {r['layer']:5d} {r['kind']:18} {r['rope']:28} {r['max_final']:10.4f} "
+        print(f"{r['folder']:19} {r['file']:22} {r['n']:2d} {r['layer']:5d} {r['kind']:18} {r['rope']:28} {r['max_final']:10.4f} "
               f"{reloads.get(r['folder'], 0.0):11.2e}")
     for name in sorted({r["folder"] for r in SUMMARY}):
         folder = OUT / name

@@ -92,10 +92,18 @@ MlaParts mla_parts(const Problem& p, std::size_t batch, const Backend& backend, 
     const std::optional<std::vector<double>> no_bias;
     MlaParts parts;
     parts.c_kv = affine(source, mla.W_DKV, no_bias, backend, dtype);
+    if (mla.c_kv_norm) {
+        parts.c_kv_raw = std::move(parts.c_kv);
+        parts.c_kv = rms_norm(parts.c_kv_raw, mla.c_kv_norm->weight, mla.c_kv_norm->eps, 0.0, mla.d_c, dtype);
+    }
     parts.k = affine(parts.c_kv, mla.W_UK, no_bias, backend, dtype);
     parts.v = affine(parts.c_kv, mla.W_UV, no_bias, backend, dtype);
     if (mla.W_DQ) {
         parts.c_q = affine(x, *mla.W_DQ, no_bias, backend, dtype);
+        if (mla.c_q_norm) {
+            parts.c_q_raw = std::move(parts.c_q);
+            parts.c_q = rms_norm(parts.c_q_raw, mla.c_q_norm->weight, mla.c_q_norm->eps, 0.0, mla.d_cq, dtype);
+        }
         parts.q = affine(parts.c_q, *mla.W_UQ, no_bias, backend, dtype);
     } else {
         parts.q = affine(x, *p.W_Q, p.b_Q, backend, dtype);
@@ -147,22 +155,22 @@ Projections project(const Problem& p, std::size_t batch, const Backend& backend,
         const QkNorm& norm = *p.qk_norm;
         out.q_raw = std::move(out.q);
         out.k_raw = std::move(out.k);
-        out.q = rms_norm(out.q_raw, norm.q_weight, norm, norm.per_head ? p.d_k : out.q_raw.cols(), dtype);
-        out.k = rms_norm(out.k_raw, norm.k_weight, norm, norm.per_head ? p.d_k : out.k_raw.cols(), dtype);
+        out.q = rms_norm(out.q_raw, norm.q_weight, norm.eps, norm.weight_offset, norm.per_head ? p.d_k : out.q_raw.cols(), dtype);
+        out.k = rms_norm(out.k_raw, norm.k_weight, norm.eps, norm.weight_offset, norm.per_head ? p.d_k : out.k_raw.cols(), dtype);
     }
     return out;
 }
 
-Matrix rms_norm(const Matrix& x, const std::vector<double>& weight, const QkNorm& norm, std::size_t group, Dtype dtype) {
+Matrix rms_norm(const Matrix& x, const std::vector<double>& weight, double eps, double weight_offset, std::size_t group, Dtype dtype) {
     Matrix out(x.rows(), x.cols());
+    const bool repeats = weight.size() == group;
     for (std::size_t r = 0; r < x.rows(); ++r)
         for (std::size_t first = 0; first < x.cols(); first += group) {
             double squares = 0;
             for (std::size_t c = first; c < first + group; ++c) squares += x(r, c) * x(r, c);
-            const double inverse_rms = round_to(dtype, 1.0 / std::sqrt(squares / static_cast<double>(group) + norm.eps));
-            // The weight is one per column of a group: per head it repeats for every head.
+            const double inverse_rms = round_to(dtype, 1.0 / std::sqrt(squares / static_cast<double>(group) + eps));
             for (std::size_t c = first; c < first + group; ++c)
-                out(r, c) = round_to(dtype, round_to(dtype, x(r, c) * inverse_rms) * (norm.weight_offset + weight[norm.per_head ? c - first : c]));
+                out(r, c) = round_to(dtype, round_to(dtype, x(r, c) * inverse_rms) * (weight_offset + weight[repeats ? c - first : c]));
         }
     return out;
 }

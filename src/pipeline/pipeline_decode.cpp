@@ -4,6 +4,7 @@
 #include <limits>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "attn_trace/cost.hpp"
 #include "attn_trace/errors.hpp"
@@ -73,9 +74,22 @@ private:
         return reference;
     }
 
+    // The width W of the problem's sliding window (window:W, no keys after the query's own;
+    // the narrowest of several), which bounds the cache: no query reads further back.
+    static std::optional<std::size_t> rolling_window(const Problem& p) {
+        std::optional<std::size_t> window;
+        for (const auto& spec : p.masks)
+            if (spec.kind == MaskSpec::Kind::window && spec.window_right == 0 && spec.window_left >= 0) {
+                const auto width = static_cast<std::size_t>(spec.window_left) + 1;
+                window = window ? std::min(*window, width) : width;
+            }
+        return window;
+    }
+
     void add_decode_notes() {
         auto& notes = trace_.notes;
         notes.push_back({NoteKind::decode, {{"prefill", static_cast<double>(decode_.prefill)}}, {}});
+        if (window_) notes.push_back({NoteKind::rolling_cache, {{"window", static_cast<double>(*window_)}}, {}});
         if (p_.mla) notes.back().numbers["mla"] = 1;
         if (decode_.prefill) notes.push_back({NoteKind::prefill, {{"prefill", static_cast<double>(decode_.prefill)}}, {}});
         if (offset_ > 0)
@@ -130,29 +144,53 @@ private:
         const int t = static_cast<int>(end - 1);
         const int group = p_.heads / p_.kv_heads;
         const auto query_names = slice_labels(query_labels(p_), first, rows);
-        const auto key_names = slice_labels(key_labels(p_), 0, cache_length);
+        // A rolling cache holds keys kept … cache_length − 1 after this step, and dropped
+        // evicted_from … kept − 1 now; a one-query step reads only what it keeps (the
+        // window blocks the rest), a prefill block reads all its keys first.
+        const std::size_t kept = window_ && cache_length > *window_ ? cache_length - *window_ : 0;
+        const std::size_t evicted_from = std::min(kept, cache_start_);
+        const std::size_t read_from = rows == 1 ? kept : cache_start_;
+        cache_start_ = kept;
+        const auto key_names = slice_labels(key_labels(p_), read_from, cache_length - read_from);
+        const auto kept_names = slice_labels(key_labels(p_), kept, cache_length - kept);
+        std::optional<std::vector<std::size_t>> evicted;
+        std::string dropped;  // ", evicted 3" in the heading
+        if (window_) {
+            evicted.emplace();
+            for (std::size_t j = evicted_from; j < kept; ++j) evicted->push_back(j);
+            if (!evicted->empty()) dropped = fmt::format(", evicted {}", fmt::join(*evicted, ", "));
+        }
         if (heads.mla) {
             // One latent and one RoPE key per token for every head: each head's keys and values are c_cache W_UK,h and c_cache W_UV,h.
-            steps_.record(StepName::c_cache, fmt::format("C_KV[0…{}]", cache_length - 1), block_of(heads.mla->c_kv, 0, cache_length, 0, p_.mla->d_c),
-                          std::nullopt, b, key_names).t = t;
+            Step& c = steps_.record(StepName::c_cache, fmt::format("C_KV[{}…{}]{}", kept, cache_length - 1, dropped),
+                                    block_of(heads.mla->c_kv, kept, cache_length - kept, 0, p_.mla->d_c), std::nullopt, b, kept_names);
+            c.t = t;
+            c.evicted = evicted;
             if (p_.mla->d_r)
-                steps_.record(StepName::kr_cache, fmt::format("K_R[0…{}]", cache_length - 1), block_of(heads.mla->k_rope, 0, cache_length, 0, p_.mla->d_r),
-                              std::nullopt, b, key_names).t = t;
+                steps_.record(StepName::kr_cache, fmt::format("K_R[{}…{}]", kept, cache_length - 1), block_of(heads.mla->k_rope, kept, cache_length - kept, 0, p_.mla->d_r),
+                              std::nullopt, b, kept_names).t = t;
         }
         for (int g = 0; g < p_.kv_heads && !heads.mla; ++g) {
             const HeadInputs& kv = heads.inputs[static_cast<std::size_t>(g * group)];
             const std::string which = p_.kv_heads > 1 || p_.heads > 1 ? fmt::format(" of KV head {}", g) : "";
-            steps_.record(StepName::k_cache, fmt::format("K[0…{}]{}", cache_length - 1, which), block_of(kv.k, 0, cache_length, 0, p_.d_k), g, b, key_names).t = t;
-            steps_.record(StepName::v_cache, fmt::format("V[0…{}]{}", cache_length - 1, which), block_of(kv.v, 0, cache_length, 0, p_.d_v), g, b, key_names).t = t;
+            Step& k = steps_.record(StepName::k_cache, fmt::format("K[{}…{}]{}{}", kept, cache_length - 1, which, dropped), block_of(kv.k, kept, cache_length - kept, 0, p_.d_k), g, b,
+                                    kept_names);
+            k.t = t;
+            k.evicted = evicted;
+            Step& v = steps_.record(StepName::v_cache, fmt::format("V[{}…{}]{}{}", kept, cache_length - 1, which, dropped), block_of(kv.v, kept, cache_length - kept, 0, p_.d_v), g, b,
+                                    kept_names);
+            v.t = t;
+            v.evicted = evicted;
         }
         for (int h = 0; h < p_.heads; ++h) {
             const std::size_t hs = static_cast<std::size_t>(h);
             const HeadInputs& in = heads.inputs[hs];
-            const Matrix k_cache = block_of(in.k, 0, cache_length, 0, p_.d_k), v_cache = block_of(in.v, 0, cache_length, 0, p_.d_v);
+            const std::size_t held = cache_length - read_from;
+            const Matrix k_cache = block_of(in.k, read_from, held, 0, p_.d_k), v_cache = block_of(in.v, read_from, held, 0, p_.d_v);
             // Z = s · Q[t] K_cacheᵀ (+ softcap) + M[t, 0…cache)
             Matrix z = scale(backend_->multiply_transposed(block_of(in.q, first, rows, 0, p_.d_k), k_cache, dtype_), p_.scale_factor(), dtype_);
             if (p_.softcap) z = soft_cap(z, *p_.softcap, dtype_);
-            z = add_elementwise(z, cache_mask(head_mask(p_, b, h, {first, rows}), first, cache_length), dtype_);
+            z = add_elementwise(z, cache_mask(head_mask(p_, b, h, {first, rows}), first, read_from, cache_length), dtype_);
             SoftmaxSteps softmax = softmax_rows(z, p_.empty_rows, dtype_);
             for (std::size_t r : softmax.empty_rows) heads.empty_rows[hs].push_back(first + r);
             if (p_.empty_rows == EmptyRows::error) steps_.note_empty_rows(heads.empty_rows[hs], h, b);
@@ -172,17 +210,18 @@ private:
 
     // M's rows first … (rows, m) -> over the cached keys (rows, cache_length),
     // with the keys after each query blocked: only the prefill block has any.
-    Matrix cache_mask(const Matrix& mask_rows, std::size_t first, std::size_t cache_length) const {
-        Matrix block = block_of(mask_rows, 0, mask_rows.rows(), 0, cache_length);
+    Matrix cache_mask(const Matrix& mask_rows, std::size_t first, std::size_t read_from, std::size_t cache_length) const {
+        Matrix block = block_of(mask_rows, 0, mask_rows.rows(), read_from, cache_length - read_from);
         for (std::size_t r = 0; r < block.rows(); ++r)
-            for (std::size_t j = first + r + offset_ + 1; j < cache_length; ++j) block(r, j) = minus_infinity;
+            for (std::size_t j = first + r + offset_ + 1; j < cache_length; ++j) block(r, j - read_from) = minus_infinity;
         return block;
     }
 
     // Cache size per token: layers · H_kv · (d_k + d_v) · bytes (= 2 · layers · H_kv · d_k · bytes when d_v = d_k).
     void add_cache_size() {
         const double bytes = decode_.bytes.value_or(dtype_ == Dtype::f32 ? 4.0 : 8.0);
-        const double tokens = static_cast<double>(decode_.tokens.value_or(p_.m));
+        // A rolling cache never holds more than its window.
+        const double tokens = static_cast<double>(std::min(decode_.tokens.value_or(p_.m), window_.value_or(decode_.tokens.value_or(p_.m))));
         const double per_kv_head = static_cast<double>(p_.d_k + p_.d_v);
         const double elements = p_.mla ? static_cast<double>(mla_cache_elements_per_token(p_.mla->d_c, p_.mla->d_r, static_cast<std::uint64_t>(decode_.layers)))
                                        : decode_.layers * p_.kv_heads * per_kv_head;
@@ -194,8 +233,10 @@ private:
         numbers.emplace_back("kv_cache_tokens", tokens);
         numbers.emplace_back("kv_cache_bytes_total", elements * bytes * tokens);
         if (p_.mla) {
-            // What multi-head attention of the same heads would cache: every head's k (d_content) and v.
-            const double without_mla = decode_.layers * p_.heads * static_cast<double>(p_.mla->d_content + p_.d_v) * bytes;
+            // What the same model caching its decompressed keys and values holds (as transformers'
+            // cache does): every head's key with its RoPE part, d_content + d_r, and its value.
+            // cost --mla keeps the paper's comparison, an MHA model of 2·H·d_h.
+            const double without_mla = decode_.layers * p_.heads * static_cast<double>(p_.mla->d_content + p_.mla->d_r + p_.d_v) * bytes;
             numbers.emplace_back("kv_cache_bytes_per_token_without_mla", without_mla);
             trace_.notes.push_back({NoteKind::mla_cache_size,
                                     {{"layers", decode_.layers}, {"d_c", static_cast<double>(p_.mla->d_c)}, {"d_r", static_cast<double>(p_.mla->d_r)},
@@ -218,6 +259,8 @@ private:
 
     DecodeOptions decode_;
     std::size_t offset_;  // m − n: keys in the cache before the first query
+    std::optional<std::size_t> window_ = rolling_window(p_);  // a rolling cache of at most this many keys
+    std::size_t cache_start_ = 0;  // the first key the rolling cache still holds
 };
 
 }  // namespace

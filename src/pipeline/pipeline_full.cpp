@@ -102,9 +102,16 @@ private:
         const auto& keys = key_labels(p_);
         const std::string source = p_.cross_attention() ? "X_source" : "X";
         const MlaParts& parts = *mla_;
-        steps_.record(StepName::c_kv, source + " W_DKV: the latent, all that is cached for the content", parts.c_kv, std::nullopt, b, keys);
-        if (!parts.c_q.empty()) steps_.record(StepName::c_q, "X W_DQ: the compressed query", parts.c_q, std::nullopt, b, queries);
-        steps_.record(StepName::q, parts.c_q.empty() ? (p_.b_Q ? "X W_Q + b_Q" : "X W_Q") : "C_Q W_UQ", parts.q, std::nullopt, b, queries);
+        const bool kv_normed = p_.mla->c_kv_norm.has_value(), q_normed = p_.mla->c_q_norm.has_value();
+        steps_.record(StepName::c_kv, source + (kv_normed ? " W_DKV: the latent, before its norm" : " W_DKV: the latent, all that is cached for the content"),
+                      kv_normed ? parts.c_kv_raw : parts.c_kv, std::nullopt, b, keys);
+        if (kv_normed)
+            steps_.record(StepName::c_kv_normed, fmt::format("C_KV / √(mean(C_KV²) + {}) · w: the latent the keys and values expand, all that is cached", describe_number(p_.mla->c_kv_norm->eps)),
+                          parts.c_kv, std::nullopt, b, keys);
+        if (!parts.c_q.empty()) steps_.record(StepName::c_q, "X W_DQ: the compressed query", q_normed ? parts.c_q_raw : parts.c_q, std::nullopt, b, queries);
+        if (q_normed)
+            steps_.record(StepName::c_q_normed, fmt::format("C_Q / √(mean(C_Q²) + {}) · w", describe_number(p_.mla->c_q_norm->eps)), parts.c_q, std::nullopt, b, queries);
+        steps_.record(StepName::q, parts.c_q.empty() ? (p_.b_Q ? "X W_Q + b_Q" : "X W_Q") : q_normed ? "C_Q,n W_UQ" : "C_Q W_UQ", parts.q, std::nullopt, b, queries);
         steps_.record(StepName::k, "C_KV W_UK", parts.k, std::nullopt, b, keys);
         steps_.record(StepName::v, "C_KV W_UV", parts.v, std::nullopt, b, keys);
         if (p_.mla->d_r == 0) return;

@@ -12,7 +12,7 @@ using nlohmann::json;
 
 Mla read_mla(const json& value, const std::string& path, const JsonReader& reader, std::size_t d_model, std::size_t d_src, int heads,
              std::size_t q_width) {
-    static const std::vector<std::string> keys = {"W_DKV", "W_UK", "W_UV", "W_DQ", "W_UQ", "rope_dims", "W_QR", "W_KR"};
+    static const std::vector<std::string> keys = {"W_DKV", "W_UK", "W_UV", "W_DQ", "W_UQ", "rope_dims", "W_QR", "W_KR", "c_q_norm", "c_kv_norm"};
     if (!value.is_object()) reader.fail(path, "expected an object with W_DKV, W_UK, W_UV (and W_DQ, W_UQ, rope_dims, W_QR, W_KR), found " + describe_json(value));
     for (const auto& [key, item] : value.items())
         if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
@@ -86,6 +86,27 @@ Mla read_mla(const json& value, const std::string& path, const JsonReader& reade
         mla.W_DQ = reader.matrix(value["W_DQ"], at("W_DQ"));
         mla.W_UQ = reader.matrix(value["W_UQ"], at("W_UQ"));
     }
+    // {"weight": [d values], "eps": 1e-6}: an RMSNorm of the latent before it is expanded.
+    const auto norm = [&](const char* key, std::size_t width, const char* latent) -> std::optional<Mla::LatentNorm> {
+        if (!value.contains(key)) return std::nullopt;
+        const auto& item = value[key];
+        if (!item.is_object() || !item.contains("weight"))
+            reader.fail(at(key), fmt::format("expected {{\"weight\": [...], \"eps\": 1e-6}}, the RMSNorm of {}, found {}", latent, describe_json(item)));
+        for (const auto& [k, v] : item.items())
+            if (k != "weight" && k != "eps") reader.fail(at(key) + "." + k, "unknown key: a latent norm has \"weight\" and \"eps\"");
+        Mla::LatentNorm n;
+        n.weight = reader.vector(item["weight"], at(key) + ".weight");
+        if (n.weight.size() != width)
+            reader.fail(at(key) + ".weight", fmt::format("{} has {} columns so the norm needs {} weights, found {}", latent, width, width, n.weight.size()));
+        if (item.contains("eps")) {
+            n.eps = reader.number(item["eps"], at(key) + ".eps");
+            if (!(n.eps > 0)) reader.fail(at(key) + ".eps", "expected a number > 0");
+        }
+        return n;
+    };
+    if (value.contains("c_q_norm") && !mla.d_cq) reader.fail(at("c_q_norm"), "normalises c_q = X W_DQ: it needs W_DQ and W_UQ");
+    mla.c_q_norm = norm("c_q_norm", mla.d_cq, "c_q");
+    mla.c_kv_norm = norm("c_kv_norm", mla.d_c, "c_kv");
     return mla;
 }
 

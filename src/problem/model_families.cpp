@@ -24,7 +24,8 @@ const std::vector<ModelFamily>& table() {
             {.model_type = "phi3", .prefix = layers, .layout = F::Layout::fused_rows, .fused = "qkv_proj", .sliding = F::Sliding::every_layer, .ignored = inv_freq},
             // Older GPT-NeoX checkpoints also saved the causal mask buffers.
             {.model_type = "gpt_neox", .prefix = "gpt_neox.layers.{L}.attention.", .layout = F::Layout::fused_per_head, .fused = "query_key_value",
-             .out = "dense", .ignored = {"rotary_emb.inv_freq", "bias", "masked_bias"}},
+             .out = "dense", .partial_rotary = 0.25, .ignored = {"rotary_emb.inv_freq", "bias", "masked_bias"}},
+            {.model_type = "deepseek_v3", .prefix = layers, .layout = F::Layout::mla},
             {.model_type = "bloom", .prefix = "transformer.h.{L}.self_attention.", .layout = F::Layout::fused_per_head, .fused = "query_key_value",
              .out = "dense", .alibi = true},
         };

@@ -16,11 +16,13 @@ struct ModelFamily {
     // language model.
     std::string prefix;
     // separate: q_proj, k_proj, v_proj; fused_rows: phi3's qkv_proj, the rows of q, then k,
-    // then v; fused_per_head: query_key_value laid out head by head, [head][q, k, v][d].
-    enum class Layout { separate, fused_rows, fused_per_head } layout = Layout::separate;
+    // then v; fused_per_head: query_key_value laid out head by head, [head][q, k, v][d];
+    // mla: DeepSeek-V3's latent projections (model_reader.cpp's mla_keys).
+    enum class Layout { separate, fused_rows, fused_per_head, mla } layout = Layout::separate;
     std::string fused = "";        // the fused tensor's name
     std::string out = "o_proj";    // the output projection's
     bool alibi = false;            // positions by ALiBi (BLOOM) instead of RoPE
+    double partial_rotary = 1.0;   // the rotary fraction when the config gives none (GPT-NeoX: 0.25)
     enum class QkNorm { none, per_head, whole, per_head_plus_one } qk_norm = QkNorm::none;
     bool gemma_scale = false;  // scale (query_pre_attn_scalar)^(−1/2), attn_logit_softcapping
     // Which layers slide when the config has no layer_types list.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <map>
 
 #include <fmt/format.h>
@@ -169,7 +170,8 @@ json rope_parameters(const ModelDirectory& dir, const ModelFamily& family, const
 
 // The problem's "rope" for the layer (half style, as transformers' rotate_half), and the
 // summary's rope object.
-json rope_of(const ModelDirectory& dir, const json& params, const std::string& field, std::size_t head_dim, nlohmann::ordered_json& summary) {
+json rope_of(const ModelDirectory& dir, const ModelFamily& family, const json& params, const std::string& field, std::size_t head_dim,
+             nlohmann::ordered_json& summary) {
     for (const auto& [key, value] : params.items())
         if (std::find(rope_keys.begin(), rope_keys.end(), key) == rope_keys.end())
             dir.fail(field + "." + key, "a RoPE parameter attn-trace does not implement: it would change the angles, so the layer is refused rather than traced wrong");
@@ -184,7 +186,7 @@ json rope_of(const ModelDirectory& dir, const json& params, const std::string& f
     static const std::vector<std::string> types = {"default", "linear", "dynamic", "yarn", "llama3"};
     if (std::find(types.begin(), types.end(), type) == types.end())
         dir.fail(field + ".rope_type", fmt::format("RoPE scaling \"{}\" is not implemented (attn-trace has {}): the layer is refused rather than traced wrong", type, fmt::join(types, ", ")));
-    double partial = get("partial_rotary_factor") ? number("partial_rotary_factor") : dir.has("partial_rotary_factor") ? dir.number("partial_rotary_factor") : 1.0;
+    double partial = get("partial_rotary_factor") ? number("partial_rotary_factor") : dir.has("partial_rotary_factor") ? dir.number("partial_rotary_factor") : family.partial_rotary;
     if (!(partial > 0 && partial <= 1)) dir.fail("partial_rotary_factor", fmt::format("expected a fraction in (0, 1], found {}", partial));
     const auto rotary_dims = static_cast<std::size_t>(static_cast<double>(head_dim) * partial);  // as int(head_dim · factor)
     if (rotary_dims < 2 || rotary_dims % 2) dir.fail("partial_rotary_factor", fmt::format("gives {} rotary dimensions of {}: RoPE needs an even number ≥ 2", rotary_dims, head_dim));
@@ -221,6 +223,54 @@ json rope_of(const ModelDirectory& dir, const json& params, const std::string& f
     }
     summary = {{"theta", theta}, {"type", type}, {"factor", factor ? json(*factor) : json(nullptr)}, {"rotary_dims", rotary_dims}};
     return rope;
+}
+
+// DeepSeek-V3's attention as the problem's "mla" (docs/FAMILY.md#models-from-their-own-configuration):
+// per head the query rows of q_b_proj (or q_proj) are [nope | rope], kv_a_proj_with_mqa's
+// are [latent | the shared rope key], kv_b_proj's per head [k_nope | v]; both latents are
+// normed with eps 1e-6 whatever rms_norm_eps says, as the model's code does.
+json mla_keys(const ModelDirectory& dir, const std::string& prefix, long heads, const std::function<bool(const std::string&, bool)>& take,
+              const std::function<json(const std::string&)>& weight, const std::string& where) {
+    const std::size_t H = static_cast<std::size_t>(heads);
+    const std::size_t d_nope = static_cast<std::size_t>(dir.whole("qk_nope_head_dim", 1)), d_rope = static_cast<std::size_t>(dir.whole("qk_rope_head_dim", 0));
+    const std::size_t d_v = static_cast<std::size_t>(dir.whole("v_head_dim", 1)), d_c = static_cast<std::size_t>(dir.whole("kv_lora_rank", 1));
+    const auto per_head = [&](std::size_t stride, std::size_t first, std::size_t width) {
+        json blocks = json::array();
+        for (std::size_t h = 0; h < H; ++h) blocks.push_back({h * stride + first, h * stride + first + width});
+        return blocks;
+    };
+    const auto rows = [&](const std::string& tensor, json blocks) {
+        json ref = weight(tensor);
+        ref["rows"] = std::move(blocks);
+        return ref;
+    };
+    for (const char* biased : {"q_a_proj.bias", "kv_a_proj_with_mqa.bias", "q_proj.bias"})
+        if (take(biased, false)) dir.fail("attention_bias", fmt::format("{}{}: biases on MLA's projections are not implemented: the layer is refused rather than traced without them", prefix, biased));
+    json mla = {{"rope_dims", d_rope}};
+    take("kv_a_proj_with_mqa.weight", true);
+    mla["W_DKV"] = rows("kv_a_proj_with_mqa.weight", json{0, d_c});
+    if (d_rope) mla["W_KR"] = rows("kv_a_proj_with_mqa.weight", json{d_c, d_c + d_rope});
+    take("kv_a_layernorm.weight", true);
+    mla["c_kv_norm"] = {{"weight", dir.reference(prefix + "kv_a_layernorm.weight")}, {"eps", 1e-6}};
+    take("kv_b_proj.weight", true);
+    mla["W_UK"] = rows("kv_b_proj.weight", per_head(d_nope + d_v, 0, d_nope));
+    mla["W_UV"] = rows("kv_b_proj.weight", per_head(d_nope + d_v, d_nope, d_v));
+    json query;  // W_Q beside mla when the query is not compressed
+    const std::string q_tensor = dir.has("q_lora_rank") ? "q_b_proj.weight" : "q_proj.weight";
+    if (dir.has("q_lora_rank")) {
+        take("q_a_proj.weight", true);
+        mla["W_DQ"] = weight("q_a_proj.weight");
+        take("q_a_layernorm.weight", true);
+        mla["c_q_norm"] = {{"weight", dir.reference(prefix + "q_a_layernorm.weight")}, {"eps", 1e-6}};
+        take(q_tensor, true);
+        mla["W_UQ"] = rows(q_tensor, per_head(d_nope + d_rope, 0, d_nope));
+    } else {
+        take(q_tensor, true);
+        query = rows(q_tensor, per_head(d_nope + d_rope, 0, d_nope));
+    }
+    if (d_rope) mla["W_QR"] = rows(q_tensor, per_head(d_nope + d_rope, d_nope, d_rope));
+    (void)where;
+    return {{"mla", mla}, {"W_Q", query}};
 }
 
 // Config fields that would change this layer's attention in ways attn-trace does not
@@ -271,7 +321,9 @@ std::string expand_model(json& root, ArraySource& arrays, const JsonReader& read
     std::string prefix = family->prefix;
     prefix.replace(prefix.find("{L}"), 3, std::to_string(layer));
     const std::string bare = prefix.substr(prefix.find('.') + 1);
-    const std::string first = family->layout == ModelFamily::Layout::separate ? "q_proj.weight" : family->fused + ".weight";
+    const std::string first = family->layout == ModelFamily::Layout::separate ? "q_proj.weight"
+                              : family->layout == ModelFamily::Layout::mla    ? "kv_a_proj_with_mqa.weight"
+                                                                              : family->fused + ".weight";
     const std::vector<std::string> candidates = {prefix, bare, "language_model." + prefix, "model.language_model." + bare};
     const auto found = std::find_if(candidates.begin(), candidates.end(), [&](const std::string& p) { return dir.tensors().count(p + first) > 0; });
     if (found == candidates.end())
@@ -296,7 +348,11 @@ std::string expand_model(json& root, ArraySource& arrays, const JsonReader& read
     const std::size_t d = static_cast<std::size_t>(head_dim), q_rows = static_cast<std::size_t>(heads) * d, kv_rows = static_cast<std::size_t>(kv_heads) * d;
     const char* keys[] = {"W_Q", "W_K", "W_V"};
     const char* bias_keys[] = {"b_Q", "b_K", "b_V"};
-    if (family->layout == ModelFamily::Layout::separate) {
+    if (family->layout == ModelFamily::Layout::mla) {
+        const json parts = mla_keys(dir, prefix, heads, take, weight, dir_name);
+        root["mla"] = parts["mla"];
+        if (!parts["W_Q"].is_null()) root["W_Q"] = parts["W_Q"];
+    } else if (family->layout == ModelFamily::Layout::separate) {
         const char* names[] = {"q_proj", "k_proj", "v_proj"};
         for (int part = 0; part < 3; ++part) {
             take(std::string(names[part]) + ".weight", true);
@@ -355,15 +411,34 @@ std::string expand_model(json& root, ArraySource& arrays, const JsonReader& read
     }
 
     root["heads"] = heads;
-    root["kv_heads"] = kv_heads;
+    if (family->layout != ModelFamily::Layout::mla) root["kv_heads"] = kv_heads;  // MLA expands keys and values for every head
     const LayerKind kind = layer_kind(dir, *family, layer);
     std::string rope_field;
     nlohmann::ordered_json rope_summary;
     if (family->alibi) {
         root["alibi"] = true;  // BLOOM: the slopes of docs/PROBLEM.md#alibi, no RoPE
         rope_summary = nullptr;
+    } else if (family->layout == ModelFamily::Layout::mla) {
+        // RoPE turns the qk_rope_head_dim part (the config's head_dim is that part, too),
+        // in adjacent pairs unless rope_interleave is false; the softmax scale is over the
+        // whole query, 1/√(d_nope + d_rope), and yarn folds mscale(s, mscale_all_dim)² into it.
+        const json params = rope_parameters(dir, *family, kind, rope_field);
+        const auto d_rope = static_cast<std::size_t>(dir.whole("qk_rope_head_dim", 2));
+        json rope = rope_of(dir, *family, params, rope_field, d_rope, rope_summary);
+        rope.erase("rotary_dims");
+        const json& c = dir.config();
+        rope["style"] = dir.has("rope_interleave") && c["rope_interleave"] == false ? "half" : "interleaved";
+        root["rope"] = rope;
+        double scale = 1.0 / std::sqrt(static_cast<double>(dir.whole("qk_nope_head_dim", 1)) + static_cast<double>(d_rope));
+        const double all_dim = params.contains("mscale_all_dim") && params["mscale_all_dim"].is_number() ? params["mscale_all_dim"].get<double>() : 0.0;
+        if (rope_summary["type"] != "default" && all_dim != 0.0 && rope_summary["factor"].is_number()) {
+            const double factor = rope_summary["factor"].get<double>();
+            const double m = factor <= 1.0 ? 1.0 : 0.1 * all_dim * std::log(factor) + 1.0;
+            scale *= m * m;
+        }
+        root["scale"] = scale;
     } else {
-        root["rope"] = rope_of(dir, rope_parameters(dir, *family, kind, rope_field), rope_field, static_cast<std::size_t>(head_dim), rope_summary);
+        root["rope"] = rope_of(dir, *family, rope_parameters(dir, *family, kind, rope_field), rope_field, static_cast<std::size_t>(head_dim), rope_summary);
     }
     if (family->gemma_scale) {
         root["scale"] = 1.0 / std::sqrt(dir.has("query_pre_attn_scalar") ? dir.number("query_pre_attn_scalar") : static_cast<double>(head_dim));

@@ -134,6 +134,11 @@ std::string note_text(const Note& note) {
                                whole(note, "last_key"));
         case NoteKind::more_tiles_skipped: return fmt::format("… and {} more skipped tiles", whole(note, "count"));
         case NoteKind::decode: return decode(note);
+        case NoteKind::rolling_cache:
+            return fmt::format("rolling cache: the window of {} keys ending at the query's own means no later query reads a key more than {} "
+                               "positions back, so the cache keeps the last {} keys and values and drops the oldest as each new one arrives "
+                               "(each k_cache and v_cache lists what its step evicted); a prefill block reads all its keys, then keeps the last {}",
+                               whole(note, "window"), whole(note, "window") - 1, whole(note, "window"), whole(note, "window"));
         case NoteKind::prefill:
             return fmt::format("prefill: the first {} queries as one bottom-right-aligned causal block; its steps carry t = {} and have {} rows",
                                whole(note, "prefill"), whole(note, "prefill") - 1, whole(note, "prefill"));
@@ -164,7 +169,8 @@ std::string note_text(const Note& note) {
                                whole(note, "n"), whole(note, "m"));
         case NoteKind::mla_cache_size:
             return fmt::format("MLA cache: c_cache (d_c = {}) and kr_cache (d_r = {}) for all {} heads, (d_c + d_r) · {} layer{} · {:g} bytes = {:g} bytes "
-                               "per token, where multi-head attention would cache every head's k and v: {:g} bytes ({:.3g}× more)",
+                               "per token, where the same heads caching their decompressed keys (with the RoPE part) and values would hold {:g} bytes "
+                               "({:.3g}× more)",
                                whole(note, "d_c"), whole(note, "d_r"), whole(note, "heads"), whole(note, "layers"), plural(whole(note, "layers")),
                                note.number("bytes"), note.number("bytes_per_token"), note.number("without_mla"),
                                note.number("without_mla") / note.number("bytes_per_token"));

@@ -48,6 +48,7 @@ std::string render_json(const Trace& trace, const RenderOptions& options) {
         if (step->batch) s["batch"] = *step->batch;
         if (step->t) s["t"] = *step->t;
         if (step->tile) s["tile"] = {(*step->tile)[0], (*step->tile)[1]};
+        if (step->evicted) s["evicted"] = *step->evicted;
         s["symbol"] = std::string(step_symbol(step->name));  // docs/NOTATION.md
         s["formula"] = step->formula;
         s["shape"] = {step->values.rows(), step->values.cols()};

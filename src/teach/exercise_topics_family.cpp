@@ -79,7 +79,7 @@ ExercisePlan mla_topic(HandNumbers& numbers) {
             fmt::format("The absorbed scores differ from the explicit ones by {:.2g}: W_UK can be folded into the query, so the keys never need to be "
                         "expanded.",
                         trace_number(trace, "max_abs_diff_absorbed")),
-            fmt::format("Per token and layer the cache holds c_kv: {:g} numbers, where multi-head attention with this head would hold k and v: {:g} "
+            fmt::format("Per token and layer the cache holds c_kv: {:g} numbers, where the same head caching its decompressed k and v would hold {:g} "
                         "(as attn-trace decode counts them).",
                         trace_number(decode, "kv_cache_elements_per_token"), trace_number(decode, "kv_cache_bytes_per_token_without_mla") / bytes)};
     };

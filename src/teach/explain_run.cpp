@@ -14,7 +14,7 @@ namespace attn_trace {
 // index is the problem's, not the computed query rows'.
 bool key_indexed_step(StepName name) {
     using S = StepName;
-    return name == S::k || name == S::v || name == S::k_rot || name == S::x_source || name == S::c_kv || name == S::k_rope || name == S::reach || name == S::k_normed;
+    return name == S::k || name == S::v || name == S::k_rot || name == S::x_source || name == S::c_kv || name == S::k_rope || name == S::reach || name == S::k_normed || name == S::c_kv_normed;
 }
 
 ExplainDocument RunExplainer::explain() {
@@ -36,6 +36,11 @@ ExplainDocument RunExplainer::explain() {
         case S::v:
             if (p_.mla) return mla_product_cell();
             return p_.from_tokens() ? projection_cell() : given_cell(fmt::format("{} (Q, K, V are given)", name));
+        case S::c_kv_normed:
+        case S::c_q_normed:
+            return formula_cell(fmt::format("RMSNorm of the latent: its value divided by the root mean square of its row (+ eps = {} under the root), "
+                                            "times the norm's weight for this column",
+                                            n_.number(name == S::c_kv_normed ? p_.mla->c_kv_norm->eps : p_.mla->c_q_norm->eps)));
         case S::q_normed:
         case S::k_normed:
             return formula_cell(fmt::format("RMSNorm: the projection's value divided by the root mean square of {} (+ eps = {} under the root), times {}the norm's weight for this column",
@@ -79,7 +84,7 @@ ExplainDocument RunExplainer::explain() {
 // Steps shared by the heads (inputs, projections of all heads, concat, final).
 bool RunExplainer::per_head(StepName name) {
     using S = StepName;
-    for (StepName shared : {S::x, S::x_source, S::q, S::k, S::v, S::q_normed, S::k_normed, S::concat, S::final, S::c_kv, S::c_q, S::q_rope, S::k_rope, S::reach})
+    for (StepName shared : {S::x, S::x_source, S::q, S::k, S::v, S::q_normed, S::k_normed, S::c_kv_normed, S::c_q_normed, S::concat, S::final, S::c_kv, S::c_q, S::q_rope, S::k_rope, S::reach})
         if (name == shared) return false;
     return true;
 }

@@ -52,12 +52,12 @@ ExplainDocument RunExplainer::mla_product_cell() {
         left_name = "row " + index(i_) + " of X";
         column(name == StepName::c_q ? *mla.W_DQ : *p_.W_Q, name == StepName::c_q ? "W_DQ" : "W_Q");
     } else if (name == StepName::q) {
-        left = row_of(StepName::c_q, i_, 0, mla.d_cq);
-        left_name = "row " + index(i_) + " of c_q";
+        left = row_of(mla.c_q_norm ? StepName::c_q_normed : StepName::c_q, i_, 0, mla.d_cq);  // the normed latent where there is one
+        left_name = "row " + index(i_) + (mla.c_q_norm ? " of c_q_normed" : " of c_q");
         column(*mla.W_UQ, "W_UQ");
     } else if (name == StepName::k || name == StepName::v) {
-        left = row_of(StepName::c_kv, i_, 0, mla.d_c);
-        left_name = "row " + index(i_) + " of c_kv";
+        left = row_of(mla.c_kv_norm ? StepName::c_kv_normed : StepName::c_kv, i_, 0, mla.d_c);
+        left_name = "row " + index(i_) + (mla.c_kv_norm ? " of c_kv_normed" : " of c_kv");
         column(name == StepName::k ? mla.W_UK : mla.W_UV, name == StepName::k ? "W_UK" : "W_UV");
     } else {  // q_latent: q_h · row c of W_UK's head-h columns
         const std::size_t first = static_cast<std::size_t>(options_.head) * mla.d_content;

@@ -8,7 +8,7 @@ T=$ATTN_TRACE
 M=$SOURCE_DIR/tests/models
 
 goldens=(llama_linear llama_dynamic llama_yarn llama_yarn_v4 llama3_scaling mistral_window qwen2_window qwen3_qknorm qwen3_sharded
-         olmo2_qknorm gemma2 gemma3_text gemma3_multimodal phi3)
+         olmo2_qknorm gemma2 gemma3_text gemma3_multimodal phi3 gpt_neox bloom deepseek_v3 deepseek_v3_noqlora deepseek_v3_yarn)
 for golden in "${goldens[@]}"; do
   for file in "$M/$golden"/problem*.json; do
     expect_exit 0 "^PASS .*$(basename "$file") \(run 2 steps" -- "$T" check "$file"
@@ -35,6 +35,18 @@ for fact in '"model_type":"gemma3_text"' '"layer":0' '"layer_type":"sliding_atte
 done
 expect_exit 0 '"type":"yarn","factor":4\.0,"rotary_dims":8,"attention_factor":1\.13862943611' -- "$T" run "$M/llama_yarn/problem.json" --format json
 expect_exit 0 '"rotary_dims":4' -- "$T" run "$M/phi3/problem.json" --format json
+# BLOOM has ALiBi (6 heads: the slopes for a head count that is not a power of 2), no RoPE.
+expect_exit 0 '"rope":null' -- "$T" run "$M/bloom/problem.json" --format json --steps final
+copy bloom; edit m/config.json "c['n_head'] = 4; c.pop('num_attention_heads', None)"
+expect_exit 1 "^FAIL " -- "$T" check m/problem.json
+# A head-by-head fused tensor read as row blocks equals the blocks read one by one.
+printf '{"X": {"npy": "%s/gpt_neox/hidden.npy"}, "heads": 1, "W_Q": {"safetensors": "%s/gpt_neox/model.safetensors", "tensor": "gpt_neox.layers.1.attention.query_key_value.weight", "rows": [[0, 8], [24, 32]], "transpose": true}, "W_K": {"safetensors": "%s/gpt_neox/model.safetensors", "tensor": "gpt_neox.layers.1.attention.query_key_value.weight", "rows": [0, 16], "transpose": true}, "W_V": {"safetensors": "%s/gpt_neox/model.safetensors", "tensor": "gpt_neox.layers.1.attention.query_key_value.weight", "rows": [0, 16], "transpose": true}}' "$M" "$M" "$M" "$M" > blocks.json
+# columns 8 … 15 of Q are rows 24 … 31 of the tensor: the same numbers as K read from [24, 32]
+"$T" run blocks.json --steps q --format csv | tail -n +2 | cut -d, -f10- > blocks.csv
+sed -e 's/"rows": \[0, 16\]/"rows": [24, 32]/g' -e 's/"rows": \[\[0, 8\], \[24, 32\]\]/"rows": [24, 32]/' blocks.json > second.json
+expect_exit 0 "" -- diff <("$T" run second.json --steps q --format csv | tail -n +2 | cut -d, -f2-) blocks.csv
+expect_exit 0 "" -- test -s blocks.csv
+expect_exit 2 '\$\.W_Q\.rows: expected \[first, last\) or a list of such ranges' -- "$T" run <(sed 's/\[\[0, 8\], \[24, 32\]\]/[[0, 8], [24]]/' blocks.json)
 # qk-norm's steps sit between the projections and RoPE; a qk-norm layer explains its cells.
 expect_exit 0 "^q_normed  Q_n = Q / √\(mean\(Q²\) \+ 1e-06\) · w, the mean over each head's d_k columns  \(6, 32\)" -- "$T" run "$M/qwen3_qknorm/problem.json" --steps q_normed --color never
 expect_exit 0 "root mean square of its head's d_k values" -- "$T" explain "$M/qwen3_qknorm/problem.json" --cell 'q_normed[1,2]'
@@ -113,6 +125,26 @@ copy qwen3_qknorm
 edit m/problem.json "c['checkpoint'] = {'safetensors': 'model.safetensors', 'family': 'llama', 'layer': 1}; c['heads'] = 4; c['kv_heads'] = 2; c['mask'] = 'causal'; c['rope'] = {'base': 10000}"
 expect_exit 2 'layer 1 has q_norm and k_norm tensors .* give the model directory instead, "checkpoint": \{"model": DIR, "layer": 1\}' -- "$T" check m/problem.json
 
+# decode on a sliding layer keeps a rolling cache of W = 3 keys, one evicted per step once full.
+"$T" decode "$M/mistral_window/problem.json" --format json > rolling.json
+expect_exit 0 "" -- python3 -c "
+import json
+d = json.load(open('rolling.json'))
+for s in d['steps']:
+    if s['name'] in ('k_cache', 'v_cache') and 't' in s:
+        t = s['t']
+        assert s['shape'][0] == min(t + 1, 3), (t, s['shape'])
+        assert s['evicted'] == ([t - 3] if t >= 3 else []), (t, s['evicted'])
+assert d['max_abs_diff_vs_full'] < 1e-12
+assert d['kv_cache_tokens'] == 3
+"
+# MLA from DeepSeek-V3's tensors: the latent norms are steps; decode compares the latent cache
+# with the decompressed one, 4 heads · (8 + 4 + 8) numbers against d_c + d_r = 8 + 4, 8 bytes each.
+expect_exit 0 "^c_kv_normed  C_KV,n = " -- "$T" run "$M/deepseek_v3/problem.json" --steps c_kv_normed --color never
+expect_exit 0 "^c_q_normed  C_Q,n = " -- "$T" run "$M/deepseek_v3/problem.json" --steps c_q_normed --color never
+expect_exit 0 "kv_cache_bytes_per_token = 96$" -- "$T" decode "$M/deepseek_v3/problem.json"
+expect_exit 0 "kv_cache_bytes_per_token_without_mla = 640$" -- "$T" decode "$M/deepseek_v3/problem.json"
+expect_exit 0 '"scale":0\.3742606' -- "$T" run "$M/deepseek_v3_yarn/problem.json" --format json --steps final
 # decode cannot follow dynamic scaling's growing length yet, grad has no qk-norm backward yet: each says so.
 expect_exit 2 "decode does not trace dynamic RoPE scaling yet" -- "$T" decode "$M/llama_dynamic/problem.json"
 expect_exit 2 "grad does not differentiate through qk-norm yet" -- "$T" grad "$M/qwen3_qknorm/problem.json"

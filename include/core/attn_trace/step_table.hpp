@@ -31,6 +31,8 @@ enum StepCommands : unsigned { by_run = 1, by_decode = 2, by_tiled = 4, by_grad 
     X(x_source, "X_source", "X_{\\text{source}}", "the source the keys and values read (cross-attention)", "m × d_model", by_run) \
     X(c_kv, "C_KV", "C_{KV}", "X_source W_DKV (MLA's latent)", "m × d_c", by_run)                                                 \
     X(c_q, "C_Q", "C_{Q}", "X W_DQ (MLA's compressed query)", "n × d_cq", by_run)                                                 \
+    X(c_kv_normed, "C_KV,n", "C_{KV,n}", "RMSNorm(C_KV) · w (DeepSeek-V3's kv_a_layernorm)", "m × d_c", by_run)                     \
+    X(c_q_normed, "C_Q,n", "C_{Q,n}", "RMSNorm(C_Q) · w (DeepSeek-V3's q_a_layernorm)", "n × d_cq", by_run)                          \
     X(q, "Q", "Q", "X W_Q (+ b_Q), or Q given", "n × H·d_k", by_run)                                                              \
     X(k, "K", "K", "X_source W_K (+ b_K), or K given", "m × H_kv·d_k", by_run)                                                    \
     X(v, "V", "V", "X_source W_V (+ b_V), or V given", "m × H_kv·d_v", by_run)                                                    \

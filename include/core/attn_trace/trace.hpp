@@ -22,6 +22,9 @@ struct Step {
     Matrix values;
     std::vector<std::string> row_labels, column_labels;  // token names; empty = indices
     std::string label;  // a `given` matrix's own name (Q, W_Q); empty for every other step
+    // decode's rolling cache (a sliding window): the positions this step dropped from the
+    // cache, empty when none; absent where the cache only grows.
+    std::optional<std::vector<std::size_t>> evicted = std::nullopt;
 };
 
 // The name a step is written under: its label, else its step name.
@@ -75,7 +78,7 @@ inline std::string step_label(const Step& step) { return step_label(step.name, s
 // tests/test_notes.cpp counts the kinds up to it.
 enum class NoteKind : std::uint8_t {
     causal_alignment, nonfinite_inputs, kv_sharing, overflow, empty_rows, fast_path, tiled, tile_legend, tile_skipped,
-    more_tiles_skipped, decode, prefill, cache_offset, decode_reference, cache_heads, kv_cache_size, kv_cache_sharing,
+    more_tiles_skipped, decode, prefill, cache_offset, decode_reference, cache_heads, kv_cache_size, kv_cache_sharing, rolling_cache,
     dropout_train, dropout_eval, permutation, grad_tiled_unchecked, mla_cache_size, mla
 };
 

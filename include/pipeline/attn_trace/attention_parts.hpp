@@ -35,7 +35,8 @@ Projections project(const Problem& problem, std::size_t batch, const Backend& ba
 
 // x / √(mean(x²) + eps) · (offset + w) over each `group` columns of a row
 // (docs/PROBLEM.md#qk-norm): per head, the weight repeats for every head.
-Matrix rms_norm(const Matrix& x, const std::vector<double>& weight, const QkNorm& norm, std::size_t group, Dtype dtype);
+// A weight of `group` values repeats for every group; one of x.cols() values is per column.
+Matrix rms_norm(const Matrix& x, const std::vector<double>& weight, double eps, double weight_offset, std::size_t group, Dtype dtype);
 
 // MLA's products for one batch element
 // (docs/FAMILY.md#mla-multi-head-latent-attention-deepseek-v2), what `run` shows: the
@@ -44,6 +45,7 @@ Matrix rms_norm(const Matrix& x, const std::vector<double>& weight, const QkNorm
 // and k_rope (m, d_r) already turned by RoPE, else empty.
 struct MlaParts {
     Matrix c_kv, c_q, q, k, v, q_rope, k_rope;
+    Matrix c_kv_raw = {}, c_q_raw = {};  // before the latent norms, when the problem has them (c_kv, c_q are normed)
 };
 MlaParts mla_parts(const Problem& problem, std::size_t batch, const Backend& backend, Dtype dtype, QueryRows rows);
 // The parts as every pipeline reads them: head h's query [q_h, q_rope_h] and key

@@ -73,7 +73,13 @@ struct Dropout {
 // [k_h, k_rope] (Problem::d_k = d_content + d_r), so q·k is exactly
 // q_h k_hᵀ + q_rope_h k_ropeᵀ and every pipeline computes MLA unchanged.
 struct Mla {
+    // RMSNorm of a latent (DeepSeek-V3's q_a_layernorm, kv_a_layernorm): x / √(mean(x²) + eps) · w.
+    struct LatentNorm {
+        std::vector<double> weight;
+        double eps = 1e-6;
+    };
     Matrix W_DKV, W_UK, W_UV;          // (d_src, d_c), (d_c, H·d_content), (d_c, H·d_v)
+    std::optional<LatentNorm> c_q_norm, c_kv_norm;  // applied to c_q and c_kv before they are expanded
     std::optional<Matrix> W_DQ, W_UQ;  // (d_model, d_cq), (d_cq, H·d_content): query compression
     std::optional<Matrix> W_QR, W_KR;  // (d_cq or d_model, H·d_r), (d_src, d_r): the decoupled RoPE part
     std::size_t d_c = 0, d_cq = 0, d_r = 0, d_content = 0;
