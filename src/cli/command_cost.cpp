@@ -17,7 +17,7 @@ namespace {
 
 struct CostCommandOptions {
     std::vector<long long> n;
-    std::string sparse, mla;
+    std::string sparse, mla, model;
     long long d_model = 0, heads = 1, kv_heads = -1, layers = 1, tokens = -1;  // -1: not given
     double bytes = 4;
     Format format = Format::text;
@@ -57,23 +57,40 @@ Examples:
   attn-trace cost --n 1024 --d-model 512 --heads 8 --format json
   attn-trace cost --n 1024,4096,16384 --d-model 768 --heads 12 --sparse '{"block": 64, "window": {"left": 1, "right": 1}, "global": [0], "random": {"per_row": 3, "seed": 0}}'
   attn-trace cost --n 4096 --d-model 16384 --heads 128 --kv-heads 8 --mla 512,64 --bytes 2
+  attn-trace cost --model tests/models/gemma2 --n 4096
 
 --sparse counts only the pairs the pattern scores (the JSON of a "sparse" mask, as in a problem file), at each
---n; --mla D_C[,D_R] sets the cache per token of MHA, GQA (--kv-heads), MQA and MLA side by side.)");
+--n; --mla D_C[,D_R] sets the cache per token of MHA, GQA (--kv-heads), MQA and MLA side by side.
+--model DIR reads a model directory (config.json and its safetensors) and counts its KV cache layer by layer:
+a sliding layer holds min(n, W) tokens, MLA its latent and RoPE key.)");
     cost->add_option("--n", o.n, "tokens in the sequence; several (1024,4096 or --n again) with --sparse show the growth")->required()->delimiter(',');
-    cost->add_option("--d-model", o.d_model, "width of a token vector (d)")->required();
-    cost->add_option("--heads", o.heads, "query heads H (d_k = d_model / H)")->capture_default_str();
-    cost->add_option("--kv-heads", o.kv_heads, "key/value heads H_kv (default H; 1 = multi-query)");
-    cost->add_option("--layers", o.layers, "layers, for the KV cache")->capture_default_str();
-    cost->add_option("--bytes", o.bytes, "bytes per number: 4 float32, 2 fp16/bf16, 8 float64")->capture_default_str();
+    auto* d_model = cost->add_option("--d-model", o.d_model, "width of a token vector (d)");
+    auto* heads = cost->add_option("--heads", o.heads, "query heads H (d_k = d_model / H)")->capture_default_str();
+    auto* kv_heads = cost->add_option("--kv-heads", o.kv_heads, "key/value heads H_kv (default H; 1 = multi-query)");
+    auto* layers = cost->add_option("--layers", o.layers, "layers, for the KV cache")->capture_default_str();
+    auto* bytes = cost->add_option("--bytes", o.bytes, "bytes per number: 4 float32, 2 fp16/bf16, 8 float64 (with --model: the checkpoint's)")->capture_default_str();
+    auto* model = cost->add_option("--model", o.model, "a model directory: its KV cache per token and per layer, from its config.json and safetensors");
+    // The model decides what these say; --n and --bytes stay free.
+    for (auto* decided : {d_model, heads, kv_heads, layers}) model->excludes(decided);
     cost->add_option("--tokens", o.tokens, "cache length for the KV-cache total (default n)");
     cost->add_option("--sparse", o.sparse, "a sparse pattern as JSON: count the scored pairs only");
     cost->add_option("--mla", o.mla, "D_C[,D_R]: compare the KV cache per token of MHA, GQA, MQA and MLA");
     add_format_option(*cost, o.format, formats_of(for_cost), "text or json");
-    cost->callback([&exit_code] {
+    cost->callback([&exit_code, bytes] {
         CostQuestion q;
         std::vector<std::uint64_t> lengths;
         for (long long n : o.n) lengths.push_back(whole_number_option("--n", n, 1));
+        if (!o.model.empty()) {
+            if (!o.sparse.empty() || !o.mla.empty() || lengths.size() > 1)
+                throw InputError("--model counts one model's KV cache at one --n: leave out --sparse, --mla and further --n values");
+            ModelCacheFacts facts = read_model_cache(o.model);
+            if (bytes->count()) facts.bytes_per_number = o.bytes;
+            const ModelCost cost = compute_model_cost(facts, lengths.front(), o.tokens == -1 ? lengths.front() : whole_number_option("--tokens", o.tokens, 1));
+            std::cout << (o.format == Format::json ? model_cost_json(cost, o.model) : model_cost_text(cost, o.model));
+            exit_code = 0;
+            return;
+        }
+        if (o.d_model == 0) throw InputError("cost needs --d-model (or --model DIR)");
         q.n = lengths.front();
         q.d_model = whole_number_option("--d-model", o.d_model, 1);
         q.heads = whole_number_option("--heads", o.heads, 1);

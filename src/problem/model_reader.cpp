@@ -10,6 +10,7 @@
 #include <fmt/ranges.h>
 
 #include "attn_trace/errors.hpp"
+#include "attn_trace/problem.hpp"
 #include "json/json_text.hpp"
 #include "model_families.hpp"
 
@@ -68,6 +69,7 @@ public:
     const std::map<std::string, std::string>& tensors() const { return tensors_; }
     json reference(const std::string& tensor) const { return {{"safetensors", tensors_.at(tensor)}, {"tensor", tensor}}; }
     std::vector<std::size_t> shape(const std::string& tensor) const { return arrays_.safetensors(tensors_.at(tensor)).tensor(tensor).shape; }
+    std::string dtype(const std::string& tensor) const { return arrays_.safetensors(tensors_.at(tensor)).tensor(tensor).dtype; }
 
 private:
     // model.safetensors, or the shards model.safetensors.index.json maps each tensor to.
@@ -455,13 +457,49 @@ std::string expand_model(json& root, ArraySource& arrays, const JsonReader& read
     }
     root["mask"] = masks;
     root.erase("checkpoint");
+    // What a cache and a parameter count need (cost --model): the keys and values per token
+    // (MLA: the latent and the RoPE key), the elements of the tensors read, their dtype.
+    std::uint64_t kv_numbers = 2 * static_cast<std::uint64_t>(kv_heads) * static_cast<std::uint64_t>(head_dim);
+    if (family->layout == ModelFamily::Layout::mla)
+        kv_numbers = static_cast<std::uint64_t>(dir.whole("kv_lora_rank", 1)) + static_cast<std::uint64_t>(dir.whole("qk_rope_head_dim", 0));
+    std::uint64_t parameters = 0;
+    for (const auto& tensor : read) {
+        std::uint64_t count = 1;
+        for (std::size_t extent : dir.shape(tensor)) count *= extent;
+        parameters += count;
+    }
     const nlohmann::ordered_json summary = {{"model_type", model_type},
                                             {"layer", layer},
+                                            {"num_layers", layers},
+                                            {"dtype", dir.dtype(prefix + family->out + ".weight")},
+                                            {"kv_numbers_per_token", kv_numbers},
+                                            {"attention_parameters", parameters},
                                             {"layer_type", kind.type},
                                             {"sliding_window", kind.window ? json(*kind.window) : json(nullptr)},
                                             {"rope", rope_summary},
                                             {"ignored_tensors", ignored}};
     return summary.dump();
+}
+
+ModelCacheFacts read_model_cache(const std::string& dir) {
+    ArraySource arrays("<stdin>");  // DIR as given, relative to the working directory
+    const JsonReader reader("--model " + dir);
+    ModelCacheFacts facts;
+    for (long layer = 0, layers = 1; layer < layers; ++layer) {
+        json root = {{"checkpoint", {{"model", dir}, {"layer", layer}}}, {"X", json::array({json::array({0})})}};
+        const auto summary = nlohmann::json::parse(expand_model(root, arrays, reader));
+        layers = summary["num_layers"].get<long>();
+        facts.model_type = summary["model_type"].get<std::string>();
+        const std::string dtype = summary["dtype"].get<std::string>();
+        facts.bytes_per_number = dtype == "F64" ? 8 : dtype == "F32" ? 4 : 2;
+        ModelLayerCache cache;
+        cache.layer_type = summary["layer_type"].get<std::string>();
+        if (summary["sliding_window"].is_number()) cache.window = summary["sliding_window"].get<std::uint64_t>();
+        cache.kv_numbers_per_token = summary["kv_numbers_per_token"].get<std::uint64_t>();
+        cache.attention_parameters = summary["attention_parameters"].get<std::uint64_t>();
+        facts.layers.push_back(cache);
+    }
+    return facts;
 }
 
 }  // namespace attn_trace

@@ -162,4 +162,65 @@ std::string cache_comparison_json(const CacheComparison& c) {
     return out.dump(1) + "\n";
 }
 
+ModelCost compute_model_cost(const ModelCacheFacts& facts, std::uint64_t n, std::uint64_t tokens) {
+    ModelCost cost{facts, n, tokens, {}, 0, 0, 0, 0};
+    for (const auto& layer : facts.layers) {
+        const std::uint64_t held = layer.window ? std::min(tokens, *layer.window) : tokens;
+        cost.held.push_back(held);
+        cost.kv_cache_numbers_per_token += layer.kv_numbers_per_token;
+        cost.attention_parameters += layer.attention_parameters;
+        cost.kv_cache_bytes_total += static_cast<double>(layer.kv_numbers_per_token) * facts.bytes_per_number * static_cast<double>(held);
+    }
+    cost.kv_cache_bytes_per_token = static_cast<double>(cost.kv_cache_numbers_per_token) * facts.bytes_per_number;
+    return cost;
+}
+
+std::string model_cost_text(const ModelCost& cost, const std::string& dir) {
+    const auto& f = cost.facts;
+    std::string t = fmt::format("attn-trace cost: {} ({}), {}, {:g} bytes per number, {} cached\n\n", dir, f.model_type, plural(f.layers.size(), "layer"),
+                                f.bytes_per_number, plural(cost.tokens, "token"));
+    t += fmt::format("{:>5}  {:<17}  {:>6}  {:>14}  {:>9}  {:>44}  {:>10}\n", "layer", "attention", "window", "numbers/token", "tokens", "cache", "parameters");
+    for (std::size_t l = 0; l < f.layers.size(); ++l) {
+        const auto& layer = f.layers[l];
+        t += fmt::format("{:>5}  {:<17}  {:>6}  {:>14}  {:>9}  {:>44}  {:>10}\n", l, layer.layer_type, layer.window ? grouped(*layer.window) : "—",
+                         grouped(layer.kv_numbers_per_token), grouped(cost.held[l]),
+                         bytes_text(static_cast<double>(layer.kv_numbers_per_token) * f.bytes_per_number * static_cast<double>(cost.held[l])),
+                         grouped(layer.attention_parameters));
+    }
+    t += fmt::format("\nKV cache, all layers\n  per token while every layer still caches it   {} numbers = {}\n", grouped(cost.kv_cache_numbers_per_token),
+                     bytes_text(cost.kv_cache_bytes_per_token));
+    t += fmt::format("  {}   {}  (a sliding layer holds at most its window)\n", plural(cost.tokens, "token"), bytes_text(cost.kv_cache_bytes_total));
+    t += fmt::format("attention parameters, all layers   {} (the tensors each layer's attention reads, norms included)\n", grouped(cost.attention_parameters));
+    return t;
+}
+
+std::string model_cost_json(const ModelCost& cost, const std::string& dir) {
+    const auto& f = cost.facts;
+    nlohmann::ordered_json layers = nlohmann::ordered_json::array();
+    for (std::size_t l = 0; l < f.layers.size(); ++l) {
+        const auto& layer = f.layers[l];
+        layers.push_back({{"layer", l},
+                          {"layer_type", layer.layer_type},
+                          {"sliding_window", layer.window ? nlohmann::ordered_json(*layer.window) : nlohmann::ordered_json()},
+                          {"kv_cache_numbers_per_token", layer.kv_numbers_per_token},
+                          {"kv_cache_bytes_per_token", json_quantity(static_cast<double>(layer.kv_numbers_per_token) * f.bytes_per_number)},
+                          {"kv_cache_tokens", cost.held[l]},
+                          {"kv_cache_bytes_total", json_quantity(static_cast<double>(layer.kv_numbers_per_token) * f.bytes_per_number * static_cast<double>(cost.held[l]))},
+                          {"attention_parameters", layer.attention_parameters}});
+    }
+    const nlohmann::ordered_json out = {{"attn_trace", 1},
+                                        {"command", "cost"},
+                                        {"model", dir},
+                                        {"model_type", f.model_type},
+                                        {"n", cost.n},
+                                        {"tokens", cost.tokens},
+                                        {"bytes", json_quantity(f.bytes_per_number)},
+                                        {"kv_cache_numbers_per_token", cost.kv_cache_numbers_per_token},
+                                        {"kv_cache_bytes_per_token", json_quantity(cost.kv_cache_bytes_per_token)},
+                                        {"kv_cache_bytes_total", json_quantity(cost.kv_cache_bytes_total)},
+                                        {"attention_parameters", cost.attention_parameters},
+                                        {"layers", layers}};
+    return out.dump(1) + "\n";
+}
+
 }  // namespace attn_trace

@@ -145,6 +145,34 @@ expect_exit 0 "^c_q_normed  C_Q,n = " -- "$T" run "$M/deepseek_v3/problem.json" 
 expect_exit 0 "kv_cache_bytes_per_token = 96$" -- "$T" decode "$M/deepseek_v3/problem.json"
 expect_exit 0 "kv_cache_bytes_per_token_without_mla = 640$" -- "$T" decode "$M/deepseek_v3/problem.json"
 expect_exit 0 '"scale":0\.3742606' -- "$T" run "$M/deepseek_v3_yarn/problem.json" --format json --steps final
+# cost --model: the KV cache layer by layer, worked by hand. gemma2: 2 KV heads of 8 → 32
+# numbers a token per layer, 4 bytes; layer 0 slides (W = 3): 32·4·3 + 32·4·4096 = 524,672 bytes;
+# its attention reads q (32×16), k, v (16×16 each) and o (16×32) per layer: 1,536, 3,072 in all.
+cost=$("$T" cost --model "$M/gemma2" --n 4096 --format json)
+for fact in '"kv_cache_numbers_per_token": 64' '"kv_cache_bytes_total": 524672' '"attention_parameters": 3072' '"kv_cache_tokens": 3' '"bytes": 4'; do
+  expect_exit 0 "$fact" -- echo "$cost"
+done
+# deepseek_v3: the latent and the RoPE key, 8 + 4 = 12 numbers per layer; q_a (12×32), its norm (12),
+# q_b (48×12), kv_a (12×32), its norm (8), kv_b (64×8), o (32×32) = 2,900 per layer.
+cost=$("$T" cost --model "$M/deepseek_v3" --n 100 --format json)
+for fact in '"kv_cache_numbers_per_token": 24' '"kv_cache_bytes_total": 9600' '"attention_parameters": 5800'; do
+  expect_exit 0 "$fact" -- echo "$cost"
+done
+expect_exit 0 "4,096 tokens   524,672 bytes" -- "$T" cost --model "$M/gemma2" --n 4096
+expect_exit 0 '"kv_cache_bytes_total": 1536' -- "$T" cost --model "$M/mistral_window" --n 10 --bytes 8 --format json  # every layer slides: 2 · 32 · 8 · 3
+# On every model: the total is the sum of its layers.
+for golden in "${goldens[@]}"; do
+  "$T" cost --model "$M/$golden" --n 50 --format json > cost.json
+  expect_exit 0 "" -- python3 -c "
+import json
+c = json.load(open('cost.json'))
+assert c['kv_cache_bytes_total'] == sum(l['kv_cache_bytes_total'] for l in c['layers']), c
+assert c['attention_parameters'] == sum(l['attention_parameters'] for l in c['layers'])
+assert c['kv_cache_numbers_per_token'] == sum(l['kv_cache_numbers_per_token'] for l in c['layers'])
+"
+done
+expect_exit 2 "attn-trace: error: --d-model excludes --model" -- "$T" cost --model "$M/gemma2" --n 10 --d-model 16
+expect_exit 2 "config.json: cannot open the model.s config" -- "$T" cost --model "$M" --n 10
 # decode cannot follow dynamic scaling's growing length yet, grad has no qk-norm backward yet: each says so.
 expect_exit 2 "decode does not trace dynamic RoPE scaling yet" -- "$T" decode "$M/llama_dynamic/problem.json"
 expect_exit 2 "grad does not differentiate through qk-norm yet" -- "$T" grad "$M/qwen3_qknorm/problem.json"

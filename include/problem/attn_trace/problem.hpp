@@ -175,6 +175,22 @@ std::vector<MaskSpec> parse_mask_option(const std::string& text, std::size_t n, 
 // A --mask value as the JSON a problem's mask_spec holds: JSON as it is, a string form
 // as a JSON string ("causal" -> "\"causal\""); "" for none.
 std::string mask_option_json(const std::string& text);
+// One layer of a model directory as `cost --model` counts it (docs/COMMANDS.md#cost-of-a-model-directory).
+struct ModelLayerCache {
+    std::string layer_type;                  // full_attention or sliding_attention
+    std::optional<std::uint64_t> window;     // a sliding layer's W: it caches min(n, W) tokens
+    std::uint64_t kv_numbers_per_token = 0;  // 2 · H_kv · d_head (MLA: d_c + d_r)
+    std::uint64_t attention_parameters = 0;  // elements of the tensors the family reads, norms included
+};
+struct ModelCacheFacts {
+    std::string model_type;
+    double bytes_per_number = 4;  // the checkpoint's dtype
+    std::vector<ModelLayerCache> layers;
+};
+// Every layer of the model directory DIR (relative to the working directory), through the
+// same reader as "checkpoint": {"model": DIR}; its errors are InputErrors.
+ModelCacheFacts read_model_cache(const std::string& dir);
+
 // The masks of a recorded mask_spec (a JSON string form, object or list; "" for none),
 // for n queries and m keys; errors name `where`.
 std::vector<MaskSpec> masks_from_spec(const std::string& mask_spec, std::size_t n, std::size_t m, const std::string& where);
