@@ -44,7 +44,7 @@ import transformers
 from safetensors.torch import load_file, save_file
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from model_layers import capture, matrix  # noqa: E402
+from model_layers import attention, capture_attention, expectations  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "tests" / "models"
@@ -90,28 +90,15 @@ def build(cls, config, seed, scale=0.3):
     return randomise(cls(config).to(torch.float32), seed, scale)
 
 
-def attention(model, layer):
-    kind = model.config.model_type
-    if kind == "gpt_neox":
-        return model.gpt_neox.layers[layer].attention
-    if kind == "bloom":
-        return model.transformer.h[layer].self_attention
-    return model.model.layers[layer].self_attn
-
-
 def random_ids(n, seed):
     return torch.randint(0, VOCAB, (1, n), generator=torch.Generator().manual_seed(seed))
 
 
 def run_layer(model, ids, layer):
-    """capture() of layer's self_attn: its hidden_states input, its output and its weights."""
-    attn = attention(model, layer)
-    seen = capture(attn, attn, lambda: model(ids))
+    """capture_attention() of layer's attention: its hidden_states input, its output (BLOOM:
+    its dense output, before BloomAttention's own residual add) and its weights."""
+    seen = capture_attention(model, layer, lambda: model(ids))
     assert "weights" in seen, "the eager attention returned no weights"
-    if model.config.model_type == "bloom":
-        # BloomAttention returns dense(context) + residual (its dropout_add): take `y` from
-        # its dense projection instead, before the residual add.
-        seen["y"] = capture(attn, attn.dense, lambda: model(ids))["y"]
     return seen
 
 
@@ -120,8 +107,7 @@ def problem(title, ids, layer, seen, npy):
             "tokens": [WORDS[i] for i in ids[0].tolist()],
             "checkpoint": {"model": ".", "layer": layer},
             "X": {"npy": npy},
-            "expect": [{"name": "final", "atol": TOL, "rtol": TOL, "data": matrix(seen["y"][0])},
-                       {"name": "weights", "head": 0, "atol": TOL, "rtol": TOL, "data": matrix(seen["weights"][0, 0])}]}
+            "expect": expectations(seen, TOL, TOL)}
 
 
 def clean(folder):
