@@ -2,6 +2,7 @@
 // worked example.
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <tuple>
 
 #include "attn_trace/errors.hpp"
 #include "attn_trace/tolerances.hpp"
@@ -196,4 +197,34 @@ TEST_CASE("decode: a sliding window keeps a rolling cache of at most W keys") {
     // Without a window nothing is evicted and no step says so.
     problem["mask"] = "causal";
     CHECK_FALSE(decode(problem.dump()).find(StepName::k_cache, 0, std::nullopt, 5, std::nullopt)->evicted);
+}
+
+// Dynamic NTK (docs/PROBLEM.md#rope-scaling-partial-rotary): within the original context
+// (here 3 positions) each step equals the full pass over the tokens so far; past it the
+// cached keys keep the angles they were appended with, so decode and the full pass part.
+// tests/models/llama_dynamic/problem_decode.json checks the steps against transformers' cache.
+TEST_CASE("decode: dynamic RoPE turns each token with the base of the length so far") {
+    nlohmann::json problem;
+    for (const auto& [key, cols, seed] : {std::tuple{"Q", 4, 1.0}, std::tuple{"K", 4, 2.0}, std::tuple{"V", 2, 3.0}}) {
+        std::vector<std::vector<double>> rows(6, std::vector<double>(static_cast<std::size_t>(cols)));
+        for (std::size_t i = 0; i < 6; ++i)
+            for (std::size_t j = 0; j < rows[i].size(); ++j) rows[i][j] = std::sin(seed * 3.7 + static_cast<double>(i) * 1.3 + static_cast<double>(j) * 0.7);
+        problem[key] = rows;
+    }
+    problem["rope"] = {{"scaling", {{"type", "dynamic"}, {"factor", 4}, {"original_max_position_embeddings", 3}}}};
+    const Trace trace = decode(problem.dump());
+    CHECK(trace_number(trace, "max_abs_diff_vs_full") > 1e-3);
+    REQUIRE(trace.notes_of(NoteKind::dynamic_rope_decode).size() == 1);
+    for (int t = 0; t < 6; ++t) {
+        nlohmann::json so_far = problem;
+        for (const char* key : {"Q", "K", "V"}) so_far[key] = nlohmann::json(std::vector<nlohmann::json>(problem[key].begin(), problem[key].begin() + t + 1));
+        so_far["mask"] = "causal";
+        const Trace full = pipeline_full(parse_problem(so_far.dump(), "test.json"), RunOptions{});
+        const Matrix& last = step_values(full, "out", 0);
+        const Matrix& row = decode_step(trace, "out", t);
+        CAPTURE(t);
+        const bool same = std::abs(row(0, 0) - last(static_cast<std::size_t>(t), 0)) + std::abs(row(0, 1) - last(static_cast<std::size_t>(t), 1)) < 1e-12;
+        // Up to 3 tokens no base changes; from 4 on, the step's own query and key see the new base but the cached keys do not.
+        CHECK(same == (t < 3));
+    }
 }

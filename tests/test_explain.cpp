@@ -219,7 +219,8 @@ TEST_CASE("a mask cell names the rule: causal alignment, ALiBi slope times dista
 }
 
 TEST_CASE("a decode step computed alone equals the whole decode's step t, and explains its weight") {
-    for (const char* file : {"/examples/damaged_on_arrival.json", "/examples/gqa_8q_2kv.json", "/tests/golden/rope_half.json"}) {
+    for (const char* file : {"/examples/damaged_on_arrival.json", "/examples/gqa_8q_2kv.json", "/tests/golden/rope_half.json",
+                             "/tests/models/llama_dynamic/problem_decode.json"}) {
         const Problem problem = load_problem(std::string(ATTN_TRACE_SOURCE_DIR) + file);
         for (const std::size_t prefill : {std::size_t{0}, std::size_t{2}}) {
             DecodeOptions decode;

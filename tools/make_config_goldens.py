@@ -6,6 +6,7 @@ reads the family, heads, head_dim, RoPE, norms, scale, softcap and window from c
 
 Usage:
     pip install torch numpy transformers safetensors && python3 tools/make_config_goldens.py
+(it rewrites every golden; a run takes seconds)
 
 For each golden it writes tests/models/NAME/:
   config.json        as save_pretrained writes it (generation_config.json removed)
@@ -17,7 +18,18 @@ For each golden it writes tests/models/NAME/:
                      (BLOOM's self_attention adds the residual inside its forward: there
                      `final` is its `dense` output, before that add)
 and, where a second layer of another kind (sliding vs full) is checked, hidden_layer0.npy
-and problem_layer0.json. Every weight, norm weights too, is random from a fixed seed (RMSNorm
+and problem_layer0.json. For mistral_window, llama_dynamic and deepseek_v3 also
+  hidden_decode.npy  the hidden states entering layer L's self_attn when the model runs token
+                     by token with a real KV cache (transformers.DynamicCache(config=...), one
+                     token a step, position t at step t, use_cache=True, no prefill block): row t
+                     is what the cached layer saw at step t
+  problem_decode.json X from hidden_decode.npy and, as `expect`, one `final` entry a token,
+                     {"name": "final", "t": t, "atol": 1e-5, "rtol": 1e-5, "data": [d_model]}:
+                     the attention module's output at step t (after o_proj, before residual),
+                     so that attn-trace checks its `decode`. Sliding window and MLA: the rows
+                     equal the full pass's within 1e-5 (asserted). Dynamic NTK: they differ past
+                     max_position_embeddings (cached keys keep the rotation they were appended
+                     with; the token at t uses the base for length t + 1), asserted > 1e-4. Every weight, norm weights too, is random from a fixed seed (RMSNorm
 weights 1 + 0.3 N(0, 1); Gemma's (1 + w) norms w = 0.2 N(0, 1)); input ids random from a fixed
 seed, batch 1, positions 0..n-1, no padding (LayerNorm weights, GPT-NeoX's and BLOOM's, are
 1 + 0.3 N(0, 1) too, their biases N(0, 0.3²)); transformers' eager attention, float32, and
@@ -28,6 +40,7 @@ rope_theta + rope_scaling form of llama_yarn_v4).
 This script (and transformers) is a generator-side dependency only.
 """
 
+import inspect
 import json
 import math
 import os
@@ -149,6 +162,70 @@ def save(name, model, ids, what, layers, extra=""):
                         "rope": rope_summary(cfg, kind), "max_final": float(seen["y"].abs().max())})
     write_files(folder, problems)
     return folder, problems
+
+
+DECODE = []
+
+
+def decode(name, model, ids, problems, same_as_full):
+    """problem_decode.json and hidden_decode.npy for the first layer of `problems`: the model
+    run token by token with a DynamicCache(config=model.config), one token a step (position t),
+    catching layer L's attention input and output at every step. same_as_full: assert the rows
+    equal the full pass's `final` within TOL, otherwise that they differ by more than 1e-4. The
+    folder is then reloaded with from_pretrained and decoded again: it must reproduce `expect`."""
+    folder = OUT / name
+    layer, (_, _, full, seen_full) = next(iter(problems.items()))
+    n = ids.shape[1]
+
+    def run(m):
+        cache = transformers.DynamicCache(config=m.config)
+        # transformers 5.x renames past_key_values to cache (the old name warns)
+        kw = "cache" if "cache" in inspect.signature(m.forward).parameters else "past_key_values"
+        xs, ys, held, seen_keys = [], [], [], []
+        for t in range(n):
+            seen = capture_attention(m, layer, lambda: m(ids[:, t:t + 1], **{kw: cache}, use_cache=True,
+                                                         position_ids=torch.tensor([[t]]), cache_position=torch.tensor([t])))
+            assert seen["x"].shape[1] == 1 and seen["y"].shape[1] == 1
+            xs.append(seen["x"][0, 0])
+            ys.append(seen["y"][0, 0])
+            seen_keys.append(seen["weights"].shape[-1])  # keys the step's attention saw
+            held.append(cache.layers[layer].keys.shape[-2])  # keys the cache holds after the step
+        return torch.stack(xs), torch.stack(ys), held, seen_keys, type(cache.layers[layer]).__name__
+
+    x, y, held, seen_keys, kind = run(model)
+    full_y = seen_full["y"][0]
+    dy = float((y.double() - full_y.double()).abs().max())
+    dx = float((x.double() - seen_full["x"][0].double()).abs().max())
+    if same_as_full:
+        assert dy <= TOL, f"{name}: decode differs from the full pass by {dy}"
+    else:
+        assert dy > 1e-4, f"{name}: decode equals the full pass ({dy})"
+    window = getattr(model.config, "sliding_window", None)
+    if window:
+        assert kind == "DynamicSlidingWindowLayer", kind
+        assert max(held) <= window and max(seen_keys) <= window, (held, seen_keys)
+        assert seen_keys == [min(t + 1, window) for t in range(n)], seen_keys
+    np.save(folder / "hidden_decode.npy", x.numpy())
+    prob = {"title": full["title"].replace(", float32, eager", ", float32, eager; decode: token by token with a "
+                                           "DynamicCache, one token a step, final of each step"),
+            "tokens": full["tokens"],
+            "checkpoint": full["checkpoint"],
+            "X": {"npy": "hidden_decode.npy"},
+            "expect": [{"name": "final", "t": t, "atol": TOL, "rtol": TOL, "data": [float(v) for v in y[t].double().tolist()]}
+                       for t in range(n)]}
+    (folder / "problem_decode.json").write_text(json.dumps(prob, indent=1) + "\n")
+    reloaded = transformers.AutoModelForCausalLM.from_pretrained(folder, attn_implementation="eager",
+                                                                 dtype=torch.float32).eval()
+    # from_pretrained leaves the parameters in the safetensors file's memory map, where a
+    # one-row matmul may take another SIMD path (~1e-6 from the aligned copy): copy them.
+    with torch.no_grad():
+        for p in reloaded.parameters():
+            p.data = p.data.clone()
+    x2, y2, _, _, _ = run(reloaded)
+    reload_diff = max(float((x2 - x).abs().max()), float((y2 - y).abs().max()))
+    assert reload_diff <= 1e-6, f"{name}: the reloaded model decodes differently by {reload_diff}"
+    DECODE.append({"folder": name, "layer": layer, "n": n, "cache": kind, "held": held, "seen": seen_keys,
+                   "dx": dx, "dy": dy, "reload": reload_diff})
 
 
 def rope_summary(cfg, kind):
@@ -486,6 +563,8 @@ def main():
         model, ids, folder, problems = make()
         made[folder.name] = (model, ids, folder, problems)
         reloads[folder.name] = reload_check(folder, ids, problems)
+        if folder.name in ("mistral_window", "llama_dynamic", "deepseek_v3"):
+            decode(folder.name, model, ids, problems, same_as_full=folder.name != "llama_dynamic")
     v4_folder, _ = llama_yarn_v4(made["llama_yarn"][2])
     _, ids, _, problems = made["llama_yarn"]
     reloads["llama_yarn_v4"] = reload_check(v4_folder, ids, problems)
@@ -501,6 +580,11 @@ def main():
     for r in SUMMARY:
         print(f"{r['folder']:19} {r['file']:22} {r['n']:2d} {r['layer']:5d} {r['kind']:18} {r['rope']:28} {r['max_final']:10.4f} "
               f"{reloads.get(r['folder'], 0.0):11.2e}")
+    print("\nproblem_decode.json (token by token, DynamicCache): max |decode − full| of X and of final; "
+          "keys held by layer L's cache after each step, keys its attention saw at each step")
+    for r in DECODE:
+        print(f"  {r['folder']:15} layer {r['layer']} n {r['n']}: X {r['dx']:.2e}, final {r['dy']:.2e}, reload diff "
+              f"{r['reload']:.1e}; {r['cache']} held {r['held']}, saw {r['seen']}")
     for name in sorted({r["folder"] for r in SUMMARY}):
         folder = OUT / name
         sizes = {p.name: p.stat().st_size for p in sorted(folder.iterdir())}

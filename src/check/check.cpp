@@ -1,6 +1,7 @@
 #include "attn_trace/check.hpp"
 
 #include <algorithm>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -19,13 +20,28 @@ StepCheck compare_step(const Trace& trace, StepName name, std::optional<int> hea
     check.expected_rows = want.rows();
     check.expected_cols = want.cols();
     const Step* step = trace.find(name, head, batch, t, tile);
-    if (!step) {
+    std::optional<Matrix> rows_of_t;
+    if (!step && t && !tile) {
+        // decode records `concat` and `final` once, every step's rows stacked
+        // (docs/PROBLEM.md#expect-values-for-attn-trace-check): an entry with t is the rows
+        // of the decode step ending at query t, as many as that step's `out` has.
+        const Step* stacked = trace.find(name, head, batch, std::nullopt, std::nullopt);
+        const Step* out = trace.find(StepName::out, 0, batch, t, std::nullopt);
+        if (stacked && out && trace.command == "decode" && out->values.rows() <= static_cast<std::size_t>(*t) + 1) {
+            const std::size_t count = out->values.rows(), first = static_cast<std::size_t>(*t) + 1 - count;
+            rows_of_t = Matrix(count, stacked->values.cols());
+            for (std::size_t r = 0; r < count; ++r)
+                for (std::size_t c = 0; c < stacked->values.cols(); ++c) (*rows_of_t)(r, c) = stacked->values(first + r, c);
+        }
+    }
+    if (!step && !rows_of_t) {
         check.found = false;
         return check;
     }
-    check.got_rows = step->values.rows();
-    check.got_cols = step->values.cols();
-    check.comparison = compare_matrices(step->values, want, tolerance);
+    const Matrix& got = step ? step->values : *rows_of_t;
+    check.got_rows = got.rows();
+    check.got_cols = got.cols();
+    check.comparison = compare_matrices(got, want, tolerance);
     return check;
 }
 

@@ -1,5 +1,6 @@
 // KV-cache decoding (docs/COMMANDS.md#decode): the queries one at a time (after an optional
 // prefill block), each scored against a cache that holds only the past.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -38,6 +39,11 @@ public:
         validate();
         Heads heads = prepare_heads(b);
         const std::size_t first = decode_.prefill > 0 && t + 1 == decode_.prefill ? 0 : t;
+        // The keys cached before this step keep the angles of the steps that appended them.
+        for (std::size_t before = 0, end = 0; dynamic_ && before < first; before = end) {
+            end = before == 0 && decode_.prefill > 0 ? decode_.prefill : before + 1;
+            turn_new_rows(heads, before, end);
+        }
         run_step(first, t + 1, b, heads);
         return finish();
     }
@@ -48,10 +54,10 @@ private:
             throw InputError(fmt::format("{}: decode needs self-attention: with X_source the keys and values come from another "
                                          "sequence that every step reads whole, not a cache that grows step by step (use run)",
                                          p_.file));
-        // Dynamic NTK's angles depend on the length read so far, which grows by one per
-        // step: decode would need the angles of every step (docs/PROBLEM.md#rope-scaling-partial-rotary).
-        if (p_.rope && p_.rope->scaling.type == RopeScaling::Type::dynamic)
-            throw InputError(fmt::format("{}: decode does not trace dynamic RoPE scaling yet (its angles change as the sequence grows); "
+        // MLA's decoupled RoPE key is turned once for every head; decode turns it with the
+        // whole sequence's angles, which under dynamic scaling are not the ones a cache holds.
+        if (p_.mla && p_.mla->d_r > 0 && p_.mla->rope.scaling.type == RopeScaling::Type::dynamic)
+            throw InputError(fmt::format("{}: decode does not trace MLA's RoPE key under dynamic scaling (its angles change as the cache grows); "
                                          "run traces the whole sequence",
                                          p_.file));
         if (p_.m < p_.n)
@@ -98,6 +104,7 @@ private:
         if (!p_.masks.empty() || !p_.lengths.empty()) reference.words["mask"] = trace_.problem.mask;
         notes.push_back(std::move(reference));
         if (p_.kv_heads < p_.heads) notes.push_back({NoteKind::cache_heads, {{"kv_heads", p_.kv_heads}, {"heads", p_.heads}}, {}});
+        if (dynamic_) notes.push_back({NoteKind::dynamic_rope_decode, {{"original", p_.rope->scaling.original_max_positions}}, {}});
     }
 
     // Every head's q, k, v of sequence b, with an (n, d_v) output and a list of
@@ -107,6 +114,7 @@ private:
         std::vector<HeadInputs> inputs;
         std::vector<Matrix> outs;
         std::vector<std::vector<std::size_t>> empty_rows;
+        std::vector<HeadInputs> unturned;  // dynamic NTK: each head's q and k before RoPE, turned step by step
     };
     Heads prepare_heads(std::size_t b) const {
         Heads heads;
@@ -115,6 +123,10 @@ private:
         for (int h = 0; h < p_.heads; ++h) {
             heads.inputs.push_back(head_inputs(p_, projections, h, dtype_));
             heads.outs.emplace_back(p_.n, p_.d_v);
+            if (dynamic_) {
+                const std::size_t hs = static_cast<std::size_t>(h), g = static_cast<std::size_t>(kv_head_of(p_, h));
+                heads.unturned.push_back({projections.q.columns(hs * p_.d_k, p_.d_k), projections.k.columns(g * p_.d_k, p_.d_k), Matrix()});
+            }
         }
         heads.empty_rows.resize(static_cast<std::size_t>(p_.heads));
         return heads;
@@ -139,7 +151,30 @@ private:
     // heads.inputs[h]: q (n, d_k), k (m, d_k), v (m, d_v); heads.outs[h] (n, d_v)
     // receives the rows. The mask rows are built per step, so no step ever holds
     // the whole n × m mask.
+    // Dynamic NTK as transformers' decode does it (docs/PROBLEM.md#rope-scaling-partial-rotary):
+    // the step's queries first … end−1 and the keys it appends turn with the angles of
+    // the length read so far, L = their largest position + 1 (the plain angles while
+    // L ≤ the original context); the keys already cached keep the angles they were
+    // appended with, which is why decode then differs from the full pass.
+    void turn_new_rows(Heads& heads, std::size_t first, std::size_t end) const {
+        const std::size_t new_keys = first == 0 ? 0 : first + offset_, cache_length = end + offset_;
+        const std::vector<double> q_at(query_positions_.begin() + static_cast<long>(first), query_positions_.begin() + static_cast<long>(end));
+        const std::vector<double> k_at(key_positions_.begin() + static_cast<long>(new_keys), key_positions_.begin() + static_cast<long>(cache_length));
+        double length = 0;
+        for (double position : q_at) length = std::max(length, position + 1);
+        for (double position : k_at) length = std::max(length, position + 1);
+        Rope rope = *p_.rope;
+        resolve_rope(rope, rope.rotary_dims, length, p_.file + ": $.rope.scaling");
+        for (std::size_t h = 0; h < heads.inputs.size(); ++h) {
+            const Matrix q = apply_rope(block_of(heads.unturned[h].q, first, end - first, 0, p_.d_k), rope, q_at, dtype_);
+            const Matrix k = apply_rope(block_of(heads.unturned[h].k, new_keys, cache_length - new_keys, 0, p_.d_k), rope, k_at, dtype_);
+            for (std::size_t r = 0; r < q.rows(); ++r) std::copy(q.row(r), q.row(r) + p_.d_k, heads.inputs[h].q.row(first + r));
+            for (std::size_t r = 0; r < k.rows(); ++r) std::copy(k.row(r), k.row(r) + p_.d_k, heads.inputs[h].k.row(new_keys + r));
+        }
+    }
+
     void run_step(std::size_t first, std::size_t end, std::size_t b, Heads& heads) {
+        if (dynamic_) turn_new_rows(heads, first, end);
         const std::size_t rows = end - first, cache_length = end + offset_;
         const int t = static_cast<int>(end - 1);
         const int group = p_.heads / p_.kv_heads;
@@ -261,6 +296,8 @@ private:
     std::size_t offset_;  // m − n: keys in the cache before the first query
     std::optional<std::size_t> window_ = rolling_window(p_);  // a rolling cache of at most this many keys
     std::size_t cache_start_ = 0;  // the first key the rolling cache still holds
+    bool dynamic_ = p_.rope && p_.rope->scaling.type == RopeScaling::Type::dynamic;
+    std::vector<double> query_positions_ = query_positions(p_), key_positions_ = key_positions(p_);
 };
 
 }  // namespace

@@ -232,7 +232,7 @@ json rope_of(const ModelDirectory& dir, const ModelFamily& family, const json& p
 // are [latent | the shared rope key], kv_b_proj's per head [k_nope | v]; both latents are
 // normed with eps 1e-6 whatever rms_norm_eps says, as the model's code does.
 json mla_keys(const ModelDirectory& dir, const std::string& prefix, long heads, const std::function<bool(const std::string&, bool)>& take,
-              const std::function<json(const std::string&)>& weight, const std::string& where) {
+              const std::function<json(const std::string&)>& weight) {
     const std::size_t H = static_cast<std::size_t>(heads);
     const std::size_t d_nope = static_cast<std::size_t>(dir.whole("qk_nope_head_dim", 1)), d_rope = static_cast<std::size_t>(dir.whole("qk_rope_head_dim", 0));
     const std::size_t d_v = static_cast<std::size_t>(dir.whole("v_head_dim", 1)), d_c = static_cast<std::size_t>(dir.whole("kv_lora_rank", 1));
@@ -271,7 +271,6 @@ json mla_keys(const ModelDirectory& dir, const std::string& prefix, long heads, 
         query = rows(q_tensor, per_head(d_nope + d_rope, 0, d_nope));
     }
     if (d_rope) mla["W_QR"] = rows(q_tensor, per_head(d_nope + d_rope, d_nope, d_rope));
-    (void)where;
     return {{"mla", mla}, {"W_Q", query}};
 }
 
@@ -351,7 +350,7 @@ std::string expand_model(json& root, ArraySource& arrays, const JsonReader& read
     const char* keys[] = {"W_Q", "W_K", "W_V"};
     const char* bias_keys[] = {"b_Q", "b_K", "b_V"};
     if (family->layout == ModelFamily::Layout::mla) {
-        const json parts = mla_keys(dir, prefix, heads, take, weight, dir_name);
+        const json parts = mla_keys(dir, prefix, heads, take, weight);
         root["mla"] = parts["mla"];
         if (!parts["W_Q"].is_null()) root["W_Q"] = parts["W_Q"];
     } else if (family->layout == ModelFamily::Layout::separate) {

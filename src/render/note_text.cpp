@@ -139,6 +139,12 @@ std::string note_text(const Note& note) {
                                "positions back, so the cache keeps the last {} keys and values and drops the oldest as each new one arrives "
                                "(each k_cache and v_cache lists what its step evicted); a prefill block reads all its keys, then keeps the last {}",
                                whole(note, "window"), whole(note, "window") - 1, whole(note, "window"), whole(note, "window"));
+        case NoteKind::dynamic_rope_decode:
+            return fmt::format("dynamic RoPE: each step turns its query and the keys it appends with the base for the length read so far "
+                               "(the plain base up to {} positions, as transformers' decode does), and the cached keys keep the angles they "
+                               "were appended with; the full pass turns every position with the base of the whole length, so past {} "
+                               "positions the two differ and max_abs_diff_vs_full measures by how much",
+                               whole(note, "original"), whole(note, "original"));
         case NoteKind::prefill:
             return fmt::format("prefill: the first {} queries as one bottom-right-aligned causal block; its steps carry t = {} and have {} rows",
                                whole(note, "prefill"), whole(note, "prefill") - 1, whole(note, "prefill"));
