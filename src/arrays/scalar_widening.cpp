@@ -4,15 +4,11 @@
 #include <cmath>
 #include <limits>
 
+#include "attn_trace/half_float.hpp"
+
 namespace attn_trace {
 
-double half_to_double(std::uint16_t bits) {
-    const double sign = (bits & 0x8000) ? -1.0 : 1.0;
-    const int exponent = (bits >> 10) & 0x1f, mantissa = bits & 0x3ff;
-    if (exponent == 0x1f) return mantissa ? std::numeric_limits<double>::quiet_NaN() : sign * std::numeric_limits<double>::infinity();
-    if (exponent == 0) return sign * std::ldexp(mantissa, -24);  // subnormal (or zero): mantissa · 2^-24
-    return sign * std::ldexp(1024 + mantissa, exponent - 25);    // (1 + m/1024) · 2^(e − 15)
-}
+double half_to_double(std::uint16_t bits) { return static_cast<double>(f16_bits_to_f32(bits)); }
 
 double widen_scalar(const unsigned char* p, ScalarKind kind, bool big_endian) {
     unsigned char b[8];
@@ -25,12 +21,7 @@ double widen_scalar(const unsigned char* p, ScalarKind kind, bool big_endian) {
         case ScalarKind::i32: { std::int32_t x; std::memcpy(&x, b, 4); return x; }
         case ScalarKind::i64: { std::int64_t x; std::memcpy(&x, b, 8); return static_cast<double>(x); }
         case ScalarKind::f16: return half_to_double(static_cast<std::uint16_t>(b[0] | (b[1] << 8)));
-        case ScalarKind::bf16: {  // the upper half of an f32
-            const std::uint32_t bits = static_cast<std::uint32_t>(b[0] | (b[1] << 8)) << 16;
-            float x;
-            std::memcpy(&x, &bits, 4);
-            return x;
-        }
+        case ScalarKind::bf16: return static_cast<double>(bf16_bits_to_f32(static_cast<std::uint16_t>(b[0] | (b[1] << 8))));
     }
     return 0;
 }

@@ -10,41 +10,14 @@
 #include <limits>
 #include <vector>
 
+#include "attn_trace/half_float.hpp"
 #include "attn_trace/online_softmax.hpp"
 #include "backend/cuda/tensor_core_tiling.hpp"
 #include "row_key_ranges.hpp"
 
 namespace attn_trace {
 
-namespace {
-
-std::uint32_t bits_of(float x) {
-    std::uint32_t u;
-    std::memcpy(&u, &x, sizeof u);
-    return u;
-}
-float float_of(std::uint32_t u) {
-    float x;
-    std::memcpy(&x, &u, sizeof x);
-    return x;
-}
-
-// Keeps the top 32 − dropped bits of a float's pattern, rounding to nearest, ties to even.
-float round_mantissa(float x, int dropped) {
-    const std::uint32_t u = bits_of(x), half = (1u << (dropped - 1)) - 1, lowest_kept = (u >> dropped) & 1u;
-    return float_of((u + half + lowest_kept) & ~((1u << dropped) - 1));
-}
-
-}  // namespace
-
-float round_to_half(float x, HalfType type) {
-    if (!std::isfinite(x)) return x;
-    if (type == HalfType::bf16) return round_mantissa(x, 16);
-    // fp16: 10 mantissa bits for normal values; below 2^−14 steps of 2^−24.
-    constexpr float smallest_normal = 6.103515625e-05f, largest = 65504.0f;
-    const float rounded = std::fabs(x) < smallest_normal ? std::nearbyint(x * 16777216.0f) / 16777216.0f : round_mantissa(x, 13);
-    return std::fabs(rounded) > largest ? std::copysign(std::numeric_limits<float>::infinity(), x) : rounded;
-}
+float round_to_half(float x, HalfType type) { return type == HalfType::bf16 ? round_to_bf16(x) : round_to_f16(x); }
 
 AttentionResult emulate_tensor_core_attention(const AttentionCall& call) {
     using namespace tensor_cores;

@@ -84,7 +84,7 @@ Examples:
     check->add_option("--mask", o.mask, "with --golden: the mask to recompute with instead of the golden's");
     check->add_option("--scale", o.scale, "with --golden: the scale instead of the golden's (auto, none or a number)");
     check->add_option("--empty-rows", o.empty_rows, "with --golden: error, zero or nan instead of the golden's");
-    check->add_option("--dtype", o.dtype, "f64 or f32")->check(CLI::IsMember({"f64", "f32"}))->capture_default_str();
+    check->add_option("--dtype", o.dtype, "f64, f32, f16 or bf16 (default: each file's \"dtype\", else f64)")->check(CLI::IsMember({"f64", "f32", "f16", "bf16"}));
     check->add_option("--backend", o.backend, "cpu or cuda")->capture_default_str();
     check->add_option("--atol", o.atol, "absolute tolerance for every entry, overriding the files")->check(CLI::NonNegativeNumber);
     check->add_option("--rtol", o.rtol, "relative tolerance for every entry, overriding the files")->check(CLI::NonNegativeNumber);
@@ -98,7 +98,7 @@ Examples:
         if (o.golden.empty() && (o.mask || o.scale || o.empty_rows))
             throw InputError("--mask, --scale and --empty-rows replace a golden trace's settings: give them with --golden (an expect file's own settings are its problem's)");
         CheckOptions options;
-        options.run = {parse_dtype(o.dtype, "--dtype"), o.backend};
+        options.run = {Dtype::f64, o.backend};
         options.atol = o.atol;
         options.rtol = o.rtol;
         options.tiled = {whole_number_option("--block-q", o.block_q, 1), whole_number_option("--block-k", o.block_k, 1)};
@@ -109,6 +109,7 @@ Examples:
         for (const auto& file : o.files) {
             try {
                 const Problem problem = load_problem(file, o.allow_nonfinite);
+                options.run.dtype = check->count("--dtype") ? parse_dtype(o.dtype, "--dtype") : problem.dtype.value_or(Dtype::f64);
                 std::optional<Trace> golden;
                 if (!o.golden.empty()) golden = load_golden_trace(o.golden);
                 refuse_over_budget(problem, "check", check_trace_bytes(problem, options, golden ? golden->command : ""), o.budget);

@@ -111,7 +111,7 @@ Examples:
                                          target.spec, size_text(bytes), problem.n, problem.m, problem.heads, problem.heads == 1 ? "" : "s",
                                          source.tile ? fmt::format(", tiles of {} × {} scores", source.tiled.block_q, source.tiled.block_k) : "",
                                          size_text(limit), source.tile ? ": choose a smaller --block-q and --block-k" : ""));
-        std::cout << explain_problem(problem, run_options(o.trace), target, options, source);
+        std::cout << explain_problem(problem, run_options(o.trace, problem), target, options, source);
         exit_code = 0;
     });
 }

@@ -55,8 +55,8 @@ Examples:
         // The page hatches grad_masked's zeros where the forward pass's mask blocked
         // the weight (a forward trace past the memory budget is not computed for it).
         const bool page = options.format == Format::html && full_trace_bytes(problem) <= static_cast<double>(options.budget.memory);
-        const std::optional<Trace> forward = page ? std::optional(pipeline_full(problem, run_options(options))) : std::nullopt;
-        print_trace(pipeline_grad(problem, run_options(options), grad_options), options, problem, nullptr, nullptr, forward ? &*forward : nullptr);
+        const std::optional<Trace> forward = page ? std::optional(pipeline_full(problem, run_options(options, problem))) : std::nullopt;
+        print_trace(pipeline_grad(problem, run_options(options, problem), grad_options), options, problem, nullptr, nullptr, forward ? &*forward : nullptr);
         exit_code = 0;
     });
 }

@@ -48,7 +48,7 @@ Examples:
                                             : parse_permutation(o.perm, rows);
         // Two full traces are computed.
         refuse_over_budget(problem, "permute", 2 * full_trace_bytes(problem), o.trace.budget);
-        print_trace(permutation_trace(problem, run_options(o.trace), permute_options), o.trace, problem);
+        print_trace(permutation_trace(problem, run_options(o.trace, problem), permute_options), o.trace, problem);
         exit_code = 0;
     });
 }

@@ -53,13 +53,13 @@ row_sum and out per head (and concat, final) and says so in a note.)");
             throw InputError(fmt::format("--pitfall {} compares the full (n, m) steps, which the fast path does not keep, and this run takes the "
                                          "fast path ({}): {}",
                                          options.pitfall, reason, fast ? "leave out --fast" : "try the pitfall on a smaller problem"));
-        const Trace trace = reason.empty() ? pipeline_full(problem, run_options(options))
-                                           : pipeline_fast(problem, run_options(options), FastPathOptions{.reason = reason});
+        const Trace trace = reason.empty() ? pipeline_full(problem, run_options(options, problem))
+                                           : pipeline_fast(problem, run_options(options, problem), FastPathOptions{.reason = reason});
         if (options.pitfall.empty()) print_trace(trace, options, problem);
         else {
             if (options.format != Format::text || options.heatmap)
                 throw InputError("--pitfall prints the two computations side by side as text: leave out --format and --heatmap");
-            const Pitfall pitfall = compute_pitfall(options.pitfall, problem, trace, run_options(options));
+            const Pitfall pitfall = compute_pitfall(options.pitfall, problem, trace, run_options(options, problem));
             print_trace(trace, options, problem, &pitfall);
         }
         exit_code = 0;

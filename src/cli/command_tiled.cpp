@@ -38,7 +38,7 @@ Examples:
         const Problem problem = load_with_overrides(options);
         refuse_over_budget(problem, "tiled", tiled_trace_bytes(problem, tiled_options), options.budget);
         options.page_source.tiled = tiled_options;
-        print_trace(pipeline_tiled(problem, run_options(options), tiled_options), options, problem);
+        print_trace(pipeline_tiled(problem, run_options(options, problem), tiled_options), options, problem);
         exit_code = 0;
     });
 }

@@ -43,7 +43,7 @@ void add_problem_options(CLI::App& command, TraceOptions& o) {
     command.add_option("PROBLEM", o.problem_path, "problem file (JSON; its keys: docs/PROBLEM.md), or - for standard input")->required();
     command.add_option("--mask", o.mask, "mask, overriding the file: " + mask_string_forms() + R"(, or JSON such as '{"sparse": {"window": 1, "global": [0]}}')");
     command.add_option("--scale", o.scale, "auto (1/sqrt(d_k)), none (1) or a number, overriding the file");
-    command.add_option("--dtype", o.dtype, "f64 or f32")->check(CLI::IsMember({"f64", "f32"}))->capture_default_str();
+    command.add_option("--dtype", o.dtype, "f64, f32, f16 or bf16 (default: the file's \"dtype\", else f64)")->check(CLI::IsMember({"f64", "f32", "f16", "bf16"}));
     command.add_option("--backend", o.backend, "cpu or cuda")->capture_default_str();
     command.add_option("--head", o.head, "only this head's per-head steps (0-based)");
     command.add_option("--batch", o.batch, "only this sequence of a batch (0-based)");
@@ -126,6 +126,7 @@ Problem load_with_overrides(const TraceOptions& o) {
         problem.dropout->train = o.train;
     }
     if (!o.empty_rows.empty()) problem.empty_rows = parse_empty_rows(o.empty_rows, "--empty-rows");
+    if (!o.dtype.empty()) problem.dtype = parse_dtype(o.dtype, "--dtype");
     // A --mask from the command line must fit the problem like one from the file.
     try {
         validate_masks(problem);
@@ -140,7 +141,7 @@ Problem load_with_overrides(const TraceOptions& o) {
     return problem;
 }
 
-RunOptions run_options(const TraceOptions& o) { return {parse_dtype(o.dtype, "--dtype"), o.backend}; }
+RunOptions run_options(const TraceOptions& o, const Problem& problem) { return {problem.dtype.value_or(Dtype::f64), o.backend}; }
 
 RenderOptions render_options(const TraceOptions& o, const Problem&) {
     RenderOptions r;
@@ -207,7 +208,7 @@ void print_trace(const Trace& trace, const TraceOptions& o, const Problem& probl
         // enough), which the estimate above did not count: the page is measured
         // whole before it is printed. Its explanations are at most
         // page_explained_cells texts of a few kilobytes each, so holding it costs little.
-        const std::string page = render_html(trace, r, explain_cells(trace, problem, run_options(o), selected_steps(trace, r), o.page_source, o.precision), forward);
+        const std::string page = render_html(trace, r, explain_cells(trace, problem, run_options(o, problem), selected_steps(trace, r), o.page_source, o.precision), forward);
         if (page.size() > o.budget.output)
             throw InputError(fmt::format("{}: the {} page would be {} with its cells' explanations; the limit is {} (--max-output): choose what to "
                                          "show with --steps, --head or --batch",

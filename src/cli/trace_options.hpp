@@ -19,7 +19,7 @@ namespace attn_trace::cli {
 struct TraceOptions {
     std::string problem_path;
     std::string mask, scale, empty_rows;  // empty = as the file says
-    std::string dtype = "f64";
+    std::string dtype;  // empty = the file's "dtype", else f64
     std::string backend = "cpu";
     Format format = Format::text;
     std::optional<MathStyle> math;  // --math; unset: dollars
@@ -52,7 +52,7 @@ MathStyle math_style(const std::optional<MathStyle>& math, Format format);
 
 // Loads the problem and applies --mask, --scale, --empty-rows over the file's values.
 Problem load_with_overrides(const TraceOptions& options);
-RunOptions run_options(const TraceOptions& options);
+RunOptions run_options(const TraceOptions& options, const Problem& problem);  // the dtype: --dtype, else the file's, else f64
 RenderOptions render_options(const TraceOptions& options, const Problem& problem);
 // --color after NO_COLOR and the terminal test: whether to print ANSI colours.
 bool use_color(const std::string& setting);

@@ -22,4 +22,10 @@ std::string shape_string(std::size_t rows, std::size_t cols) {
     return fmt::format("({}, {})", rows, cols);
 }
 
+Matrix rounded(Matrix m, Dtype dtype) {
+    if (dtype != Dtype::f64)
+        for (auto& x : m.data()) x = round_to(dtype, x);
+    return m;
+}
+
 }  // namespace attn_trace

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 #include <fmt/format.h>
 
@@ -14,12 +15,6 @@ namespace attn_trace {
 namespace {
 
 constexpr double pi = 3.14159265358979323846;
-
-Matrix rounded(Matrix m, Dtype dtype) {
-    if (dtype == Dtype::f32)
-        for (auto& x : m.data()) x = round_to(dtype, x);
-    return m;
-}
 
 template <typename T, typename F>
 Matrix map_elements(const Matrix& a, F f) {
@@ -35,8 +30,11 @@ Matrix rows_of(const Matrix& a, QueryRows rows) {
     return out;
 }
 
+// In a half type (docs/PROBLEM.md#dtype-half-precision) exp is stored rounded, row_sum is
+// the f32 sum of the stored exp values and stays f32, and weights = exp / row_sum is
+// rounded once; z − max is formed in T and never stored.
 template <typename T>
-SoftmaxSteps softmax_in(const Matrix& z, EmptyRows policy) {
+SoftmaxSteps softmax_in(const Matrix& z, EmptyRows policy, Dtype dtype) {
     const std::size_t rows = z.rows(), cols = z.cols();
     SoftmaxSteps s{Matrix(rows, 1), Matrix(rows, cols), Matrix(rows, 1), Matrix(rows, cols), {}};
     for (std::size_t i = 0; i < rows; ++i) {
@@ -57,12 +55,12 @@ SoftmaxSteps softmax_in(const Matrix& z, EmptyRows policy) {
         for (std::size_t j = 0; j < cols; ++j) {
             const T zij = static_cast<T>(z(i, j));
             // A blocked key (−∞) contributes exactly 0.
-            const T e = zij == -std::numeric_limits<T>::infinity() ? T(0) : std::exp(zij - max);
+            const T e = zij == -std::numeric_limits<T>::infinity() ? T(0) : static_cast<T>(round_to(dtype, std::exp(zij - max)));
             s.exp(i, j) = static_cast<double>(e);
             sum += e;
         }
         s.row_sum(i, 0) = static_cast<double>(sum);
-        for (std::size_t j = 0; j < cols; ++j) s.weights(i, j) = static_cast<double>(static_cast<T>(s.exp(i, j)) / sum);
+        for (std::size_t j = 0; j < cols; ++j) s.weights(i, j) = round_to(dtype, static_cast<double>(static_cast<T>(s.exp(i, j)) / sum));
     }
     return s;
 }
@@ -71,14 +69,37 @@ SoftmaxSteps softmax_in(const Matrix& z, EmptyRows policy) {
 
 Matrix affine(const Matrix& x, const Matrix& w, const std::optional<std::vector<double>>& bias, const Backend& backend,
               Dtype dtype) {
-    Matrix out = backend.multiply(x, w, dtype);
+    // A half type adds the bias to the f32 product before its one rounding, as addmm does.
+    Matrix out = backend.multiply(x, w, bias ? compute_dtype(dtype) : dtype);
     if (bias)
         for (std::size_t i = 0; i < out.rows(); ++i)
             for (std::size_t j = 0; j < out.cols(); ++j) {
-                out(i, j) = dtype == Dtype::f32 ? static_cast<double>(static_cast<float>(out(i, j)) + static_cast<float>((*bias)[j]))
-                                                : out(i, j) + (*bias)[j];
+                out(i, j) = round_to(dtype, compute_dtype(dtype) == Dtype::f32 ? static_cast<double>(static_cast<float>(out(i, j)) + static_cast<float>((*bias)[j]))
+                                                                               : out(i, j) + (*bias)[j]);
             }
     return out;
+}
+
+std::optional<Problem> stored_in(const Problem& problem, Dtype dtype) {
+    if (!is_half(dtype)) return std::nullopt;
+    Problem p = problem;
+    const auto store = [dtype](auto& values) {
+        if constexpr (std::is_same_v<std::decay_t<decltype(values)>, Matrix>) values = rounded(std::move(values), dtype);
+        else
+            for (double& x : values) x = round_to(dtype, x);
+    };
+    for (Matrix& x : p.X) store(x);
+    for (Matrix& x : p.X_source) store(x);
+    for (auto* m : {&p.W_Q, &p.W_K, &p.W_V, &p.W_O, &p.Q, &p.K, &p.V})
+        if (*m) store(**m);
+    for (auto* b : {&p.b_Q, &p.b_K, &p.b_V, &p.b_O})
+        if (*b) store(**b);
+    if (p.mla) {
+        for (Matrix* m : {&p.mla->W_DKV, &p.mla->W_UK, &p.mla->W_UV}) store(*m);
+        for (auto* m : {&p.mla->W_DQ, &p.mla->W_UQ, &p.mla->W_QR, &p.mla->W_KR})
+            if (*m) store(**m);
+    }
+    return p;
 }
 
 Projections project(const Problem& p, std::size_t batch, const Backend& backend, Dtype dtype) {
@@ -168,9 +189,11 @@ Matrix rms_norm(const Matrix& x, const std::vector<double>& weight, double eps, 
         for (std::size_t first = 0; first < x.cols(); first += group) {
             double squares = 0;
             for (std::size_t c = first; c < first + group; ++c) squares += x(r, c) * x(r, c);
-            const double inverse_rms = round_to(dtype, 1.0 / std::sqrt(squares / static_cast<double>(group) + eps));
+            // In a half type the norm runs in f32 and only its result is rounded to the type.
+            const Dtype inner = compute_dtype(dtype);
+            const double inverse_rms = round_to(inner, 1.0 / std::sqrt(squares / static_cast<double>(group) + eps));
             for (std::size_t c = first; c < first + group; ++c)
-                out(r, c) = round_to(dtype, round_to(dtype, x(r, c) * inverse_rms) * (weight_offset + weight[repeats ? c - first : c]));
+                out(r, c) = round_to(dtype, round_to(inner, round_to(inner, x(r, c) * inverse_rms) * (weight_offset + weight[repeats ? c - first : c])));
         }
     return out;
 }
@@ -211,8 +234,10 @@ Matrix apply_rope(const Matrix& x, const Rope& rope, const std::vector<double>& 
         for (std::size_t p = 0; p < pairs; ++p) {
             const double angle = positions[r] * rope_theta(rope, p, d);
             const auto [a, b] = rope_pair(rope, p, d);
-            // yarn's attention factor scales cos and sin alike (1 otherwise).
-            const double c = round_to(dtype, std::cos(angle) * rope.attention_factor), s = round_to(dtype, std::sin(angle) * rope.attention_factor);
+            // yarn's attention factor scales cos and sin alike (1 otherwise); a half type
+            // keeps them in f32, as the rotation is computed in f32.
+            const Dtype inner = compute_dtype(dtype);
+            const double c = round_to(inner, std::cos(angle) * rope.attention_factor), s = round_to(inner, std::sin(angle) * rope.attention_factor);
             // (x_a, x_b) -> (x_a cos − x_b sin, x_a sin + x_b cos)
             out(r, a) = round_to(dtype, x(r, a) * c - x(r, b) * s);
             out(r, b) = round_to(dtype, x(r, a) * s + x(r, b) * c);
@@ -230,7 +255,7 @@ Matrix head_mask(const Problem& p, std::size_t batch, int head, QueryRows rows) 
 }
 
 SoftmaxSteps softmax_rows(const Matrix& masked, EmptyRows policy, Dtype dtype) {
-    return dtype == Dtype::f32 ? softmax_in<float>(masked, policy) : softmax_in<double>(masked, policy);
+    return compute_dtype(dtype) == Dtype::f32 ? softmax_in<float>(masked, policy, dtype) : softmax_in<double>(masked, policy, dtype);
 }
 
 Matrix add_elementwise(const Matrix& a, const Matrix& b, Dtype dtype) {
@@ -240,17 +265,17 @@ Matrix add_elementwise(const Matrix& a, const Matrix& b, Dtype dtype) {
 }
 
 Matrix scale(const Matrix& a, double s, Dtype dtype) {
-    if (dtype == Dtype::f32) {
-        const float sf = static_cast<float>(s);
-        return map_elements<float>(a, [sf](float x) { return sf * x; });
+    if (compute_dtype(dtype) == Dtype::f32) {
+        const float sf = static_cast<float>(s);  // s is an f32 constant
+        return rounded(map_elements<float>(a, [sf](float x) { return sf * x; }), dtype);
     }
     return map_elements<double>(a, [s](double x) { return s * x; });
 }
 
 Matrix soft_cap(const Matrix& a, double cap, Dtype dtype) {
-    if (dtype == Dtype::f32) {
+    if (compute_dtype(dtype) == Dtype::f32) {
         const float c = static_cast<float>(cap);
-        return map_elements<float>(a, [c](float x) { return c * std::tanh(x / c); });
+        return rounded(map_elements<float>(a, [c](float x) { return c * std::tanh(x / c); }), dtype);
     }
     return map_elements<double>(a, [cap](double x) { return cap * std::tanh(x / cap); });
 }
@@ -295,7 +320,7 @@ TraceSummary summarise_problem(const Problem& p, Dtype dtype, const std::string&
             .batch = p.batch, .n = p.n, .m = p.m, .d_model = p.d_model,
             .heads = p.heads, .kv_heads = p.kv_heads,
             .d_k = p.d_k, .d_v = p.d_v,
-            .scale = round_to(dtype, p.scale_factor()),
+            .scale = round_to(compute_dtype(dtype), p.scale_factor()),  // an f32 constant in a half type
             .mask = std::move(mask),
             .dtype = dtype_name(dtype),
             .backend = backend_name,

@@ -50,12 +50,17 @@ void check_overflow(Trace& trace, const Problem& p, Dtype dtype) {
     if (!p.first_nonfinite.empty()) return;
     const auto found = first_unexplained(trace, p);
     if (!found) return;
-    const double largest = dtype == Dtype::f32 ? std::numeric_limits<float>::max() : std::numeric_limits<double>::max();
+    double largest = std::numeric_limits<double>::max();
+    if (dtype == Dtype::f32) largest = std::numeric_limits<float>::max();
+    if (dtype == Dtype::f16) largest = 65504.0;
+    if (dtype == Dtype::bf16) largest = 0x1.fep127;
     const Note note{NoteKind::overflow,
                     {{"row", static_cast<double>(found->row)}, {"col", static_cast<double>(found->col)}, {"limit", largest}},
                     {{"step", step_label(*found->step)}, {"value", nonfinite_name(found->value)},
                      {"dtype", dtype_name(dtype)}}};
-    if (p.allow_nonfinite) {
+    // A half type overflows as the hardware would, and that is what its trace is for
+    // (docs/PROBLEM.md#dtype-half-precision): traced and noted, not refused.
+    if (p.allow_nonfinite || is_half(dtype)) {
         trace.notes.push_back(note);
         return;
     }

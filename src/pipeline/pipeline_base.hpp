@@ -3,6 +3,7 @@
 // each starts and ends its trace, written once: a pipeline's class keeps only what
 // is its own (decode's cache offset, tiled's block sizes, grad's forward trace).
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "attn_trace/attention_parts.hpp"
@@ -20,7 +21,7 @@ protected:
     // the whole runs start them with problem_notes, explain's slices keep none, and
     // grad takes its forward trace's.
     PipelineBase(const Problem& problem, const RunOptions& options, std::string command)
-        : p_(problem), options_(options), dtype_(options.dtype), backend_(make_backend(options.backend)) {
+        : stored_(stored_in(problem, options.dtype)), p_(stored_ ? *stored_ : problem), options_(options), dtype_(options.dtype), backend_(make_backend(options.backend)) {
         trace_.command = std::move(command);
         trace_.problem = summarise_problem(p_, dtype_, backend_->name());
     }
@@ -37,6 +38,9 @@ protected:
         return std::move(trace_);
     }
 
+    // In a half type the problem's inputs as the type stores them
+    // (docs/PROBLEM.md#dtype-half-precision): every step reads those, x and the weights too.
+    const std::optional<Problem> stored_;
     const Problem& p_;
     const RunOptions options_;
     const Dtype dtype_;  // options_.dtype

@@ -254,7 +254,7 @@ private:
 
     // Cache size per token: layers · H_kv · (d_k + d_v) · bytes (= 2 · layers · H_kv · d_k · bytes when d_v = d_k).
     void add_cache_size() {
-        const double bytes = decode_.bytes.value_or(dtype_ == Dtype::f32 ? 4.0 : 8.0);
+        const double bytes = decode_.bytes.value_or(dtype_bytes(dtype_));
         // A rolling cache never holds more than its window.
         const double tokens = static_cast<double>(std::min(decode_.tokens.value_or(p_.m), window_.value_or(decode_.tokens.value_or(p_.m))));
         const double per_kv_head = static_cast<double>(p_.d_k + p_.d_v);

@@ -81,7 +81,7 @@ public:
             stats.block_k = s.block_k;
         }
         trace_.notes.insert(trace_.notes.begin(), fast_path_note(stats));
-        trace_.numbers = {{"scores_held", static_cast<double>(stats.score_bytes_held / (dtype_ == Dtype::f32 ? 4 : 8))},
+        trace_.numbers = {{"scores_held", static_cast<double>(stats.score_bytes_held) / dtype_bytes(dtype_)},
                           {"tiles_computed", static_cast<double>(stats.tiles_computed)},
                           {"tiles_skipped", static_cast<double>(stats.tiles_skipped)}};
         return finish();
@@ -89,7 +89,7 @@ public:
 
 private:
     Note fast_path_note(const AttentionStats& stats) const {
-        const double bytes = dtype_ == Dtype::f32 ? 4 : 8;
+        const double bytes = dtype_bytes(dtype_);
         const double full_bytes = static_cast<double>(p_.batch) * p_.heads * static_cast<double>(p_.n) * static_cast<double>(p_.m) * bytes;
         return {NoteKind::fast_path,
                 {{"block_q", static_cast<double>(stats.block_q)}, {"block_k", static_cast<double>(stats.block_k)}, {"workers", stats.workers},
@@ -173,6 +173,10 @@ private:
 
 Trace pipeline_fast(const Problem& problem, const RunOptions& options, const FastPathOptions& fast) {
     refuse_train_dropout(problem, "the fast path");
+    if (is_half(options.dtype))
+        throw InputError(fmt::format("{}: the fast path computes in f64 or f32 only, and {} is traced step by step ({}); "
+                                     "leave out ⟦fast⟧, or lower n, or use ⟦dtype⟧ f32",
+                                     problem.file, dtype_name(options.dtype), fast.reason));
     return FastPipeline(problem, options, fast).run();
 }
 

@@ -26,7 +26,9 @@ struct OnlineSoftmax {
 // One tile's update of the state, in T (float for f32, double for f64), by the one
 // definition of the update (online_softmax.hpp), which also says why a row that has
 // read no key yet gets rescale 1 and weights 0.
-// z (Br, Bc) the tile's masked scores; v (Bc, d_v) the tile's values.
+// z (Br, Bc) the tile's masked scores; v (Bc, d_v) the tile's values. In a half type
+// (docs/PROBLEM.md#dtype-half-precision) P̃ is rounded to the type before P̃ V, as exp is,
+// and the state m, ℓ, u and the rescale stay f32.
 template <typename T>
 void absorb_tile(OnlineSoftmax& state, const Matrix& z, const Matrix& v, const Backend& backend, Dtype dtype) {
     Matrix p_tilde(z.rows(), z.cols());
@@ -37,7 +39,7 @@ void absorb_tile(OnlineSoftmax& state, const Matrix& z, const Matrix& v, const B
         const T rescale = online_softmax::rescale(m_old, m_new);
         T row_sum = 0;
         for (std::size_t j = 0; j < z.cols(); ++j) {
-            const T p = online_softmax::weight(static_cast<T>(z(i, j)), m_new);
+            const T p = static_cast<T>(round_to(dtype, static_cast<double>(online_softmax::weight(static_cast<T>(z(i, j)), m_new))));
             p_tilde(i, j) = static_cast<double>(p);
             row_sum += p;
         }
@@ -46,7 +48,7 @@ void absorb_tile(OnlineSoftmax& state, const Matrix& z, const Matrix& v, const B
         state.rescale(i, 0) = static_cast<double>(rescale);
     }
     // u_new = e^(m_old − m_new) u_old + P̃ V_tile
-    const Matrix p_tilde_v = backend.multiply(p_tilde, v, dtype);
+    const Matrix p_tilde_v = backend.multiply(p_tilde, v, compute_dtype(dtype));
     for (std::size_t i = 0; i < z.rows(); ++i)
         for (std::size_t c = 0; c < v.cols(); ++c)
             state.u(i, c) = static_cast<double>(
@@ -56,13 +58,13 @@ void absorb_tile(OnlineSoftmax& state, const Matrix& z, const Matrix& v, const B
 // out = u / ℓ, in T. A row with ℓ = 0 read no key: `empty` receives it and the
 // policy's value (0 or NaN) fills it.
 template <typename T>
-Matrix finish_rows(const OnlineSoftmax& state, EmptyRows policy, std::vector<std::size_t>& empty, std::size_t first_row) {
+Matrix finish_rows(const OnlineSoftmax& state, EmptyRows policy, std::vector<std::size_t>& empty, std::size_t first_row, Dtype dtype) {
     Matrix out(state.u.rows(), state.u.cols());
     const double fill = policy == EmptyRows::nan ? std::numeric_limits<double>::quiet_NaN() : 0.0;
     for (std::size_t i = 0; i < out.rows(); ++i) {
         if (state.l(i, 0) == 0.0) empty.push_back(first_row + i);
         for (std::size_t c = 0; c < out.cols(); ++c)
-            out(i, c) = state.l(i, 0) == 0.0 ? fill : static_cast<double>(static_cast<T>(state.u(i, c)) / static_cast<T>(state.l(i, 0)));
+            out(i, c) = state.l(i, 0) == 0.0 ? fill : round_to(dtype, static_cast<double>(static_cast<T>(state.u(i, c)) / static_cast<T>(state.l(i, 0))));
     }
     return out;
 }
@@ -136,8 +138,8 @@ private:
         const std::size_t last_tile = (p_.m + Bc_ - 1) / Bc_ - 1;
         for (std::size_t qb = 0, i0 = 0; i0 < p_.n; ++qb, i0 += Br_) {
             const OnlineSoftmax state = run_block(in, i0, qb, last_tile, h, b);
-            const Matrix O_i = dtype_ == Dtype::f32 ? finish_rows<float>(state, p_.empty_rows, empty_rows, i0)
-                                                    : finish_rows<double>(state, p_.empty_rows, empty_rows, i0);
+            const Matrix O_i = compute_dtype(dtype_) == Dtype::f32 ? finish_rows<float>(state, p_.empty_rows, empty_rows, i0, dtype_)
+                                                                   : finish_rows<double>(state, p_.empty_rows, empty_rows, i0, dtype_);
             for (std::size_t i = 0; i < O_i.rows(); ++i)
                 for (std::size_t c = 0; c < p_.d_v; ++c) out(i0 + i, c) = O_i(i, c);
         }
@@ -178,7 +180,7 @@ private:
             Matrix S_ij = scale(backend_->multiply_transposed(Q_i, K_j, dtype_), p_.scale_factor(), dtype_);
             if (p_.softcap) S_ij = soft_cap(S_ij, *p_.softcap, dtype_);
             S_ij = add_elementwise(S_ij, M_ij, dtype_);
-            if (dtype_ == Dtype::f32) absorb_tile<float>(state, S_ij, V_j, *backend_, dtype_);
+            if (compute_dtype(dtype_) == Dtype::f32) absorb_tile<float>(state, S_ij, V_j, *backend_, dtype_);
             else absorb_tile<double>(state, S_ij, V_j, *backend_, dtype_);
             record_tile(state, std::move(S_ij), qb, kt, i0, rows, j0, cols, h, b, first_tile);
             first_tile = false;

@@ -21,7 +21,7 @@ const std::vector<std::string> known_keys = {
     "title", "tokens", "source_tokens", "X", "X_source", "W_Q", "W_K", "W_V", "b_Q", "b_K", "b_V", "W_O", "b_O",
     "weights_layout", "in_proj_weight", "in_proj_bias", "out_proj.weight", "out_proj.bias", "Q", "K", "V",
     "heads", "kv_heads", "scale", "mask", "empty_rows", "lengths", "rope", "positions", "source_positions",
-    "softcap", "alibi", "expect", "allow_nonfinite", "sparse", "dropout", "mla", "d_out", "checkpoint", "qk_norm"};
+    "softcap", "alibi", "expect", "allow_nonfinite", "sparse", "dropout", "mla", "d_out", "checkpoint", "qk_norm", "dtype"};
 
 // The keys whose numbers are inputs (docs/PROBLEM.md#non-finite-inputs-allow_nonfinite):
 // a non-finite number in them is an error unless allowed. Masks are not among them: −∞ is

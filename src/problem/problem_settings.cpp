@@ -39,6 +39,7 @@ void ProblemLoader::read_options() {
             p.scale = {Scale::Kind::value, value};
         }
     }
+    if (has("dtype")) p.dtype = parse_dtype(reader_.string(at("dtype"), "$.dtype"), reader_.file() + ": $.dtype");
     if (has("empty_rows")) p.empty_rows = parse_empty_rows(reader_.string(at("empty_rows"), "$.empty_rows"), reader_.file() + ": $.empty_rows");
     if (has("lengths")) {
         const auto& value = at("lengths");

@@ -119,7 +119,7 @@ std::vector<double> RunExplainer::row_of(StepName name, std::size_t i, std::size
     return {row + first, row + first + count};
 }
 
-bool RunExplainer::f32() const { return parse_dtype(trace_.problem.dtype, "the trace's dtype") == Dtype::f32; }
+Dtype RunExplainer::dtype() const { return parse_dtype(trace_.problem.dtype, "the trace's dtype"); }
 
 std::vector<double> RunExplainer::head_row(StepName name, std::size_t i, int column_head, std::size_t width) const {
     if (p_.mla && (name == StepName::q || name == StepName::k)) {  // MLA's head: [content, rope] (docs/FAMILY.md#mla-multi-head-latent-attention-deepseek-v2)
@@ -176,7 +176,7 @@ ExplainLine RunExplainer::product_line(const std::vector<double>& row, const std
 ExplainDocument RunExplainer::given_cell(const std::string& what) {
     ExplainDocument d;
     d.heading = heading(what);
-    d.lines.push_back({fmt::format("{} is an input: the problem gives it{}", what, f32() ? " (rounded to float32)" : ""), target_value()});
+    d.lines.push_back({fmt::format("{} is an input: the problem gives it{}", what, dtype() != Dtype::f64 ? fmt::format(" (rounded to {})", dtype_name(dtype())) : ""), target_value()});
     return finish(d);
 }
 

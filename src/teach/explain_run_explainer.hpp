@@ -29,7 +29,7 @@ private:
     std::size_t local(StepName name, std::size_t i) const;
     double at(StepName name, std::size_t i, std::size_t j, std::optional<int> head = std::nullopt) const;
     std::vector<double> row_of(StepName name, std::size_t i, std::size_t first, std::size_t count) const;
-    bool f32() const;
+    Dtype dtype() const;
     std::size_t j() const { return *target_.column; }
     // Row i of the head's slice of a side-by-side step (q, k, v), or of its RoPE step.
     std::vector<double> head_row(StepName name, std::size_t i, int column_head, std::size_t width) const;

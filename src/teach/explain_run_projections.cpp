@@ -97,7 +97,8 @@ ExplainDocument RunExplainer::rope_cell() {
     const double theta = rope_theta(rope, pair, d_k);
     const double angle = position * theta;
     const double factor = rope.attention_factor;  // yarn's, on cos and sin alike; 1 otherwise
-    const double cosine = round_to(f32() ? Dtype::f32 : Dtype::f64, std::cos(angle) * factor), sine = round_to(f32() ? Dtype::f32 : Dtype::f64, std::sin(angle) * factor);
+    const Dtype inner = compute_dtype(dtype());  // cos and sin stay f32 in a half type
+    const double cosine = round_to(inner, std::cos(angle) * factor), sine = round_to(inner, std::sin(angle) * factor);
     ExplainDocument d;
     d.heading = heading(fmt::format("RoPE turns the pair ({}, {}) of {} row {} by its position", a, b, query ? "query" : "key", i_));
     d.lines.push_back({fmt::format("{} pairs: column {} is paired with column {}", interleaved ? "interleaved" : "half", c, c == a ? b : a),

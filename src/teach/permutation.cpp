@@ -176,7 +176,7 @@ Trace permutation_trace(const Problem& problem, const RunOptions& options, const
     for (const auto& step : trace.steps)
         for (double x : step.values.data())
             if (std::isfinite(x)) largest = std::max(largest, std::fabs(x));
-    const double rounding = 64 * (options.dtype == Dtype::f32 ? 1.2e-7 : 2.3e-16) * std::max(largest, 1.0);
+    const double rounding = 64 * 2 * unit_roundoff(options.dtype) * std::max(largest, 1.0);
     const auto breakers = symmetry_breakers(problem, permute.source);
     trace.numbers.push_back({permute.source ? "max_abs_diff_invariance" : "max_abs_diff_equivariance", most});
     trace.notes.push_back({NoteKind::permutation,

@@ -7,6 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include "attn_trace/dtype.hpp"
+
 namespace attn_trace {
 
 class Matrix {
@@ -42,5 +44,8 @@ private:
 // "(3, 4)": the way shapes are written everywhere in messages and traces.
 std::string shape_string(std::size_t rows, std::size_t cols);
 inline std::string shape_string(const Matrix& m) { return shape_string(m.rows(), m.cols()); }
+
+// Every element as the dtype stores it (round_to).
+Matrix rounded(Matrix m, Dtype dtype);
 
 }  // namespace attn_trace

@@ -17,7 +17,10 @@
 
 namespace attn_trace {
 
-inline double round_to(Dtype dtype, double x) { return dtype == Dtype::f32 ? static_cast<double>(static_cast<float>(x)) : x; }
+// The problem with its input matrices, weights and biases rounded to a half type (a
+// value already of the type is kept exactly, as a bf16 checkpoint's weights are);
+// nullopt for f64 and f32, which read the problem as it is.
+std::optional<Problem> stored_in(const Problem& problem, Dtype dtype);
 
 // q (n, H·d_k), k (m, H_kv·d_k), v (m, H_kv·d_v) for one batch element.
 // With `rows`, q holds only those query rows (rows.count, H·d_k); k and v stay whole.

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "attn_trace/dtype.hpp"  // not part of a Problem: what its callers run one in
+#include "attn_trace/dtype.hpp"
 #include "attn_trace/mask.hpp"
 #include "attn_trace/step_table.hpp"
 #include "attn_trace/matrix.hpp"
@@ -134,6 +134,9 @@ struct Problem {
     std::string model;
     std::size_t model_masks = 0;  // how many of `masks` (the first) the model imposes: causal, and its window
     EmptyRows empty_rows = EmptyRows::error;
+    // The file's "dtype" (docs/PROBLEM.md#dtype-half-precision); a command's dtype option
+    // overrides it, and without either a run computes in f64.
+    std::optional<Dtype> dtype;
     std::vector<std::size_t> lengths;  // per batch element; empty = all valid
     std::optional<Rope> rope;
     std::optional<QkNorm> qk_norm;

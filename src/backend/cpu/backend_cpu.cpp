@@ -5,7 +5,8 @@ namespace attn_trace {
 namespace {
 
 // c_ij = Σ_t a_it · b(t, j), with b read through `at` so one loop serves B and Bᵀ.
-// Accumulates in T: float for f32 (as float32 libraries do), double for f64.
+// Accumulates in T: float for f32 and the half types (as float32 libraries do, and as
+// half-precision matmuls accumulate), double for f64; a half type then rounds each sum once.
 template <typename T, typename ReadB>
 Matrix product(const Matrix& a, std::size_t columns, std::size_t inner, ReadB at) {
     Matrix c(a.rows(), columns);
@@ -22,12 +23,12 @@ Matrix product(const Matrix& a, std::size_t columns, std::size_t inner, ReadB at
 
 Matrix CpuBackend::multiply(const Matrix& a, const Matrix& b, Dtype dtype) const {
     auto at = [&](std::size_t t, std::size_t j) { return b(t, j); };
-    return dtype == Dtype::f32 ? product<float>(a, b.cols(), a.cols(), at) : product<double>(a, b.cols(), a.cols(), at);
+    return rounded(compute_dtype(dtype) == Dtype::f32 ? product<float>(a, b.cols(), a.cols(), at) : product<double>(a, b.cols(), a.cols(), at), dtype);
 }
 
 Matrix CpuBackend::multiply_transposed(const Matrix& a, const Matrix& b, Dtype dtype) const {
     auto at = [&](std::size_t t, std::size_t j) { return b(j, t); };
-    return dtype == Dtype::f32 ? product<float>(a, b.rows(), a.cols(), at) : product<double>(a, b.rows(), a.cols(), at);
+    return rounded(compute_dtype(dtype) == Dtype::f32 ? product<float>(a, b.rows(), a.cols(), at) : product<double>(a, b.rows(), a.cols(), at), dtype);
 }
 
 }  // namespace attn_trace

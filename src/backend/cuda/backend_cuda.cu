@@ -143,11 +143,12 @@ bool cuda_device_available(std::string& why) {
 }
 
 Matrix CudaBackend::multiply(const Matrix& a, const Matrix& b, Dtype dtype) const {
-    return dtype == Dtype::f32 ? product_on_device<float>(a, b, false) : product_on_device<double>(a, b, false);
+    // A half type: the product in f32 on the device, each sum rounded to the half type once.
+    return rounded(compute_dtype(dtype) == Dtype::f32 ? product_on_device<float>(a, b, false) : product_on_device<double>(a, b, false), dtype);
 }
 
 Matrix CudaBackend::multiply_transposed(const Matrix& a, const Matrix& b, Dtype dtype) const {
-    return dtype == Dtype::f32 ? product_on_device<float>(a, b, true) : product_on_device<double>(a, b, true);
+    return rounded(compute_dtype(dtype) == Dtype::f32 ? product_on_device<float>(a, b, true) : product_on_device<double>(a, b, true), dtype);
 }
 
 bool CudaBackend::supports(Operation op, const AttentionCall* call, std::string& why) const {
