@@ -119,8 +119,12 @@ std::string note_text(const Note& note) {
                                "reads them (x · NaN = NaN, inf − inf = NaN), as traced below",
                                note.word("first"));
         case NoteKind::kv_sharing: return kv_sharing(note);
-        case NoteKind::overflow:
-            return fmt::format("allow_nonfinite: overflow: {}; it spreads through the steps after it, as traced below", overflow_text(note));
+        case NoteKind::overflow: {
+            // A half type's overflow is traced by itself (docs/PROBLEM.md#dtype-half-precision); f64 and f32 trace theirs only when allowed.
+            const std::string& dtype = note.word("dtype");
+            return fmt::format("{}: overflow: {}; it spreads through the steps after it, as traced below",
+                               dtype == "f16" || dtype == "bf16" ? dtype + " (traced as the type stores it)" : "allow_nonfinite", overflow_text(note));
+        }
         case NoteKind::empty_rows: return empty_rows(note);
         case NoteKind::fast_path: return fast_path(note);
         case NoteKind::tiled: return tiled(note);

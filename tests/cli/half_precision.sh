@@ -2,6 +2,7 @@
 # independent reference of tools/make_half_goldens.py (numpy in f32, rounded to the half
 # type exactly where the rounding model rounds; each expect entry is within 1 ulp).
 source "$SOURCE_DIR/tests/cli/lib.sh"
+work=$PWD  # the test's own temp dir, for the files it writes
 cd "$SOURCE_DIR"
 T="$ATTN_TRACE"
 expect_exit 0 "^10 passed, 0 failed$" -- "$T" check tests/golden/half/*.json
@@ -9,16 +10,16 @@ expect_exit 0 "^10 passed, 0 failed$" -- "$T" check tests/golden/half/*.json
 expect_exit 1 " failed$" -- "$T" check tests/golden/half/qkv_causal_f16.json --dtype f32
 expect_exit 1 " failed$" -- "$T" check tests/golden/half/mha_bias_bf16.json --dtype f16
 # f16 overflows where f64 does not: traced, noted, exit 0 (scores past 65504 become inf).
-expect_exit 0 "overflow" -- "$T" run tests/golden/half/overflow_f16.json
+expect_exit 0 "note: f16 \\(traced as the type stores it\\): overflow: scores \\(head 0\\)\\[0, 0\\] is -inf" -- "$T" run tests/golden/half/overflow_f16.json
 expect_exit 0 "\"dtype\":\"bf16\"" -- "$T" run tests/golden/half/overflow_f16.json --dtype bf16 --format json
 # The exact values of the type: 1/3 is 0.333251953125 in f16, 0.333984375 in bf16.
-echo '{"Q": [[0.3333333333333333]], "K": [[1]], "V": [[1]], "scale": "none"}' > third.json
-expect_exit 0 '"data":\[\[0\.333251953125\]\]' -- "$T" run third.json --dtype f16 --format json --steps scores
-expect_exit 0 '"data":\[\[0\.333984375\]\]' -- "$T" run third.json --dtype bf16 --format json --steps scores
+echo '{"Q": [[0.3333333333333333]], "K": [[1]], "V": [[1]], "scale": "none"}' > "$work/third.json"
+expect_exit 0 '"data":\[\[0\.333251953125\]\]' -- "$T" run "$work/third.json" --dtype f16 --format json --steps scores
+expect_exit 0 '"data":\[\[0\.333984375\]\]' -- "$T" run "$work/third.json" --dtype bf16 --format json --steps scores
 # A dtype the tool does not know, on the command line or in the file, names the choices.
-expect_exit 2 "f64, f32, f16, bf16" -- "$T" run third.json --dtype f8
-echo '{"Q": [[1]], "K": [[1]], "V": [[1]], "dtype": "f8"}' > f8.json
-expect_exit 2 'f8.json: \$\.dtype: expected f64, f32, f16 or bf16, found "f8"' -- "$T" run f8.json
+expect_exit 2 "f64, f32, f16, bf16" -- "$T" run "$work/third.json" --dtype f8
+echo '{"Q": [[1]], "K": [[1]], "V": [[1]], "dtype": "f8"}' > "$work/f8.json"
+expect_exit 2 'f8.json: \$\.dtype: expected f64, f32, f16 or bf16, found "f8"' -- "$T" run "$work/f8.json"
 # The fast path takes f64 and f32 only.
-expect_exit 2 "the fast path computes in f64 or f32 only" -- "$T" run third.json --dtype bf16 --fast
+expect_exit 2 "the fast path computes in f64 or f32 only" -- "$T" run "$work/third.json" --dtype bf16 --fast
 finish
