@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "attn_trace/dtype.hpp"
 #include "attn_trace/half_float.hpp"
 
 using namespace attn_trace;
@@ -284,4 +285,21 @@ TEST_CASE("f32 to f16 and bf16 match the exact reference at every exponent's rou
         CHECK(failures.empty());
     }
 #endif
+}
+
+// round_to(half, double) rounds a double once (docs/PROBLEM.md#dtype-half-precision): through
+// round-to-odd to float, never float's own rounding first. 1 + 2⁻¹¹ + 2⁻⁴⁰ rounds to float as
+// the f16 tie 1 + 2⁻¹¹, which ties to even (1); rounded once it is above the tie (1 + 2⁻¹⁰).
+TEST_CASE("round_to rounds a double to a half type once, not through float's rounding", "[half]") {
+    CHECK(round_to(Dtype::f16, 1 + 0x1p-11 + 0x1p-40) == 1 + 0x1p-10);
+    CHECK(round_to(Dtype::f16, 1 + 0x1p-11 - 0x1p-40) == 1.0);
+    CHECK(round_to(Dtype::f16, 1 + 0x1p-11) == 1.0);  // the tie itself: to even
+    CHECK(round_to(Dtype::bf16, 1 + 0x1p-8 + 0x1p-40) == 1 + 0x1p-7);
+    CHECK(round_to(Dtype::bf16, 1 + 0x1p-8 - 0x1p-40) == 1.0);
+    CHECK(round_to(Dtype::f16, 65520 - 0x1p-30) == 65504.0);
+    CHECK(std::isinf(round_to(Dtype::f16, 65520.0)));
+    CHECK(round_to(Dtype::f16, 0x1p-25 + 0x1p-60) == 0x1p-24);  // above half the smallest subnormal
+    CHECK(std::signbit(round_to(Dtype::f16, -0x1p-60)));       // underflow keeps the sign
+    CHECK(std::isinf(round_to(Dtype::bf16, 1e300)));
+    CHECK(round_to(Dtype::f32, 1 + 0x1p-24 + 0x1p-40) == 1 + 0x1p-23);
 }

@@ -70,8 +70,9 @@ class GradPipeline : PipelineBase {
 public:
     GradPipeline(const Problem& problem, const RunOptions& options, const GradOptions& grad)
         : PipelineBase(problem, options, "grad"), grad_(grad),
-          // The tiled backward keeps what FlashAttention-2's forward keeps: row_max, row_sum and out (the fast path).
-          forward_(grad.tiled ? pipeline_fast(problem, options, {}) : pipeline_full(problem, options)) {}
+          // The tiled backward keeps what FlashAttention-2's forward keeps: row_max, row_sum and out (the fast path;
+          // in a half type, which the fast path does not compute, the same steps of the full pass).
+          forward_(grad.tiled && !is_half(options.dtype) ? pipeline_fast(problem, options, {}) : pipeline_full(problem, options)) {}
 
     Trace run() {
         // What the forward pass noted holds for its gradients too, but for its fast path's

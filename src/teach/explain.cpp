@@ -99,9 +99,12 @@ std::string explain(const Trace& trace, const Problem& problem, const ExplainTar
     return written(explain_run_step(trace, problem, target, options, 0), options);
 }
 
-std::string explain_problem(const Problem& problem, const RunOptions& run, const ExplainTarget& target, const ExplainOptions& options,
+std::string explain_problem(const Problem& given, const RunOptions& run, const ExplainTarget& target, const ExplainOptions& options,
                             const ExplainSource& source) {
     check_format(options);
+    // In a half type the explanations multiply the inputs as the type stores them, as the pipelines do.
+    const std::optional<Problem> stored = stored_in(given, run.dtype);
+    const Problem& problem = stored ? *stored : given;
     if (source.t && source.tile) throw InputError("explain: ⟦t⟧ (a decode step) and ⟦tile⟧ (a tiled step) exclude each other");
     const std::size_t batch = checked_batch(problem, options);
     if (source.t) return written(explain_decode_step(problem, run, target, options, source, batch), options);

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "attn_trace/attention_parts.hpp"
 #include "attn_trace/errors.hpp"
 #include "attn_trace/explain.hpp"
 #include "explain_document.hpp"
@@ -19,7 +20,7 @@ namespace {
 class CellExplainer {
 public:
     CellExplainer(const Trace& trace, const Problem& problem, const RunOptions& run, const ExplainSource& source)
-        : trace_(trace), problem_(problem), run_(run), source_(source) {}
+        : trace_(trace), stored_(stored_in(problem, run.dtype)), problem_(stored_ ? *stored_ : problem), run_(run), source_(source) {}
 
     std::string operator()(const Step& step, const ExplainTarget& target, const ExplainOptions& options) {
         if (trace_.command == "grad") {
@@ -36,6 +37,8 @@ public:
 
 private:
     const Trace& trace_;
+    // In a half type the inputs as the type stores them, which the explanations multiply.
+    const std::optional<Problem> stored_;
     const Problem& problem_;
     const RunOptions& run_;
     const ExplainSource& source_;

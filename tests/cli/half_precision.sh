@@ -16,6 +16,11 @@ expect_exit 0 "\"dtype\":\"bf16\"" -- "$T" run tests/golden/half/overflow_f16.js
 echo '{"Q": [[0.3333333333333333]], "K": [[1]], "V": [[1]], "scale": "none"}' > "$work/third.json"
 expect_exit 0 '"data":\[\[0\.333251953125\]\]' -- "$T" run "$work/third.json" --dtype f16 --format json --steps scores
 expect_exit 0 '"data":\[\[0\.333984375\]\]' -- "$T" run "$work/third.json" --dtype bf16 --format json --steps scores
+# explain multiplies the values as the type stores them (x = 0.1 is 0.10009765625 in bf16).
+echo '{"X": [[0.1]], "W_Q": [[1]], "W_K": [[1]], "W_V": [[1]]}' > "$work/tenth.json"
+expect_exit 0 "x_0 = \(0\.1000976562\)" -- "$T" explain "$work/tenth.json" --dtype bf16 --cell q[0,0] --precision 10
+# grad --tiled in a half type reads its forward pass from the full trace (the fast path takes f64 and f32 only).
+expect_exit 0 "max_abs_diff_vs_full = 0\.000122" -- "$T" grad examples/damaged_on_arrival.json --dtype f16 --tiled --steps grad_q
 # A dtype the tool does not know, on the command line or in the file, names the choices.
 expect_exit 2 "f64, f32, f16, bf16" -- "$T" run "$work/third.json" --dtype f8
 echo '{"Q": [[1]], "K": [[1]], "V": [[1]], "dtype": "f8"}' > "$work/f8.json"
