@@ -79,7 +79,8 @@ Examples:
         if (o.tokens != -1) decode_options.tokens = whole_number_option("--tokens", o.tokens, 0);
         const Problem problem = load_with_overrides(options);
         refuse_over_budget(problem, "decode", decode_trace_bytes(problem), options.budget);
-        const Trace trace = pipeline_decode(problem, run_options(options, problem), decode_options);
+        const Trace trace =
+            traced_against_f64(run_options(options, problem), [&](const RunOptions& run) { return pipeline_decode(problem, run, decode_options); });
         options.page_source.decode = decode_options;
         if (options.format == Format::text && options.steps.empty() && !options.heatmap) {
             // Per step one line; the matrices without t (stacked out, concat, final) as

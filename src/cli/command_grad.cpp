@@ -56,7 +56,9 @@ Examples:
         // the weight (a forward trace past the memory budget is not computed for it).
         const bool page = options.format == Format::html && full_trace_bytes(problem) <= static_cast<double>(options.budget.memory);
         const std::optional<Trace> forward = page ? std::optional(pipeline_full(problem, run_options(options, problem))) : std::nullopt;
-        print_trace(pipeline_grad(problem, run_options(options, problem), grad_options), options, problem, nullptr, nullptr, forward ? &*forward : nullptr);
+        const Trace trace =
+            traced_against_f64(run_options(options, problem), [&](const RunOptions& run) { return pipeline_grad(problem, run, grad_options); });
+        print_trace(trace, options, problem, nullptr, nullptr, forward ? &*forward : nullptr);
         exit_code = 0;
     });
 }

@@ -53,8 +53,9 @@ row_sum and out per head (and concat, final) and says so in a note.)");
             throw InputError(fmt::format("--pitfall {} compares the full (n, m) steps, which the fast path does not keep, and this run takes the "
                                          "fast path ({}): {}",
                                          options.pitfall, reason, fast ? "leave out --fast" : "try the pitfall on a smaller problem"));
-        const Trace trace = reason.empty() ? pipeline_full(problem, run_options(options, problem))
-                                           : pipeline_fast(problem, run_options(options, problem), FastPathOptions{.reason = reason});
+        const Trace trace = traced_against_f64(run_options(options, problem), [&](const RunOptions& run) {
+            return reason.empty() ? pipeline_full(problem, run) : pipeline_fast(problem, run, FastPathOptions{.reason = reason});
+        });
         if (options.pitfall.empty()) print_trace(trace, options, problem);
         else {
             if (options.format != Format::text || options.heatmap)

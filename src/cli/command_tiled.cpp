@@ -38,7 +38,8 @@ Examples:
         const Problem problem = load_with_overrides(options);
         refuse_over_budget(problem, "tiled", tiled_trace_bytes(problem, tiled_options), options.budget);
         options.page_source.tiled = tiled_options;
-        print_trace(pipeline_tiled(problem, run_options(options, problem), tiled_options), options, problem);
+        print_trace(traced_against_f64(run_options(options, problem), [&](const RunOptions& run) { return pipeline_tiled(problem, run, tiled_options); }),
+                    options, problem);
         exit_code = 0;
     });
 }

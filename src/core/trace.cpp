@@ -1,5 +1,7 @@
 #include "attn_trace/trace.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -49,6 +51,13 @@ const Step* Trace::find(StepName name, std::optional<int> head, std::optional<in
         return &step;
     }
     return nullptr;
+}
+
+std::optional<CellLoss> Step::loss_at(std::size_t row, std::size_t column) const {
+    const auto at = std::lower_bound(lost_cells.begin(), lost_cells.end(), std::pair{row, column},
+                                     [](const LostCell& cell, const auto& place) { return std::pair{cell.row, cell.column} < place; });
+    if (at == lost_cells.end() || at->row != row || at->column != column) return std::nullopt;
+    return at->loss;
 }
 
 double Note::number(const std::string& key) const { return numbers.at(key); }

@@ -32,9 +32,10 @@ Matrix rows_of(const Matrix& a, QueryRows rows) {
 
 // In a half type (docs/PROBLEM.md#dtype-half-precision) exp is stored rounded, row_sum is
 // the f32 sum of the stored exp values and stays f32, and weights = exp / row_sum is
-// rounded once; z − max is formed in T and never stored.
+// rounded once; z − max is formed in T and never stored. Without the max shift exp is
+// exp(z) itself: what overflows where the shift would not (docs/COMMANDS.md#precision).
 template <typename T>
-SoftmaxSteps softmax_in(const Matrix& z, EmptyRows policy, Dtype dtype) {
+SoftmaxSteps softmax_in(const Matrix& z, EmptyRows policy, Dtype dtype, bool max_shift) {
     const std::size_t rows = z.rows(), cols = z.cols();
     SoftmaxSteps s{Matrix(rows, 1), Matrix(rows, cols), Matrix(rows, 1), Matrix(rows, cols), {}};
     for (std::size_t i = 0; i < rows; ++i) {
@@ -51,11 +52,12 @@ SoftmaxSteps softmax_in(const Matrix& z, EmptyRows policy, Dtype dtype) {
             for (std::size_t j = 0; j < cols; ++j) s.weights(i, j) = fill;
             continue;
         }
+        const T shift = max_shift ? max : T(0);
         T sum = 0;
         for (std::size_t j = 0; j < cols; ++j) {
             const T zij = static_cast<T>(z(i, j));
             // A blocked key (−∞) contributes exactly 0.
-            const T e = zij == -std::numeric_limits<T>::infinity() ? T(0) : static_cast<T>(round_to(dtype, std::exp(zij - max)));
+            const T e = zij == -std::numeric_limits<T>::infinity() ? T(0) : static_cast<T>(round_to(dtype, std::exp(zij - shift)));
             s.exp(i, j) = static_cast<double>(e);
             sum += e;
         }
@@ -254,8 +256,8 @@ Matrix head_mask(const Problem& p, std::size_t batch, int head, QueryRows rows) 
     return build_mask_rows(p.masks, p.n, p.m, key_length, slope, rows.first, rows.count);
 }
 
-SoftmaxSteps softmax_rows(const Matrix& masked, EmptyRows policy, Dtype dtype) {
-    return compute_dtype(dtype) == Dtype::f32 ? softmax_in<float>(masked, policy, dtype) : softmax_in<double>(masked, policy, dtype);
+SoftmaxSteps softmax_rows(const Matrix& masked, EmptyRows policy, Dtype dtype, bool max_shift) {
+    return compute_dtype(dtype) == Dtype::f32 ? softmax_in<float>(masked, policy, dtype, max_shift) : softmax_in<double>(masked, policy, dtype, max_shift);
 }
 
 Matrix add_elementwise(const Matrix& a, const Matrix& b, Dtype dtype) {

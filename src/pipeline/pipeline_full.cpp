@@ -175,11 +175,11 @@ private:
         const bool unmasked = std::all_of(mask.data().begin(), mask.data().end(), [](double x) { return x == 0; });
         const std::string before_mask = p_.softcap ? "S_c" : "S_s", z = unmasked ? before_mask : "Z";
         steps_.record(StepName::masked, before_mask + (unmasked ? " + M = " + before_mask + " (no mask: M = 0)" : " + M"), masked, h, b, queries, keys);
-        SoftmaxSteps softmax = softmax_rows(masked, p_.empty_rows, dtype_);
+        SoftmaxSteps softmax = softmax_rows(masked, p_.empty_rows, dtype_, options_.max_shift);
         for (auto& row : softmax.empty_rows) row += rows_.first;
         steps_.note_empty_rows(softmax.empty_rows, h, b);
-        steps_.record(StepName::row_max, "rowmax(" + z + ")", softmax.row_max, h, b, queries);
-        steps_.record(StepName::exp, "exp(" + z + " − m)", softmax.exp, h, b, queries, keys);
+        if (options_.max_shift) steps_.record(StepName::row_max, "rowmax(" + z + ")", softmax.row_max, h, b, queries);
+        steps_.record(StepName::exp, options_.max_shift ? "exp(" + z + " − m)" : "exp(" + z + ") (no max shift)", softmax.exp, h, b, queries, keys);
         steps_.record(StepName::row_sum, "rowsum(E)", softmax.row_sum, h, b, queries);
         steps_.record(StepName::weights, "E / ℓ = softmax(" + z + ")", softmax.weights, h, b, queries, keys);
         const bool dropping = p_.dropout && p_.dropout->train;

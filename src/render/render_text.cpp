@@ -22,9 +22,29 @@ struct Colors {
     std::string note(const std::string& t) const { return paint(t, "33"); }
 };
 
+// Where a run in f32 or a half type lost a cell against f64 (docs/PROBLEM.md#dtype-half-precision),
+// the cell carries a mark, and a line under the table says what the marks mean.
+const char* loss_mark(CellLoss loss) { return loss == CellLoss::overflowed ? "↑" : "↓"; }
+
+std::string loss_legend(const Step& step, const Colors& colors) {
+    std::size_t overflowed = 0, underflowed = 0;
+    for (const LostCell& cell : step.lost_cells) ++(cell.loss == CellLoss::overflowed ? overflowed : underflowed);
+    std::string out;
+    const auto cells = [](std::size_t count) { return fmt::format("{} cell{}", count, count == 1 ? "" : "s"); };
+    if (overflowed) out += colors.masked(fmt::format("↑ {} overflowed to ±inf where f64 is finite", cells(overflowed))) + "\n";
+    if (underflowed) out += colors.masked(fmt::format("↓ {} fell to 0 where f64 is not 0", cells(underflowed))) + "\n";
+    return out;
+}
+
 std::string render_matrix(const Step& step, const RenderOptions& options, const Colors& colors) {
     const Matrix& m = step.values;
-    const CellFormat cell(m, options.precision);
+    const CellFormat format(m, options.precision);
+    const bool marked = !step.lost_cells.empty();
+    const auto cell = [&](std::size_t i, std::size_t j) {
+        if (!marked) return format(m(i, j));
+        const auto loss = step.loss_at(i, j);
+        return format(m(i, j)) + (loss ? loss_mark(*loss) : " ");
+    };
     const auto rows = visible_rows(m.rows(), options.full);
     const auto cols = visible_columns(m.cols(), options.full);
 
@@ -36,7 +56,7 @@ std::string render_matrix(const Step& step, const RenderOptions& options, const 
         std::size_t w = display_width(column_label(step, j));
         if (j != gap)
             for (auto i : rows)
-                if (i != gap) w = std::max(w, display_width(cell(m(i, j))));
+                if (i != gap) w = std::max(w, display_width(cell(i, j)));
         widths.push_back(w);
     }
     std::string out = std::string(label_width, ' ');
@@ -46,12 +66,13 @@ std::string render_matrix(const Step& step, const RenderOptions& options, const 
         out += colors.dim(pad_right(row_label(step, i), label_width));
         for (std::size_t c = 0; c < cols.size(); ++c) {
             const bool in_gap = i == gap || cols[c] == gap;
-            const std::string text = pad_left(in_gap ? "…" : cell(m(i, cols[c])), widths[c]);
-            out += "  " + (!in_gap && is_blocked_cell(step, m(i, cols[c])) ? colors.masked(text) : text);
+            const std::string text = pad_left(in_gap ? "…" : cell(i, cols[c]), widths[c]);
+            const bool highlighted = !in_gap && (is_blocked_cell(step, m(i, cols[c])) || (marked && step.loss_at(i, cols[c])));
+            out += "  " + (highlighted ? colors.masked(text) : text);
         }
         out += "\n";
     }
-    return out;
+    return out + loss_legend(step, colors);
 }
 
 // A sparse pattern as a picture
@@ -92,7 +113,10 @@ std::string describe_problem(const TraceSummary& p) {
 
 std::string render_step_text(const Step& step, const RenderOptions& options) {
     const Colors colors{options.color};
-    return colors.header(step_title(step)) + "\n" + render_matrix(step, options, colors);
+    // A run in f32 or a half type says how far each step is from f64's.
+    const std::string error =
+        step.max_abs_error_vs_f64 ? colors.dim(fmt::format("  max |error| vs f64 = {}", format_trace_number(*step.max_abs_error_vs_f64))) : "";
+    return colors.header(step_title(step)) + error + "\n" + render_matrix(step, options, colors);
 }
 
 std::string render_text(const Trace& trace, const RenderOptions& options) {

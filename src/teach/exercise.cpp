@@ -23,6 +23,9 @@ namespace attn_trace {
 
 namespace {
 
+// An exercise runs in its problem's dtype (f64 unless a topic, as precision does, says otherwise).
+RunOptions run_options_of(const Problem& problem) { return RunOptions{problem.dtype.value_or(Dtype::f64)}; }
+
 // Expected values are written with 4 decimals: readable, and within check's
 // default atol of 1e-4 (the rounding error is at most 5e-5).
 constexpr int expect_decimals = 4;
@@ -149,7 +152,7 @@ public:
         if (plan.compare_unscaled) {
             Problem unscaled = e.problem;
             unscaled.scale.kind = Scale::Kind::none;
-            out += paragraph("Without the scale (s = 1), the weights would be:") + steps(pipeline_full(unscaled, RunOptions{}), {StepName::weights});
+            out += paragraph("Without the scale (s = 1), the weights would be:") + steps(pipeline_full(unscaled, run_options_of(e.problem)), {StepName::weights});
         }
         out += close_answer() + open_answer("the arithmetic") + heading(2, "The arithmetic, step by step");
         for (const auto& worked : plan.worked) {
@@ -158,7 +161,7 @@ public:
             const ExplainOptions options{worked.head, 0, 4, page() ? Format::text : format_, math_};  // a page shows the text in a <pre>
             // A gradient cell is explained from the backward trace, which explain_problem computes.
             const bool backward = is_gradient(target.step);
-            const std::string worked_text = backward ? explain_problem(e.problem, RunOptions{}, target, options) : explain(e.full, e.problem, target, options);
+            const std::string worked_text = backward ? explain_problem(e.problem, run_options_of(e.problem), target, options) : explain(e.full, e.problem, target, options);
             out += page() ? "<pre>" + html_escape(worked_text) + "</pre>\n" : "\n" + worked_text + "\n";
         }
         for (const auto& note : plan.notes) out += paragraph(note);
@@ -292,7 +295,7 @@ private:
 
 const std::vector<std::string>& exercise_topics() {
     static const std::vector<std::string> topics = {"scores", "softmax", "causal", "padding", "multihead", "gqa", "kv-cache", "tiled", "scale", "cost",
-                                                    "sparse", "mla", "dropout", "permutation", "grad"};
+                                                    "sparse", "mla", "dropout", "permutation", "grad", "precision"};
     return topics;
 }
 
@@ -310,9 +313,9 @@ Exercise make_exercise(std::size_t number, const std::string& topic, std::uint64
     e.file = {{"title", fmt::format("exercise {} (seed {}): {}", topic, seed, e.plan.title)}};
     for (const auto& [key, value] : e.plan.problem.items()) e.file[key] = value;
     e.problem = parse_problem(e.file.dump(), fmt::format("exercise {} seed {}", topic, seed));
-    e.trace = compute_trace(e.plan.pipeline, e.problem, RunOptions{});
+    e.trace = compute_trace(e.plan.pipeline, e.problem, run_options_of(e.problem));
     e.file["expect"] = expectations(e.trace, e.plan.expect_steps);
-    e.full = e.plan.pipeline == "run" ? e.trace : pipeline_full(e.problem, RunOptions{});
+    e.full = e.plan.pipeline == "run" ? e.trace : pipeline_full(e.problem, run_options_of(e.problem));
     return e;
 }
 

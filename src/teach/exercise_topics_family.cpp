@@ -1,5 +1,6 @@
 // The version-2 topics: members of the attention family (sparse, mla, dropout,
-// permutation; docs/FAMILY.md) and the backward pass (grad).
+// permutation; docs/FAMILY.md) and the backward pass (grad); and version 3's half
+// precision (precision).
 #include <optional>
 
 #include <fmt/format.h>
@@ -7,6 +8,7 @@
 
 #include "attn_trace/attention_parts.hpp"
 #include "attn_trace/permutation.hpp"
+#include "attn_trace/precision.hpp"
 #include "attn_trace/pipeline.hpp"
 #include "exercise_topics_parts.hpp"
 
@@ -153,10 +155,55 @@ ExercisePlan grad_topic(HandNumbers& numbers) {
     return plan;
 }
 
+// One head in f16 (docs/PROBLEM.md#dtype-half-precision), with scaled scores large enough
+// (4 to 24) that exp without the max shift overflows f16, and small weights that fall to 0.
+ExercisePlan precision_topic(HandNumbers& numbers) {
+    ExercisePlan plan = qkv_plan("Half precision: softmax in f16, and why it subtracts the row max", numbers, 2, 3, 1, 1, {2, 3, 4}, {1, 2, 3});
+    plan.problem["dtype"] = "f16";
+    plan.question = fmt::format("Two tokens read three keys (d_k = {}, no mask) in f16: 11 significant bits, largest finite value 65504. Each "
+                                "step is computed in f32 from the stored f16 values of the steps before it and rounded to f16 once; "
+                                "the row sums stay f32.",
+                                d_k);
+    plan.tasks = {"the scaled scores Q Kᵀ / 2, stored in f16: are they exact?",
+                  "for each row: its max, exp(z − max) rounded to f16, their f32 sum, and the weights rounded to f16",
+                  "which scores would overflow f16 if exp were taken of z itself, without subtracting the max (e^z > 65504 when z > ln 65504 ≈ 11.09)?",
+                  "the outputs O = A V, rounded to f16"};
+    plan.expect_steps = {StepName::scaled, StepName::weights, StepName::out};
+    plan.answer_steps = {StepName::scaled, StepName::row_max, StepName::exp, StepName::row_sum, StepName::weights, StepName::out};
+    plan.worked = {{row(StepName::weights, static_cast<std::size_t>(numbers.integer(0, 1)))}};
+    plan.computed_notes = [](const Problem& problem, const Trace&) {
+        // The same problem in every type, with and without the shift: what `precision` prints.
+        const PrecisionReport shifted = measure_precision(problem, PrecisionOptions{}), unshifted = measure_precision(problem, PrecisionOptions{false});
+        const auto weights_error = [](const PrecisionRun& run) {
+            for (const auto& step : run.steps)
+                if (step.name == "weights") return step.max_abs_error;
+            throw std::logic_error("precision exercise: no weights step");
+        };
+        std::vector<std::string> survived;
+        std::string first_inf;
+        for (const auto& run : unshifted.runs) {
+            if (run.dtype == Dtype::f64) continue;
+            if (run.first_nonfinite) first_inf += fmt::format("{}{}'s first inf is at {}", first_inf.empty() ? "" : "; ", dtype_name(run.dtype), *run.first_nonfinite);
+            else survived.push_back(dtype_name(run.dtype));
+        }
+        return std::vector<std::string>{
+            fmt::format("Against the same problem in f64, the f16 weights are off by at most {:.2e}, the bf16 ones (8 significant bits) by {:.2e}, "
+                        "the f32 ones by {:.2e}.",
+                        weights_error(shifted.runs[2]), weights_error(shifted.runs[3]), weights_error(shifted.runs[1])),
+            first_inf.empty() ? "Without the max shift no score here is large enough to overflow: every exp(z) stays below 65504."
+                              : fmt::format("Without the max shift, {}; {} keep{} every value finite (their range reaches about 3.4·10³⁸). With the shift "
+                                            "every exp is at most 1, and nothing overflows.",
+                                            first_inf, fmt::join(survived, " and "), survived.size() == 1 ? "s" : ""),
+            "The precision command runs this comparison on any problem file, with the max shift and without it."};
+    };
+    return plan;
+}
+
 }  // namespace
 
 std::map<std::string, TopicPlanner> family_topics() {
-    return {{"sparse", sparse_topic}, {"mla", mla_topic}, {"dropout", dropout_topic}, {"permutation", permutation_topic}, {"grad", grad_topic}};
+    return {{"sparse", sparse_topic}, {"mla", mla_topic}, {"dropout", dropout_topic}, {"permutation", permutation_topic}, {"grad", grad_topic},
+            {"precision", precision_topic}};
 }
 
 }  // namespace attn_trace::topic_plans

@@ -14,6 +14,14 @@
 
 namespace attn_trace {
 
+// A cell that a run in f32 or a half type lost (docs/PROBLEM.md#dtype-half-precision): it
+// overflowed to ±inf where the f64 run is finite, or fell to 0 where the f64 run is not 0.
+enum class CellLoss : std::uint8_t { overflowed, underflowed };
+struct LostCell {
+    std::size_t row, column;
+    CellLoss loss;
+};
+
 struct Step {
     StepName name;        // scores, weights, out, ... (step_table.hpp)
     std::optional<int> head, batch, t;
@@ -25,6 +33,13 @@ struct Step {
     // decode's rolling cache (a sliding window): the positions this step dropped from the
     // cache, empty when none; absent where the cache only grows.
     std::optional<std::vector<std::size_t>> evicted = std::nullopt;
+    // A run in f32, f16 or bf16 against the same run in f64: the largest |value − f64 value|
+    // (value_difference, compare.hpp) and the cells it lost, in row-major order. Unset and
+    // empty in an f64 run, and where the f64 run has no such step.
+    std::optional<double> max_abs_error_vs_f64 = std::nullopt;
+    std::vector<LostCell> lost_cells = {};
+    // The cell's loss, if it lost one.
+    std::optional<CellLoss> loss_at(std::size_t row, std::size_t column) const;
 };
 
 // The name a step is written under: its label, else its step name.

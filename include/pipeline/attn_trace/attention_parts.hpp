@@ -82,12 +82,13 @@ Matrix head_mask(const Problem& problem, std::size_t batch, int head, QueryRows 
 // The steps of a row softmax over masked scores z (rows, cols):
 // row_max (rows, 1), exp = e^(z − row_max) (rows, cols), row_sum (rows, 1), weights.
 // Rows with no visible key follow the problem's empty-row policy; `empty_rows`
-// receives their indices.
+// receives their indices. Without `max_shift` exp = e^z (row_max is still the row's max,
+// which finds the empty rows).
 struct SoftmaxSteps {
     Matrix row_max, exp, row_sum, weights;
     std::vector<std::size_t> empty_rows;
 };
-SoftmaxSteps softmax_rows(const Matrix& masked, EmptyRows policy, Dtype dtype);
+SoftmaxSteps softmax_rows(const Matrix& masked, EmptyRows policy, Dtype dtype, bool max_shift = true);
 
 // Dropout's keep (docs/FAMILY.md#dropout-on-the-weights-and-the-traineval-trap): 0 and 1,
 // each 1 when the portable generator's draw u ≥ p. One stream seeded by the problem's

@@ -4,6 +4,7 @@
 // (docs/COMMANDS.md#run), and the same restricted to a few query rows for explain
 // (docs/COMMANDS.md#explain). Each computes through the backend that RunOptions names.
 #include <cstddef>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -15,6 +16,10 @@ namespace attn_trace {
 struct RunOptions {
     Dtype dtype = Dtype::f64;
     std::string backend = "cpu";
+    // The softmax subtracts each row's max before exp (docs/COMMANDS.md#precision). Only
+    // pipeline_full reads false: it then has no row_max step and exp = exp(masked), to show
+    // the overflow the shift prevents. The other pipelines always shift.
+    bool max_shift = true;
 };
 
 // Every step of run (docs/COMMANDS.md#run), for every batch element and head.
@@ -93,6 +98,15 @@ Trace pipeline_grad(const Problem& problem, const RunOptions& options, const Gra
 // `expect` entries or a golden trace's command ask for.
 Trace compute_trace(const std::string& command, const Problem& problem, const RunOptions& options, const DecodeOptions& decode = {},
                     const TiledOptions& tiled = {}, const GradOptions& grad = {});
+
+// Sets each step's max_abs_error_vs_f64 and lost_cells (trace.hpp) from `f64`, the same
+// pipeline run on the same problem in f64 (docs/PROBLEM.md#dtype-half-precision). A step is
+// paired with the f64 step of the same name and place; one without a pair stays unset.
+void compare_with_f64(Trace& trace, const Trace& f64);
+// pipeline(options); for a dtype other than f64 also pipeline in f64, compared with
+// compare_with_f64. When the f64 run refuses the problem (its own overflow, say) the
+// errors stay unset: there is nothing exact to measure against.
+Trace traced_against_f64(const RunOptions& options, const std::function<Trace(const RunOptions&)>& pipeline);
 
 // The query rows a pipeline computes: all n of them, or (for explain) a few, each
 // keeping its true index for causal masks, RoPE positions and ALiBi distances, so

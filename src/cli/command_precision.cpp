@@ -1,0 +1,77 @@
+// `precision`: f64, f32, f16 and bf16 side by side (docs/COMMANDS.md#precision).
+#include <fstream>
+#include <iostream>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "attn_trace/errors.hpp"
+#include "attn_trace/precision.hpp"
+#include "commands.hpp"
+#include "trace_budget.hpp"
+#include "trace_options.hpp"
+
+namespace attn_trace::cli {
+
+namespace {
+
+struct PrecisionCommandOptions {
+    TraceOptions problem;  // PROBLEM, --mask, --scale, --backend, --max-memory
+    bool no_max_shift = false;
+    std::string svg;
+};
+
+std::string rendered(const PrecisionReport& report, Format format) {
+    switch (format) {
+        case Format::json: return precision_json(report);
+        case Format::markdown: return precision_markdown(report);
+        case Format::latex: return precision_latex(report);
+        case Format::text: return precision_text(report);
+        case Format::csv:
+        case Format::html: break;  // not in formats_of(for_precision): the option refuses them
+    }
+    throw std::logic_error("precision: a format outside for_precision");
+}
+
+void add_precision_command(CLI::App& app, int& exit_code) {
+    static PrecisionCommandOptions o;
+    auto* precision = app.add_subcommand("precision", "f64, f32, f16 and bf16 side by side: each step's largest error and the first inf or NaN");
+    precision->footer(R"(The problem runs four times, once per type, each as `run --dtype` computes it
+(docs/PROBLEM.md#dtype-half-precision). Per step: the largest absolute error against f64 and
+the largest relative one (over cells whose f64 value is finite and not 0), and for each type
+the first step with an inf or NaN that f64 does not have. Overflow is traced, not refused.
+--no-max-shift exponentiates the masked scores without subtracting the row max: f16's exp(z)
+overflows for z > ln 65504 ≈ 11.09, which the max shift prevents.
+
+Examples:
+  attn-trace precision examples/half_overflow.json
+  attn-trace precision examples/half_overflow.json --no-max-shift
+  attn-trace precision examples/half_overflow.json --no-max-shift --svg precision.svg
+  attn-trace precision examples/damaged_on_arrival.json --format json)");
+    precision->add_option("PROBLEM", o.problem.problem_path, "problem file (JSON; its keys: docs/PROBLEM.md), or - for standard input")->required();
+    precision->add_option("--mask", o.problem.mask, "mask, overriding the file (as run's --mask)");
+    precision->add_option("--scale", o.problem.scale, "auto (1/sqrt(d_k)), none (1) or a number, overriding the file");
+    precision->add_option("--backend", o.problem.backend, "cpu or cuda")->capture_default_str();
+    precision->add_flag("--no-max-shift", o.no_max_shift, "softmax as exp(z) / Σ exp(z), without subtracting the row max: what overflows");
+    precision->add_option("--svg", o.svg, "also write the chart of each step's error by type to this file");
+    add_format_option(*precision, o.problem.format, formats_of(for_precision), "text, json, markdown or latex");
+    add_memory_option(*precision, o.problem.budget);
+    precision->callback([&exit_code] {
+        const Problem problem = load_with_overrides(o.problem);
+        // Four full traces, one per type, are held at once.
+        refuse_over_budget(problem, "precision", 4 * full_trace_bytes(problem), o.problem.budget);
+        const PrecisionReport report = measure_precision(problem, PrecisionOptions{!o.no_max_shift, o.problem.backend});
+        if (!o.svg.empty()) {
+            std::ofstream out(o.svg);
+            if (!out || !(out << precision_svg(report))) throw InputError(fmt::format("{}: cannot write the file", o.svg));
+        }
+        std::cout << rendered(report, o.problem.format);
+        exit_code = 0;
+    });
+}
+
+const CommandRegistration registration{66, add_precision_command};
+
+}  // namespace
+
+}  // namespace attn_trace::cli

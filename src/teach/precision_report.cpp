@@ -1,0 +1,166 @@
+// `precision`'s table in text, JSON, Markdown and LaTeX (docs/COMMANDS.md#precision): a row per
+// step, per type its largest absolute and relative error against f64, and the step where each
+// type first has an inf or NaN that f64 does not.
+#include <cmath>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "attn_trace/number_text.hpp"
+#include "attn_trace/precision.hpp"
+#include "attn_trace/render.hpp"
+#include "attn_trace/render_table.hpp"
+
+namespace attn_trace {
+
+namespace {
+
+// Three significant digits; an exact 0 stays "0" (f32 often is exact on small integers).
+std::string error_text(double x) {
+    if (!std::isfinite(x)) return nonfinite_name(x);
+    return x == 0 ? "0" : fmt::format("{:.2e}", x);
+}
+
+std::string shift_line(bool max_shift) {
+    return max_shift ? "softmax with the max shift: exp(z − rowmax(z)), never above 1"
+                     : "softmax without the max shift: exp(z) itself, which overflows f16 for z > ln 65504 ≈ 11.09";
+}
+
+std::string head_text(const std::optional<int>& head, const std::optional<int>& batch) {
+    std::string out = head ? std::to_string(*head) : "";
+    if (batch) out = fmt::format("{}{}{}", *batch, out.empty() ? "" : "/", out);
+    return out;
+}
+
+std::string first_nonfinite_text(const PrecisionRun& run) {
+    if (!run.first_nonfinite) return "none";
+    return run.first_nonfinite_head ? fmt::format("{} (head {})", *run.first_nonfinite, *run.first_nonfinite_head) : *run.first_nonfinite;
+}
+
+bool has_batches(const PrecisionReport& report) {
+    for (const auto& step : report.runs.front().steps)
+        if (step.batch) return true;
+    return false;
+}
+
+// The rows of the table as cells: a header row, a row per step, the first-inf/NaN row.
+// f64 is left out of the table (it is the reference, all zeros) but kept in JSON.
+std::vector<std::vector<std::string>> table_cells(const PrecisionReport& report) {
+    const bool batches = has_batches(report);
+    std::vector<std::vector<std::string>> rows;
+    std::vector<std::string> header = {"step", batches ? "batch/head" : "head"};
+    for (std::size_t k = 1; k < report.runs.size(); ++k) {
+        header.push_back(dtype_name(report.runs[k].dtype) + " abs");
+        header.push_back(dtype_name(report.runs[k].dtype) + " rel");
+    }
+    rows.push_back(header);
+    const auto& steps = report.runs.front().steps;
+    for (std::size_t s = 0; s < steps.size(); ++s) {
+        std::vector<std::string> row = {steps[s].name, head_text(steps[s].head, steps[s].batch)};
+        for (std::size_t k = 1; k < report.runs.size(); ++k) {
+            row.push_back(error_text(report.runs[k].steps[s].max_abs_error));
+            row.push_back(error_text(report.runs[k].steps[s].max_rel_error));
+        }
+        rows.push_back(row);
+    }
+    std::vector<std::string> last = {"first inf/NaN", ""};
+    for (std::size_t k = 1; k < report.runs.size(); ++k) {
+        last.push_back(first_nonfinite_text(report.runs[k]));
+        last.push_back("");
+    }
+    rows.push_back(last);
+    return rows;
+}
+
+std::string title_of(const PrecisionReport& report) { return "attn-trace precision" + (report.title.empty() ? "" : ": " + report.title); }
+
+nlohmann::ordered_json number_json(double x) {
+    if (!std::isfinite(x)) return nonfinite_name(x);
+    return x;
+}
+
+}  // namespace
+
+std::string precision_text(const PrecisionReport& report) {
+    const auto rows = table_cells(report);
+    std::vector<std::size_t> widths(rows.front().size(), 0);
+    for (const auto& row : rows)
+        for (std::size_t c = 0; c < row.size(); ++c) widths[c] = std::max(widths[c], display_width(row[c]));
+    std::string out = title_of(report) + "\n" + report.problem_line + "\n" + shift_line(report.max_shift) + "\n\n";
+    out += "largest error against f64 per step: absolute |x − x₆₄| and relative |x − x₆₄| / |x₆₄|\n";
+    for (std::size_t r = 0; r < rows.size(); ++r) {
+        const bool last = r + 1 == rows.size();
+        std::string line = pad_right(rows[r][0], widths[0]) + "  " + pad_left(rows[r][1], widths[1]);
+        // The last row's entries name a step: they run over the two columns of their type.
+        for (std::size_t c = 2; c < rows[r].size(); c += last ? 2 : 1)
+            line += "  " + (last ? pad_left(rows[r][c], widths[c] + 2 + widths[c + 1]) : pad_left(rows[r][c], widths[c]));
+        out += line + "\n";
+    }
+    return out;
+}
+
+std::string precision_json(const PrecisionReport& report) {
+    nlohmann::ordered_json dtypes = nlohmann::ordered_json::array();
+    for (const auto& run : report.runs) {
+        nlohmann::ordered_json steps = nlohmann::ordered_json::array();
+        for (const auto& step : run.steps) {
+            nlohmann::ordered_json s = {{"name", step.name}};
+            if (step.head) s["head"] = *step.head;
+            if (step.batch) s["batch"] = *step.batch;
+            s["max_abs_error"] = number_json(step.max_abs_error);
+            s["max_rel_error"] = number_json(step.max_rel_error);
+            steps.push_back(std::move(s));
+        }
+        nlohmann::ordered_json entry = {{"dtype", dtype_name(run.dtype)},
+                                        {"first_nonfinite", run.first_nonfinite ? nlohmann::ordered_json(*run.first_nonfinite) : nlohmann::ordered_json()}};
+        if (run.first_nonfinite_head) entry["first_nonfinite_head"] = *run.first_nonfinite_head;
+        entry["steps"] = std::move(steps);
+        dtypes.push_back(std::move(entry));
+    }
+    const nlohmann::ordered_json out = {{"attn_trace", 1}, {"command", "precision"}, {"title", report.title}, {"max_shift", report.max_shift},
+                                        {"dtypes", dtypes}};
+    return out.dump() + "\n";
+}
+
+std::string precision_markdown(const PrecisionReport& report) {
+    const auto rows = table_cells(report);
+    std::string out = "## " + markdown_text(title_of(report)) + "\n\n" + markdown_text(report.problem_line) + "\n\n" +
+                      markdown_text(shift_line(report.max_shift)) + ".\n\nLargest error against f64 per step (absolute, relative):\n\n";
+    for (std::size_t r = 0; r < rows.size(); ++r) {
+        out += "|";
+        for (const auto& cell : rows[r]) out += " " + markdown_text(cell) + " |";
+        out += "\n";
+        if (r == 0) {
+            out += "|---|---:|";
+            for (std::size_t c = 2; c < rows[r].size(); ++c) out += "---:|";
+            out += "\n";
+        }
+    }
+    return out;
+}
+
+std::string precision_latex(const PrecisionReport& report) {
+    const auto rows = table_cells(report);
+    std::string out = fmt::format("\\noindent\\textbf{{{}}}\\\\\n{}\\\\\n{}.\n\n", latex_text(title_of(report)), latex_text(report.problem_line),
+                                  latex_prose(shift_line(report.max_shift)));
+    out += "\\medskip\\noindent Largest error against f64 per step (absolute, relative):\n\n{\\footnotesize\\setlength{\\tabcolsep}{3pt}\n";
+    out += "\\begin{tabular}{l" + std::string(rows.front().size() - 1, 'r') + "}\n";
+    for (std::size_t r = 0; r < rows.size(); ++r) {
+        const bool first = r == 0, last = r + 1 == rows.size();
+        if (last) out += "\\hline\n";
+        std::vector<std::string> cells;
+        for (std::size_t c = 0; c < rows[r].size(); c += last && c >= 2 ? 2 : 1) {
+            const std::string& text = rows[r][c];
+            if (last && c >= 2) cells.push_back(fmt::format("\\multicolumn{{2}}{{r}}{{{}}}", latex_text(text)));
+            else if (first || c < 2) cells.push_back(c == 0 && !first && !last ? "\\texttt{" + latex_text(text) + "}" : latex_text(text));
+            else cells.push_back("$" + latex_number(text) + "$");
+        }
+        std::string line;
+        for (std::size_t c = 0; c < cells.size(); ++c) line += (c ? " & " : "") + cells[c];
+        out += line + " \\\\\n";
+        if (first) out += "\\hline\n";
+    }
+    return out + "\\end{tabular}}\n";
+}
+
+}  // namespace attn_trace
