@@ -177,7 +177,7 @@ TEST_CASE("dropout in train mode: dropped = weights ⊙ keep / (1 − p), keep 0
         const Matrix &weights = step_values(trace, "weights", h), &keep = step_values(trace, "keep", h), &dropped = step_values(trace, "dropped", h);
         for (std::size_t i = 0; i < keep.data().size(); ++i) {
             REQUIRE((keep.data()[i] == 0.0 || keep.data()[i] == 1.0));
-            CHECK(dropped.data()[i] == weights.data()[i] * keep.data()[i] / 0.7);
+            CHECK(dropped.data()[i] == weights.data()[i] * keep.data()[i] * (1 / 0.7));  // times the constant 1/(1 − p), as grad's dA_d is
         }
     }
     CHECK(number_of(trace, "kept_share") == Approx(0.7).margin(0.01));  // 80 000 draws: the standard error is 0.0016

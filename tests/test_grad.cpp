@@ -10,6 +10,7 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
+#include "attn_trace/attention_parts.hpp"
 #include "attn_trace/errors.hpp"
 #include "attn_trace/explain.hpp"
 #include "test_helpers.hpp"
@@ -219,4 +220,71 @@ TEST_CASE("explain writes every gradient cell as terms that add up to the traced
         "b_V": [1, -1], "d_out": {"random": {"shape": [2, 3, 2], "seed": 5}}})", "t.json");
     for (const char* cell : {"grad_W_Q[1,0]", "grad_b_V[0,1]", "grad_x[2,1]"})
         check_sums(explain_problem(batch, {}, parse_cell_spec(cell), ExplainOptions{0, 1, 12, Format::text}), cell);
+}
+
+namespace {
+
+// A step that has no head (q, grad_concat).
+const Matrix& headless(const Trace& t, const std::string& name) {
+    const Step* s = t.find(step_named(name), std::nullopt, std::nullopt, std::nullopt, std::nullopt);
+    if (!s) throw std::runtime_error("no step " + name);
+    return s->values;
+}
+
+}  // namespace
+
+// In a half type a gradient that sums products is one step (docs/PROBLEM.md#dtype-half-precision):
+// its terms summed in f32 and rounded once, not each term rounded and then summed.
+TEST_CASE("in f16 a KV head's grad_k and grad_v are the f32 sums over its query heads rounded once", "[half][grad]") {
+    const Problem p = parse_problem(R"({"heads": 4, "kv_heads": 1, "mask": "causal",
+        "Q": {"random": {"shape": [8, 16], "seed": 11}}, "K": {"random": {"shape": [8, 4], "seed": 12}}, "V": {"random": {"shape": [8, 4], "seed": 13}},
+        "d_out": {"random": {"shape": [8, 16], "seed": 14}}})",
+                                    "t.json");
+    const RunOptions f16{Dtype::f16, "cpu"};
+    const Trace grad = pipeline_grad(p, f16, {}), forward = pipeline_full(p, f16);
+    const Matrix& q = headless(forward, "q");
+    const Matrix &grad_k = step_values(grad, "grad_k", 0), &grad_v = step_values(grad, "grad_v", 0);
+    std::size_t differs = 0;  // cells where rounding each head's term first would give another value
+    for (std::size_t j = 0; j < p.m; ++j)
+        for (std::size_t c = 0; c < p.d_k; ++c) {
+            float sum_k = 0, sum_v = 0, rounded_terms = 0;
+            for (int h = 0; h < p.heads; ++h) {
+                const Matrix &d_s = step_values(grad, "grad_scores", h), &d_o = step_values(grad, "grad_out", h), &a = step_values(forward, "weights", h);
+                float term_k = 0, term_v = 0;  // dSᵀ Q and Aᵀ dO of head h, accumulated in f32 as the products are
+                for (std::size_t i = 0; i < p.n; ++i) {
+                    term_k += static_cast<float>(d_s(i, j)) * static_cast<float>(q(i, static_cast<std::size_t>(h) * p.d_k + c));
+                    term_v += static_cast<float>(a(i, j)) * static_cast<float>(d_o(i, c));
+                }
+                sum_k += term_k;
+                sum_v += term_v;
+                rounded_terms += static_cast<float>(round_to(Dtype::f16, term_k));
+            }
+            INFO("grad_k[" << j << "][" << c << "]");
+            CHECK(grad_k(j, c) == round_to(Dtype::f16, sum_k));
+            CHECK(grad_v(j, c) == round_to(Dtype::f16, sum_v));
+            if (round_to(Dtype::f16, rounded_terms) != grad_k(j, c)) ++differs;
+        }
+    CHECK(differs > 0);  // the problem tells the two apart
+}
+
+TEST_CASE("in a half type d_out is stored in the type, as every input is", "[half][grad]") {
+    const Problem p = parse_problem(R"({"Q": [[1]], "K": [[1]], "V": [[1]], "d_out": [[0.1]]})", "t.json");
+    CHECK(headless(pipeline_grad(p, RunOptions{Dtype::f16, "cpu"}, {}), "grad_concat")(0, 0) == 0.0999755859375);
+    CHECK(headless(pipeline_grad(p, RunOptions{Dtype::bf16, "cpu"}, {}), "grad_concat")(0, 0) == 0.10009765625);
+    CHECK(headless(pipeline_grad(p, {}, {}), "grad_concat")(0, 0) == 0.1);
+}
+
+TEST_CASE("a half type stores qk-norm's and the latent norms' weights in the type", "[half]") {
+    Problem p = parse_problem(R"({"X": [[1, 0, 0, 1]], "W_Q": [[1, 0], [0, 1], [1, 1], [0, 0]], "W_K": [[1, 0], [0, 1], [1, 1], [0, 0]],
+        "W_V": [[1], [0], [0], [1]], "qk_norm": {"q_weight": [0.1, 1], "k_weight": [1, 0.3]}})",
+                              "qk.json");
+    p.mla = Mla{};
+    p.mla->c_kv_norm = Mla::LatentNorm{{0.7, 1}, 1e-6};
+    p.mla->c_q_norm = Mla::LatentNorm{{1, 0.2}, 1e-6};
+    const Problem stored = *stored_in(p, Dtype::bf16);
+    CHECK(stored.qk_norm->q_weight[0] == round_to(Dtype::bf16, 0.1));
+    CHECK(stored.qk_norm->k_weight[1] == round_to(Dtype::bf16, 0.3));
+    CHECK(stored.mla->c_kv_norm->weight[0] == round_to(Dtype::bf16, 0.7));
+    CHECK(stored.mla->c_q_norm->weight[1] == round_to(Dtype::bf16, 0.2));
+    CHECK(stored.qk_norm->q_weight[0] != 0.1);
 }

@@ -43,11 +43,13 @@ Usage (after building build/attn-trace)
 
 What it checks
     For every problem below and each of f16 and bf16 it runs
-    `attn-trace run FILE --dtype D --format json` and recomputes each step from the
+    `attn-trace COMMAND FILE --dtype D --format json` (COMMAND run, decode, tiled, grad
+    or grad --tiled: decode_reference, tiled_reference and grad_reference below say how
+    they round; grad's forward steps come from `run`) and recomputes each step from the
     TOOL's stored values of the steps before it (so a difference in one step is not
     carried into the next). It prints, per problem, dtype and step: the elements, the
     share bit-identical, the share within 1 ulp of the dtype, the largest distance in
-    ulps (row_sum in float32 ulps), and how many elements miss the golden's own
+    ulps (row_sum and tiled's m, l, u, rescale in float32 ulps), and how many elements miss the golden's own
     tolerance when the tool's whole chain is compared with the reference's whole chain
     (what `attn-trace check` will see). It fails (exit 1) when a step is more than 1 ulp
     off, when a stored value is not a value of the dtype, or when the chain misses the
@@ -362,6 +364,242 @@ def reference(problem, dt, tool=None):
 
 
 # ---------------------------------------------------------------------------
+# decode, tiled and grad: keys (name, head, at), at None, ("t", t) or ("tile", (qb, kt))
+# ---------------------------------------------------------------------------
+
+# Steps the rounding model keeps in float32 (never rounded to the dtype).
+F32_STEPS = {"row_sum", "m", "l", "u", "rescale"}
+
+
+def run_reference(problem, dt, tool=None):
+    """`run`'s steps (reference above) with the three-part keys of the commands below."""
+    forward = None if tool is None else {(name, head): v for (name, head, at), v in tool.items() if at is None}
+    return {(name, head, None): v for (name, head), v in reference(problem, dt, forward).items()}
+
+
+def reader(steps, tool):
+    """stored(name, head, at): the step as the tool stores it (tool given) or as the
+    reference's own chain has it."""
+    def stored(name, head=None, at=None):
+        source = steps if tool is None else tool
+        if (name, head, at) not in source:
+            raise KeyError(f"the trace has no step {name!r} head {head} {at or ''}")
+        return source[(name, head, at)]
+    return stored
+
+
+def given_qkv(problem, dt):
+    """q, k, v of a problem that gives Q, K and V (decode's and tiled's goldens do), its
+    heads, kv_heads, d_k, d_v, the f32 scale and the mask."""
+    if "X" in problem or set(problem) - {"title", "tokens", "Q", "K", "V", "heads", "kv_heads", "mask", "scale"}:
+        raise ValueError("decode's and tiled's references model Q, K, V problems with heads, kv_heads, mask, scale")
+    q, k, v = (stored_input(problem[name], dt) for name in ("Q", "K", "V"))
+    heads = problem.get("heads", 1)
+    kv_heads = problem.get("kv_heads", heads)
+    d_k, d_v = q.shape[1] // heads, v.shape[1] // kv_heads
+    scale = problem.get("scale", "auto")
+    s = F32(1.0 / math.sqrt(d_k) if scale == "auto" else 1.0 if scale == "none" else scale)
+    return q, k, v, heads, kv_heads, d_k, d_v, s, mask_matrix(problem.get("mask"), q.shape[0], k.shape[0])
+
+
+def softmax_row(z, dt):
+    """weights of masked scores z, as run's softmax: exp rounded, row_sum f32, weights rounded."""
+    e = dt.round(exp_f32(z - z.max(axis=1, keepdims=True)))
+    return dt.round(e / row_sum_f32(e))
+
+
+def decode_reference(problem, dt, tool=None):
+    """`decode` one query a step (n = m): k_cache and v_cache of each KV head hold the
+    stored keys 0 … t; masked = half(half(s · half(q_t K_cacheᵀ)) + mask); weights as
+    run's softmax (its exp and row_sum are not stored by decode); out = half(weights V_cache)."""
+    q, k, v, heads, kv_heads, d_k, d_v, s, mask = given_qkv(problem, dt)
+    assert q.shape[0] == k.shape[0], "decode's reference: n = m"
+    steps = {}
+    stored = reader(steps, tool)
+    r = dt.round
+    with np.errstate(over="ignore", invalid="ignore"):
+        for t in range(q.shape[0]):
+            at = ("t", t)
+            for g in range(kv_heads):
+                steps[("k_cache", g, at)] = k[:t + 1, g * d_k:(g + 1) * d_k]
+                steps[("v_cache", g, at)] = v[:t + 1, g * d_v:(g + 1) * d_v]
+            for h in range(heads):
+                g = h // (heads // kv_heads)
+                q_t = q[t:t + 1, h * d_k:(h + 1) * d_k]
+                steps[("masked", h, at)] = r(r(s * r(matmul_f32(q_t, stored("k_cache", g, at).T))) + mask[t:t + 1, :t + 1])
+                steps[("weights", h, at)] = softmax_row(stored("masked", h, at), dt)
+                steps[("out", h, at)] = r(matmul_f32(stored("weights", h, at), stored("v_cache", g, at)))
+    return steps
+
+
+def tiles(n, m, block_q, block_k, mask):
+    """(qb, kt, rows, cols) of every tile some query of its block may read, in order."""
+    for qb, i0 in enumerate(range(0, n, block_q)):
+        for kt, j0 in enumerate(range(0, m, block_k)):
+            rows, cols = slice(i0, min(i0 + block_q, n)), slice(j0, min(j0 + block_k, m))
+            if not np.all(mask[rows, cols] == -math.inf):
+                yield qb, kt, rows, cols
+
+
+def tiled_reference(problem, dt, tool=None, block_q=2, block_k=2):
+    """`tiled` at check's blocks (2 × 2): per tile the masked scores as run stores them;
+    the state in f32: m = max(m_old, rowmax), rescale = exp(m_old − m) (1 where m did
+    not change), P̃ = half(exp(Z − m)) (not stored), ℓ = rescale ℓ_old + rowsum(P̃),
+    u = rescale u_old + f32(P̃ V); out = half(u / ℓ) of the block's last tile."""
+    q, k, v, heads, kv_heads, d_k, d_v, s, mask = given_qkv(problem, dt)
+    n, m = q.shape[0], k.shape[0]
+    steps = {}
+    stored = reader(steps, tool)
+    r = dt.round
+    with np.errstate(over="ignore", invalid="ignore"):
+        for h in range(heads):
+            g = h // (heads // kv_heads)
+            out = np.zeros((n, d_v), F32)
+            last = {}  # query block → its last tile so far
+            for qb, kt, rows, cols in tiles(n, m, block_q, block_k, mask):
+                at = ("tile", (qb, kt))
+                k_t, v_t = k[cols, g * d_k:(g + 1) * d_k], v[cols, g * d_v:(g + 1) * d_v]
+                steps[("masked", h, at)] = r(r(s * r(matmul_f32(q[rows, h * d_k:(h + 1) * d_k], k_t.T))) + mask[rows, cols])
+                z = stored("masked", h, at)
+                count = z.shape[0]
+                before = last.get(qb)
+                m_old = np.full((count, 1), -math.inf, F32) if before is None else stored("m", h, before)
+                l_old = np.zeros((count, 1), F32) if before is None else stored("l", h, before)
+                u_old = np.zeros((count, d_v), F32) if before is None else stored("u", h, before)
+                steps[("m", h, at)] = np.maximum(m_old, z.max(axis=1, keepdims=True))
+                m_new = stored("m", h, at)
+                steps[("rescale", h, at)] = np.where(m_old == m_new, F32(1), exp_f32(m_old - m_new)).astype(F32)
+                p = np.where(z == -math.inf, F32(0), r(exp_f32(z - m_new))).astype(F32)
+                alpha = stored("rescale", h, at)
+                steps[("l", h, at)] = alpha * l_old + row_sum_f32(p)
+                steps[("u", h, at)] = alpha * u_old + matmul_f32(p, v_t)
+                last[qb] = at
+            for qb, at in last.items():
+                rows = slice(qb * block_q, min((qb + 1) * block_q, n))
+                out[rows] = r(stored("u", h, at) / stored("l", h, at))
+            steps[("out", h, None)] = out
+        if heads > 1:
+            steps[("concat", None, None)] = np.hstack([stored("out", h) for h in range(heads)])
+    return steps
+
+
+def column_sums_f32(a):
+    acc = np.zeros((1, a.shape[1]), F32)
+    for i in range(a.shape[0]):
+        acc = acc + a[i:i + 1, :]
+    return acc
+
+
+def grad_reference(problem, dt, tool=None, tiled=False, block_q=2, block_k=2):
+    """`grad` (or `grad --tiled` at check's 2 × 2 blocks) from run's forward steps, with
+    the rounding model's reading for gradients (docs/PROBLEM.md#dtype-half-precision): each
+    step computed in f32 from the stored values before it and rounded once; a step that
+    sums products (a KV head's grad_k and grad_v over its query heads, a tiled gradient
+    over key tiles, grad_x over q, k and v, the weights' gradients) sums them in f32 and
+    rounds once. d_out is an input: stored in the dtype. Untiled, per head:
+      grad_weights = half(dO Vᵀ); inner = half(f32 rowsum(dA ⊙ A))   (not stored)
+      grad_masked = half(A ⊙ (dA − inner)); grad_scaled = grad_masked; grad_scores = half(s · dZ)
+      grad_q = half(dS K); K's and V's parts f32(dSᵀ Q) and f32(Aᵀ dO), summed per KV head.
+    Tiled: lse = half(row_max + f32(ln row_sum)), delta = half(f32 rowsum(dO ⊙ O));
+    per tile p = half(exp(Z − lse)) with Z recomputed as run stores masked, grad_p =
+    half(dO V_jᵀ), grad_s = half(p ⊙ (grad_p − delta)), then half(s · grad_s) times K_j,
+    Q_i and p times dO accumulated in f32 over the tiles."""
+    forward_problem = {key: value for key, value in problem.items() if key != "d_out"}
+    if problem.get("softcap") is not None or problem.get("rope") is not None:
+        raise ValueError("grad's reference models problems without softcap and RoPE")
+    forward = run_reference(forward_problem, dt, tool)
+    steps = {}
+    stored = reader(steps, None if tool is None else {**forward, **tool})
+    fwd = (lambda name, head=None: forward[(name, head, None)]) if tool is None else stored
+    r = dt.round
+    heads = problem.get("heads", 1)
+    kv_heads = problem.get("kv_heads", heads)
+    group = heads // kv_heads
+    q_all, k_all, v_all = fwd("q"), fwd("k"), fwd("v")
+    n, m = q_all.shape[0], k_all.shape[0]
+    d_k, d_v = q_all.shape[1] // heads, v_all.shape[1] // kv_heads
+    scale = problem.get("scale", "auto")
+    s = F32(1.0 / math.sqrt(d_k) if scale == "auto" else 1.0 if scale == "none" else scale)
+    mask = mask_matrix(problem.get("mask"), n, m)
+    width = problem["W_O"][0].__len__() if "W_O" in problem else heads * d_v
+    d_out = stored_input(problem["d_out"], dt) if "d_out" in problem else np.ones((n, width), F32)
+    with np.errstate(over="ignore", invalid="ignore"):
+        if "W_O" in problem:
+            w_o = stored_input(problem["W_O"], dt)
+            steps[("grad_final", None, None)] = d_out
+            steps[("grad_concat", None, None)] = r(matmul_f32(d_out, w_o.T))
+            steps[("grad_W_O", None, None)] = r(matmul_f32(fwd("concat").T, d_out))
+            if "b_O" in problem:
+                steps[("grad_b_O", None, None)] = r(column_sums_f32(d_out))
+        else:
+            steps[("grad_concat", None, None)] = d_out
+        k_parts = [np.zeros((m, d_k), F32) for _ in range(kv_heads)]
+        v_parts = [np.zeros((m, d_v), F32) for _ in range(kv_heads)]
+        for h in range(heads):
+            g = h // group
+            q, k, v = (x[:, c * d:(c + 1) * d] for x, c, d in ((q_all, h, d_k), (k_all, g, d_k), (v_all, g, d_v)))
+            steps[("grad_out", h, None)] = stored("grad_concat")[:, h * d_v:(h + 1) * d_v]
+            d_o = stored("grad_out", h)
+            if not tiled:
+                a = fwd("weights", h)
+                steps[("grad_weights", h, None)] = r(matmul_f32(d_o, v.T))
+                d_a = stored("grad_weights", h)
+                inner = r(row_sum_f32(d_a * a))
+                steps[("grad_masked", h, None)] = r(a * (d_a - inner))
+                steps[("grad_scaled", h, None)] = stored("grad_masked", h)
+                steps[("grad_scores", h, None)] = r(s * stored("grad_scaled", h))
+                d_s = stored("grad_scores", h)
+                steps[("grad_q", h, None)] = r(matmul_f32(d_s, k))
+                k_parts[g] = k_parts[g] + matmul_f32(d_s.T, q)
+                v_parts[g] = v_parts[g] + matmul_f32(a.T, d_o)
+                continue
+            row_max, row_sum, out = fwd("row_max", h), fwd("row_sum", h), fwd("out", h)
+            steps[("lse", h, None)] = r(row_max + np.log(row_sum.astype(np.float64)).astype(F32))
+            steps[("delta", h, None)] = r(row_sum_f32(d_o * out))
+            lse, delta = stored("lse", h), stored("delta", h)
+            d_q, d_k_h, d_v_h = np.zeros((n, d_k), F32), np.zeros((m, d_k), F32), np.zeros((m, d_v), F32)
+            for qb, kt, rows, cols in tiles(n, m, block_q, block_k, mask):
+                at = ("tile", (qb, kt))
+                z = r(r(s * r(matmul_f32(q[rows], k[cols].T))) + mask[rows, cols])
+                steps[("p", h, at)] = np.where(z == -math.inf, F32(0), r(exp_f32(z - lse[rows]))).astype(F32)
+                steps[("grad_p", h, at)] = r(matmul_f32(d_o[rows], v[cols].T))
+                p = stored("p", h, at)
+                steps[("grad_s", h, at)] = r(p * (stored("grad_p", h, at) - delta[rows]))
+                d_s = r(s * stored("grad_s", h, at))
+                d_q[rows] = d_q[rows] + matmul_f32(d_s, k[cols])
+                d_k_h[cols] = d_k_h[cols] + matmul_f32(d_s.T, q[rows])
+                d_v_h[cols] = d_v_h[cols] + matmul_f32(p.T, d_o[rows])
+            steps[("grad_q", h, None)] = r(d_q)
+            k_parts[g] = k_parts[g] + d_k_h
+            v_parts[g] = v_parts[g] + d_v_h
+        for g in range(kv_heads):
+            steps[("grad_k", g, None)] = r(k_parts[g])
+            steps[("grad_v", g, None)] = r(v_parts[g])
+        if "X" in problem:
+            x = stored_input(problem["X"], dt)
+            grad_q = np.hstack([stored("grad_q", h) for h in range(heads)])
+            grad_k = np.hstack([stored("grad_k", g) for g in range(kv_heads)])
+            grad_v = np.hstack([stored("grad_v", g) for g in range(kv_heads)])
+            for name, grad in (("Q", grad_q), ("K", grad_k), ("V", grad_v)):
+                steps[(f"grad_W_{name}", None, None)] = r(matmul_f32(x.T, grad))
+                if f"b_{name}" in problem:
+                    steps[(f"grad_b_{name}", None, None)] = r(column_sums_f32(grad))
+            w_q, w_k, w_v = (stored_input(problem[w], dt) for w in ("W_Q", "W_K", "W_V"))
+            from_kv = matmul_f32(grad_k, w_k.T) + matmul_f32(grad_v, w_v.T)
+            steps[("grad_x", None, None)] = r(matmul_f32(grad_q, w_q.T) + from_kv)
+    return steps
+
+
+COMMANDS = {
+    "run": run_reference,
+    "decode": decode_reference,
+    "tiled": tiled_reference,
+    "grad": grad_reference,
+    "grad --tiled": lambda problem, dt, tool=None: grad_reference(problem, dt, tool, tiled=True),
+}
+
+
+# ---------------------------------------------------------------------------
 # The problems (inputs written into each golden; drawn once from fixed seeds)
 # ---------------------------------------------------------------------------
 
@@ -371,7 +609,7 @@ def grid(rng, shape, limit, denominator):
 
 
 def problems():
-    """name → problem dict. Values with ≤ 8 significant bits are exact in f16 and bf16
+    """name → (command, problem dict). Values with ≤ 8 significant bits are exact in f16 and bf16
     alike; mha_bias's have up to 12, so the tool's own rounding of inputs is checked too."""
     rng = np.random.default_rng(20260523)
     out = {}
@@ -414,7 +652,39 @@ def problems():
         "W_O": [[256, 1], [256, -1]],
         "b_O": [0.5, 0.25],
     }
-    return out
+    cases = {name: ("run", problem) for name, problem in out.items()}
+    rng = np.random.default_rng(20260601)  # its own draws: the run problems above keep theirs
+    cases["decode_gqa"] = ("decode", {
+        "title": "half golden (decode): 4 query heads on 2 KV heads, causal, one query a step",
+        "Q": grid(rng, (5, 12), 40, 16), "K": grid(rng, (5, 6), 40, 16), "V": grid(rng, (5, 6), 40, 16),
+        "heads": 4, "kv_heads": 2, "mask": "causal",
+    })
+    # 2 × 2 tiles of a causal 5 × 5: the diagonal tiles are partly masked, those above skipped.
+    cases["tiled_causal"] = ("tiled", {
+        "title": "half golden (tiled, 2 × 2 tiles): causal 5 × 5, 2 heads",
+        "Q": grid(rng, (5, 8), 48, 16), "K": grid(rng, (5, 8), 48, 16), "V": grid(rng, (5, 8), 40, 16),
+        "heads": 2, "mask": "causal",
+    })
+    cases["grad_bias"] = ("grad", {
+        "title": "half golden (grad): X with W_Q, W_K, W_V, W_O and every bias, 2 heads, d_out given",
+        "X": grid(rng, (4, 6), 3000, 1024),
+        "W_Q": grid(rng, (6, 6), 700, 1024), "W_K": grid(rng, (6, 6), 700, 1024), "W_V": grid(rng, (6, 6), 700, 1024),
+        "b_Q": grid(rng, 6, 500, 1024), "b_K": grid(rng, 6, 500, 1024), "b_V": grid(rng, 6, 500, 1024),
+        "W_O": grid(rng, (6, 5), 700, 1024), "b_O": grid(rng, 5, 500, 1024),
+        "heads": 2, "d_out": grid(rng, (4, 5), 64, 32),
+    })
+    cases["grad_gqa"] = ("grad", {
+        "title": "half golden (grad): X, 4 query heads on 2 KV heads (grad_k, grad_v sum 2 heads each), causal",
+        "X": grid(rng, (4, 8), 3000, 1024),
+        "W_Q": grid(rng, (8, 8), 700, 1024), "W_K": grid(rng, (8, 4), 700, 1024), "W_V": grid(rng, (8, 4), 700, 1024),
+        "heads": 4, "kv_heads": 2, "mask": "causal", "d_out": grid(rng, (4, 8), 64, 32),
+    })
+    cases["grad_tiled_gqa"] = ("grad --tiled", {
+        "title": "half golden (grad --tiled, 2 × 2 tiles): 2 query heads on 1 KV head, causal 5 × 5",
+        "Q": grid(rng, (5, 8), 48, 16), "K": grid(rng, (5, 4), 48, 16), "V": grid(rng, (5, 4), 40, 16),
+        "heads": 2, "kv_heads": 1, "mask": "causal", "d_out": grid(rng, (5, 8), 64, 32),
+    })
+    return cases
 
 
 # ---------------------------------------------------------------------------
@@ -425,13 +695,23 @@ class ToolUnusable(Exception):
     pass
 
 
-def run_tool(tool, problem, dtype):
-    """`attn-trace run --dtype D --format json` on the problem; {(name, head): float32 array}."""
+def run_tool(tool, problem, dtype, command="run"):
+    """`attn-trace COMMAND FILE --dtype D --format json`; {(name, head, at): float64 array},
+    at None, ("t", t) or ("tile", (qb, kt)). grad's trace holds its gradients only: run's
+    forward steps, which grad reads, are added from `run`."""
+    if command.startswith("grad"):
+        forward = trace_steps(tool, {k: v for k, v in problem.items() if k != "d_out"}, dtype, "run")
+        return {**forward, **trace_steps(tool, problem, dtype, command)}
+    return trace_steps(tool, problem, dtype, command)
+
+
+def trace_steps(tool, problem, dtype, command):
+    """One command's trace as {(name, head, at): float64 array}."""
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
         json.dump(problem, f)
         path = f.name
     try:
-        result = subprocess.run([str(tool), "run", path, "--dtype", dtype, "--format", "json"],
+        result = subprocess.run([str(tool), *command.split(), path, "--dtype", dtype, "--format", "json"],
                                 capture_output=True, text=True, timeout=60)
     finally:
         Path(path).unlink()
@@ -441,10 +721,10 @@ def run_tool(tool, problem, dtype):
             raise ToolUnusable(f"{tool} does not accept --dtype {dtype} yet (exit 2):\n  {message}\n"
                                "build attn-trace with half-precision support (docs/PROBLEM.md#dtype-half-precision) first, "
                                "or use --self-test (f32) or --no-tool (goldens from the reference alone)")
-        raise ToolUnusable(f"{tool} run --dtype {dtype} failed (exit {result.returncode}):\n  {message}")
+        raise ToolUnusable(f"{tool} {command} --dtype {dtype} failed (exit {result.returncode}):\n  {message}")
     trace = json.loads(result.stdout)
     if trace.get("problem", {}).get("dtype") != dtype:  # an option silently ignored would compare f64
-        raise ToolUnusable(f"{tool} run --dtype {dtype} reports dtype {trace.get('problem', {}).get('dtype')!r}")
+        raise ToolUnusable(f"{tool} {command} --dtype {dtype} reports dtype {trace.get('problem', {}).get('dtype')!r}")
     steps = {}
     for step in trace["steps"]:
         if "batch" in step and step["batch"] != 0:
@@ -452,7 +732,8 @@ def run_tool(tool, problem, dtype):
         data = matrix(step["data"])
         if data.ndim == 1:
             data = data[None, :]
-        steps[(step["name"], step.get("head"))] = data
+        at = ("t", step["t"]) if "t" in step else ("tile", tuple(step["tile"])) if "tile" in step else None
+        steps[(step["name"], step.get("head"), at)] = data
     return steps
 
 
@@ -460,7 +741,7 @@ def as_stored(values, dt, name):
     """The tool's float64 JSON numbers as float32, and how many are not values of the type
     they should be stored in (the dtype; float32 for row_sum)."""
     narrowed = values.astype(F32)
-    kind_round = round_f32 if name == "row_sum" else dt.round
+    kind_round = round_f32 if name in F32_STEPS else dt.round
     exact = (narrowed.astype(np.float64) == values) | np.isnan(values)
     exact &= (kind_round(narrowed) == narrowed) | np.isnan(narrowed)
     return narrowed, int(np.count_nonzero(~exact))
@@ -481,16 +762,16 @@ def within_tolerance(got, want, atol, rtol):
 
 
 def tolerances(name, dt):
-    return (dt.atol, ROW_SUM_RTOL) if name == "row_sum" else (dt.atol, dt.rtol)
+    return (dt.atol, ROW_SUM_RTOL) if name in F32_STEPS else (dt.atol, dt.rtol)
 
 
-def compare_half(name, problem, dt, tool):
+def compare_half(name, command, problem, dt, tool):
     """Rows of the table for one problem and one half type; returns (rows, failed)."""
     tool_steps, unstored = {}, {}
     for key, values in tool.items():
         tool_steps[key], unstored[key] = as_stored(values, dt, key[0])
-    stepwise = reference(problem, dt, tool=tool_steps)
-    chain = reference(problem, dt)
+    stepwise = COMMANDS[command](problem, dt, tool=tool_steps)
+    chain = COMMANDS[command](problem, dt)
     rows, failed = [], False
     unchecked = sorted({key[0] for key in tool_steps} - {key[0] for key in chain})
     if unchecked:
@@ -499,10 +780,10 @@ def compare_half(name, problem, dt, tool):
         keys = [key for key in chain if key[0] == step]
         missing = [key for key in keys if key not in tool_steps]
         if missing:
-            rows.append((name, dt.name, step, "missing from the tool's trace", "", "", "", ""))
+            rows.append((name, command, dt.name, step, "missing from the tool's trace", "", "", "", ""))
             failed = True
             continue
-        kind = "f32" if step == "row_sum" else dt.bits
+        kind = "f32" if step in F32_STEPS else dt.bits
         got = np.concatenate([tool_steps[k].ravel() for k in keys])
         want = np.concatenate([stepwise[k].ravel() for k in keys])
         golden = np.concatenate([chain[k].ravel() for k in keys])
@@ -511,9 +792,9 @@ def compare_half(name, problem, dt, tool):
         chain_misses = int(np.count_nonzero(~within_tolerance(got, golden, atol, rtol)))
         not_stored = sum(unstored[k] for k in keys)
         worst = distance.max()
-        bad = worst > (4 if step == "row_sum" else 1) or chain_misses or not_stored
+        bad = worst > (4 if step in F32_STEPS else 1) or chain_misses or not_stored
         failed |= bool(bad)
-        rows.append((name, dt.name, step, str(got.size),
+        rows.append((name, command, dt.name, step, str(got.size),
                      f"{100 * np.mean(distance == 0):.1f}", f"{100 * np.mean(distance <= 1):.1f}",
                      ("inf" if math.isinf(worst) else f"{int(worst)}") + (" (f32)" if kind == "f32" else ""),
                      f"{chain_misses}" + (f", {not_stored} not {dt.name}" if not_stored else "") + ("  <-- FAIL" if bad else "")))
@@ -524,7 +805,7 @@ def compare_self_test(name, problem, tool):
     """Stepwise reference in f32 against the tool's --dtype f32 trace."""
     dt = DTYPES["f32"]
     tool_steps = {key: values.astype(F32) for key, values in tool.items()}
-    stepwise = reference(problem, dt, tool=tool_steps)
+    stepwise = run_reference(problem, dt, tool=tool_steps)
     rows, failed = [], False
     for step in step_names(stepwise):
         keys = [key for key in stepwise if key[0] == step]
@@ -554,7 +835,7 @@ def compare_self_test(name, problem, tool):
 
 def step_names(steps):
     names = []
-    for name, _ in steps:
+    for name, *_ in steps:
         if name not in names:
             names.append(name)
     return names
@@ -583,31 +864,36 @@ def as_json_values(values):
     return convert(values.astype(np.float64).tolist())
 
 
-def golden(problem, dt):
-    chain = reference(problem, dt)
+def golden(command, problem, dt):
+    chain = COMMANDS[command](problem, dt)
     expect = []
-    for (name, head), values in chain.items():
+    for (name, head, at), values in chain.items():
         atol, rtol = tolerances(name, dt)
         entry = {"name": name}
         if head is not None:
             entry["head"] = head
+        if at is not None:
+            entry[at[0]] = at[1] if at[0] == "t" else list(at[1])
         entry.update({"atol": atol, "rtol": rtol, "data": as_json_values(values)})
         expect.append(entry)
     return {**problem, "dtype": dt.name, "expect": expect}
 
 
-def verify_golden(path, dt):
+def verify_golden(path, command, dt):
     """Reload a written golden: the reference rerun on the file's own problem must give the
     file's expect values, and each value must be one the dtype can hold."""
     loaded = json.loads(path.read_text())
     problem = {k: v for k, v in loaded.items() if k not in ("dtype", "expect")}
     assert loaded["dtype"] == dt.name
-    chain = reference(problem, dt)
+    chain = COMMANDS[command](problem, dt)
     for entry in loaded["expect"]:
-        want = chain[(entry["name"], entry.get("head"))]
+        at = ("t", entry["t"]) if "t" in entry else ("tile", tuple(entry["tile"])) if "tile" in entry else None
+        want = chain[(entry["name"], entry.get("head"), at)]
         data = matrix(entry["data"]).astype(F32)
+        if data.ndim == 1:
+            data = data[None, :]
         assert np.array_equal(data, want), f"{path.name}: {entry['name']} does not round-trip"
-        kind_round = round_f32 if entry["name"] == "row_sum" else dt.round
+        kind_round = round_f32 if entry["name"] in F32_STEPS else dt.round
         assert np.array_equal(kind_round(data), data), f"{path.name}: {entry['name']} holds a value not in {dt.name}"
 
 
@@ -631,7 +917,9 @@ def main():
     try:
         if args.self_test:
             rows = []
-            for name, problem in cases.items():
+            for name, (command, problem) in cases.items():
+                if command != "run":
+                    continue
                 case_rows, case_failed = compare_self_test(name, problem, run_tool(args.tool, problem, "f32"))
                 rows += case_rows
                 failed |= case_failed
@@ -643,12 +931,12 @@ def main():
 
         if not args.no_tool:
             rows = []
-            for name, problem in cases.items():
+            for name, (command, problem) in cases.items():
                 for dtype in ("f16", "bf16"):
-                    case_rows, case_failed = compare_half(name, problem, DTYPES[dtype], run_tool(args.tool, problem, dtype))
+                    case_rows, case_failed = compare_half(name, command, problem, DTYPES[dtype], run_tool(args.tool, problem, dtype, command))
                     rows += case_rows
                     failed |= case_failed
-            print_table(("problem", "dtype", "step", "elements", "bit-identical %", "≤ 1 ulp %", "max ulp",
+            print_table(("problem", "command", "dtype", "step", "elements", "bit-identical %", "≤ 1 ulp %", "max ulp",
                          "golden misses"), rows)
             print("\n(stepwise: each step recomputed from the tool's stored earlier steps; golden misses: "
                   "the tool's values outside the golden's tolerance of the reference's whole chain)")
@@ -658,11 +946,11 @@ def main():
 
     if not args.no_write:
         args.out.mkdir(parents=True, exist_ok=True)
-        for name, problem in cases.items():
+        for name, (command, problem) in cases.items():
             for dtype in ("f16", "bf16"):
                 path = args.out / f"{name}_{dtype}.json"
-                path.write_text(to_json(golden(problem, DTYPES[dtype])) + "\n")
-                verify_golden(path, DTYPES[dtype])
+                path.write_text(to_json(golden(command, problem, DTYPES[dtype])) + "\n")
+                verify_golden(path, command, DTYPES[dtype])
                 print(f"wrote {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}")
     if failed:
         print("make_half_goldens: the tool and the reference disagree (FAIL rows above)", file=sys.stderr)

@@ -96,10 +96,16 @@ std::optional<Problem> stored_in(const Problem& problem, Dtype dtype) {
         if (*m) store(**m);
     for (auto* b : {&p.b_Q, &p.b_K, &p.b_V, &p.b_O})
         if (*b) store(**b);
+    if (p.qk_norm) {
+        store(p.qk_norm->q_weight);
+        store(p.qk_norm->k_weight);
+    }
     if (p.mla) {
         for (Matrix* m : {&p.mla->W_DKV, &p.mla->W_UK, &p.mla->W_UV}) store(*m);
         for (auto* m : {&p.mla->W_DQ, &p.mla->W_UQ, &p.mla->W_QR, &p.mla->W_KR})
             if (*m) store(**m);
+        for (auto* norm : {&p.mla->c_kv_norm, &p.mla->c_q_norm})
+            if (*norm) store((*norm)->weight);
     }
     return p;
 }
@@ -305,10 +311,9 @@ void refuse_train_dropout(const Problem& p, const std::string& what) {
 }
 
 Matrix apply_dropout(const Matrix& weights, const Matrix& keep, double p, Dtype dtype) {
-    Matrix out(weights.rows(), weights.cols());
-    const double kept = round_to(dtype, 1.0 - p);
-    for (std::size_t i = 0; i < out.data().size(); ++i) out.data()[i] = round_to(dtype, weights.data()[i] * keep.data()[i] / kept);
-    return out;
+    Matrix kept(weights.rows(), weights.cols());
+    for (std::size_t i = 0; i < kept.data().size(); ++i) kept.data()[i] = weights.data()[i] * keep.data()[i];  // exact: keep is 0 or 1
+    return scale(kept, 1.0 / (1.0 - p), dtype);  // 1/(1 − p) is an f32 constant in a half type, as s is
 }
 
 TraceSummary summarise_problem(const Problem& p, Dtype dtype, const std::string& backend_name) {

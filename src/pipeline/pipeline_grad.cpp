@@ -23,20 +23,27 @@ Matrix hadamard(const Matrix& a, const Matrix& b) {
     return out;
 }
 
+// A gradient that is a sum of products (a KV head's over its query heads, a tiled
+// gradient's over key tiles, a weight's over the sequences of a batch, grad_x's over
+// q, k and v) is computed as one step (docs/PROBLEM.md#dtype-half-precision): from
+// the stored operands, every product and sum in the arithmetic type `compute` (f32 for
+// a half type), and rounded to the run's type once, when the step is stored. So the
+// helpers below take compute_dtype(dtype) and never round to a half type.
+
 // The column sums of a (rows, cols) as a (1, cols) row: a bias's gradient.
-Matrix column_sums(const Matrix& a) {
+Matrix column_sums(const Matrix& a, Dtype compute) {
     Matrix out(1, a.cols(), 0.0);
     for (std::size_t i = 0; i < a.rows(); ++i)
-        for (std::size_t j = 0; j < a.cols(); ++j) out(0, j) += a(i, j);
+        for (std::size_t j = 0; j < a.cols(); ++j) out(0, j) = round_to(compute, out(0, j) + a(i, j));
     return out;
 }
 
-void add_into(Matrix& into, const Matrix& a) {
+void add_into(Matrix& into, const Matrix& a, Dtype compute) {
     if (into.empty()) {
         into = a;
         return;
     }
-    for (std::size_t i = 0; i < into.data().size(); ++i) into.data()[i] += a.data()[i];
+    for (std::size_t i = 0; i < into.data().size(); ++i) into.data()[i] = round_to(compute, into.data()[i] + a.data()[i]);
 }
 
 void put_columns(Matrix& into, const Matrix& a, std::size_t first) {
@@ -80,7 +87,9 @@ public:
         for (const Note& note : forward_.notes)
             if (note.kind != NoteKind::fast_path) trace_.notes.push_back(note);
         const std::size_t width = p_.W_O ? p_.W_O->cols() : static_cast<std::size_t>(p_.heads) * p_.d_v;
-        const auto d_out = upstream(p_, grad_.d_out, width);
+        auto d_out = upstream(p_, grad_.d_out, width);
+        if (is_half(dtype_))  // an input: stored in the type
+            for (Matrix& d : d_out) d = rounded(std::move(d), dtype_);
         for (std::size_t b = 0; b < p_.batch; ++b) run_sequence(b, d_out[b]);
         if (grad_.row) trace_.numbers.push_back({"jacobian_row", static_cast<double>(*grad_.row)});
         record_weight_gradients();
@@ -94,8 +103,18 @@ private:
         if (!step) throw std::logic_error(fmt::format("grad: the forward trace has no {}", name));
         return step->values;
     }
-    Matrix times(const Matrix& a, const Matrix& b) const { return backend_->multiply(a, b, dtype_); }
-    Matrix times_transposed(const Matrix& a, const Matrix& b) const { return backend_->multiply_transposed(a, b, dtype_); }
+    // A product stored as a step (rounded to the run's type), or with `compute_`, one
+    // term of a sum that is rounded once when stored (add_into).
+    Matrix times(const Matrix& a, const Matrix& b, std::optional<Dtype> in = std::nullopt) const { return backend_->multiply(a, b, in.value_or(dtype_)); }
+    Matrix times_transposed(const Matrix& a, const Matrix& b, std::optional<Dtype> in = std::nullopt) const {
+        return backend_->multiply_transposed(a, b, in.value_or(dtype_));
+    }
+    double f(double x) const { return round_to(compute_, x); }  // one operation of the arithmetic type
+    // d(c · tanh(x / c))/dx = 1 − tanh²(x / c), in the arithmetic type (c a constant of it).
+    double softcap_slope(double x) const {
+        const double t = f(std::tanh(f(x / f(*p_.softcap))));
+        return f(1 - f(t * t));
+    }
 
     void run_sequence(std::size_t b, const Matrix& d_out) {
         const auto& queries = query_labels(p_);
@@ -104,8 +123,8 @@ private:
             steps_.record(StepName::grad_final, "∂L/∂Y (the given d_out)", d_out, std::nullopt, b, queries);
             grad_concat = times_transposed(d_out, *p_.W_O);  // d_out W_Oᵀ
             const Matrix& concat = forward(StepName::concat, std::nullopt, b);
-            add_into(grad_W_O_, times(concat.transposed(), d_out));
-            if (p_.b_O) add_into(grad_b_O_, column_sums(d_out));
+            add_into(grad_W_O_, times(concat.transposed(), d_out, compute_), compute_);
+            if (p_.b_O) add_into(grad_b_O_, column_sums(d_out, compute_), compute_);
         }
         steps_.record(StepName::grad_concat, p_.W_O ? "dY W_Oᵀ" : "∂L/∂O_cat (the given d_out)", grad_concat, std::nullopt, b, queries);
         Matrix grad_q(p_.n, static_cast<std::size_t>(p_.heads) * p_.d_k, 0.0);
@@ -118,12 +137,14 @@ private:
             HeadGradients g = grad_.tiled ? run_head_tiled(h, b, grad_out, *projections) : run_head(h, b, grad_out);
             put_columns(grad_q, g.q, static_cast<std::size_t>(h) * p_.d_k);
             const std::size_t kv = static_cast<std::size_t>(kv_head_of(p_, h));
-            add_into(head_k[kv], g.k);  // GQA: a KV head's gradient sums its query heads'
-            add_into(head_v[kv], g.v);
+            add_into(head_k[kv], g.k, compute_);  // GQA: a KV head's gradient sums its query heads'
+            add_into(head_v[kv], g.v, compute_);
         }
         const auto& keys = key_labels(p_);
         for (int g = 0; g < p_.kv_heads; ++g) {
             const std::size_t gs = static_cast<std::size_t>(g);
+            head_k[gs] = rounded(std::move(head_k[gs]), dtype_);
+            head_v[gs] = rounded(std::move(head_v[gs]), dtype_);
             const std::string sum = p_.kv_heads < p_.heads ? fmt::format(", summed over the {} query heads that read it", p_.heads / p_.kv_heads) : "";
             steps_.record(StepName::grad_k, (p_.rope ? "RoPE⁻¹(dK_rot)" : "dSᵀ Q") + sum, head_k[gs], g, b, keys);
             steps_.record(StepName::grad_v, "Aᵀ dO" + sum, head_v[gs], g, b, keys);
@@ -133,6 +154,8 @@ private:
         if (p_.from_tokens()) record_input_gradients(b, grad_q, grad_k, grad_v);
     }
 
+    // q stored (rounded to the run's type); k and v in the arithmetic type, terms of the
+    // KV head's sum over its query heads.
     struct HeadGradients {
         Matrix q, k, v;
     };
@@ -148,7 +171,7 @@ private:
         const Matrix& mixed = forward(dropping ? StepName::dropped : StepName::weights, h, b);  // what A V read
         const Matrix v = forward(StepName::v, std::nullopt, b).columns(gs * p_.d_v, p_.d_v);
         HeadGradients out;
-        out.v = times(mixed.transposed(), grad_out);
+        out.v = times(mixed.transposed(), grad_out, compute_);
         Matrix grad_weights = times_transposed(grad_out, v);  // grad_out Vᵀ
         if (dropping) {
             steps_.record(StepName::grad_dropped, "dO Vᵀ", grad_weights, h, b, queries, keys);
@@ -162,9 +185,9 @@ private:
         Matrix grad_masked(a.rows(), a.cols());
         for (std::size_t i = 0; i < a.rows(); ++i) {
             double inner = 0;
-            for (std::size_t j = 0; j < a.cols(); ++j) inner += grad_weights(i, j) * a(i, j);
+            for (std::size_t j = 0; j < a.cols(); ++j) inner = f(inner + f(grad_weights(i, j) * a(i, j)));
             inner = round_to(dtype_, inner);
-            for (std::size_t j = 0; j < a.cols(); ++j) grad_masked(i, j) = round_to(dtype_, a(i, j) * (grad_weights(i, j) - inner));
+            for (std::size_t j = 0; j < a.cols(); ++j) grad_masked(i, j) = round_to(dtype_, f(a(i, j) * f(grad_weights(i, j) - inner)));
         }
         steps_.record(StepName::grad_masked, "A ⊙ (dA − rowsum(dA ⊙ A))", grad_masked, h, b, queries, keys);
         if (grad_.row) record_jacobian(h, b, a);
@@ -172,11 +195,8 @@ private:
         if (p_.softcap) {
             steps_.record(StepName::grad_capped, "dZ (the mask adds a constant)", grad_masked, h, b, queries, keys);
             const Matrix& scaled = forward(StepName::scaled, h, b);
-            const double c = *p_.softcap;
-            for (std::size_t i = 0; i < grad_scaled.data().size(); ++i) {
-                const double t = std::tanh(scaled.data()[i] / c);
-                grad_scaled.data()[i] = round_to(dtype_, grad_masked.data()[i] * (1 - t * t));
-            }
+            for (std::size_t i = 0; i < grad_scaled.data().size(); ++i)
+                grad_scaled.data()[i] = round_to(dtype_, f(grad_masked.data()[i] * softcap_slope(scaled.data()[i])));
         }
         steps_.record(StepName::grad_scaled, p_.softcap ? "dS_c ⊙ (1 − tanh²(S_s / c))" : "dZ", grad_scaled, h, b, queries, keys);
         const Matrix grad_scores = scale(grad_scaled, p_.scale_factor(), dtype_);
@@ -185,13 +205,13 @@ private:
         const Matrix q = p_.rope ? forward(StepName::q_rot, h, b) : forward(StepName::q, std::nullopt, b).columns(hs * p_.d_k, p_.d_k);
         const Matrix k = p_.rope ? forward(StepName::k_rot, h, b) : forward(StepName::k, std::nullopt, b).columns(gs * p_.d_k, p_.d_k);
         out.q = times(grad_scores, k);
-        out.k = times(grad_scores.transposed(), q);
+        out.k = times(grad_scores.transposed(), q, p_.rope ? dtype_ : compute_);
         if (p_.rope) {
             steps_.record(StepName::grad_q_rot, "dS K_rot", out.q, h, b, queries);
             steps_.record(StepName::grad_k_rot, "dSᵀ Q_rot", out.k, h, b, keys);
             // RoPE is a rotation: its gradient turns back by the same angle.
             out.q = apply_rope(out.q, *p_.rope, negated(query_positions(p_)), dtype_);
-            out.k = apply_rope(out.k, *p_.rope, negated(key_positions(p_)), dtype_);
+            out.k = apply_rope(out.k, *p_.rope, negated(key_positions(p_)), compute_);
         }
         steps_.record(StepName::grad_q, p_.rope ? "RoPE⁻¹(dQ_rot)" : "dS K", out.q, h, b, queries);
         return out;
@@ -210,8 +230,8 @@ private:
         const Matrix &row_max = forward(StepName::row_max, h, b), &row_sum = forward(StepName::row_sum, h, b), &out = forward(StepName::out, h, b);
         Matrix lse(p_.n, 1), delta(p_.n, 1, 0.0);
         for (std::size_t i = 0; i < p_.n; ++i) {
-            lse(i, 0) = std::isinf(row_max(i, 0)) ? row_max(i, 0) : round_to(dtype_, row_max(i, 0) + std::log(row_sum(i, 0)));
-            for (std::size_t c = 0; c < p_.d_v; ++c) delta(i, 0) += grad_out(i, c) * out(i, c);
+            lse(i, 0) = std::isinf(row_max(i, 0)) ? row_max(i, 0) : round_to(dtype_, f(row_max(i, 0) + f(std::log(row_sum(i, 0)))));
+            for (std::size_t c = 0; c < p_.d_v; ++c) delta(i, 0) = f(delta(i, 0) + f(grad_out(i, c) * out(i, c)));
             delta(i, 0) = round_to(dtype_, delta(i, 0));
         }
         steps_.record(StepName::lse, "m + ln ℓ, kept from the forward pass", lse, h, b, queries);
@@ -232,22 +252,23 @@ private:
                 }
                 ++tiles_computed_;
                 const Matrix k_t = block_of(in.k, j0, cols, 0, p_.d_k), v_t = block_of(in.v, j0, cols, 0, p_.d_v);
+                // The tile's masked scores, recomputed as the forward pass stores them.
                 const Matrix scaled = scale(times_transposed(q_b, k_t), s, dtype_);
+                const Matrix z = add_elementwise(p_.softcap ? soft_cap(scaled, *p_.softcap, dtype_) : scaled, m_tile, dtype_);
                 Matrix p(rows, cols), grad_s(rows, cols);
                 const Matrix grad_p = times_transposed(grad_out_b, v_t);
                 Matrix grad_scaled(rows, cols);
                 for (std::size_t r = 0; r < rows; ++r)
                     for (std::size_t c = 0; c < cols; ++c) {
-                        const double x = scaled(r, c), capped = p_.softcap ? *p_.softcap * std::tanh(x / *p_.softcap) : x;
-                        const double z = capped + m_tile(r, c), l = lse(i0 + r, 0);
-                        p(r, c) = std::isinf(z) || std::isinf(l) ? 0.0 : round_to(dtype_, std::exp(z - l));
-                        grad_s(r, c) = round_to(dtype_, p(r, c) * (grad_p(r, c) - delta(i0 + r, 0)));
-                        const double t = p_.softcap ? std::tanh(x / *p_.softcap) : 0.0;
-                        grad_scaled(r, c) = round_to(dtype_, s * grad_s(r, c) * (p_.softcap ? 1 - t * t : 1.0));
+                        const double l = lse(i0 + r, 0);
+                        p(r, c) = std::isinf(z(r, c)) || std::isinf(l) ? 0.0 : round_to(dtype_, f(std::exp(f(z(r, c) - l))));
+                        grad_s(r, c) = round_to(dtype_, f(p(r, c) * f(grad_p(r, c) - delta(i0 + r, 0))));
+                        grad_scaled(r, c) = p_.softcap ? round_to(dtype_, f(grad_s(r, c) * softcap_slope(scaled(r, c)))) : grad_s(r, c);
                     }
-                add_block(g.q, times(grad_scaled, k_t), i0);
-                add_block(g.k, times(grad_scaled.transposed(), q_b), j0);
-                add_block(g.v, times(p.transposed(), grad_out_b), j0);
+                const Matrix grad_scores = scale(grad_scaled, s, dtype_);  // s · dZ, stored as untiled grad's grad_scores is
+                add_block(g.q, times(grad_scores, k_t, compute_), i0);
+                add_block(g.k, times(grad_scores.transposed(), q_b, compute_), j0);
+                add_block(g.v, times(p.transposed(), grad_out_b, compute_), j0);
                 if (!keep_tiles) continue;
                 const std::array<int, 2> tile{static_cast<int>(qb), static_cast<int>(kt)};
                 const auto row_names = slice_labels(queries, i0, rows), key_names = slice_labels(key_labels(p_), j0, cols);
@@ -257,17 +278,18 @@ private:
             }
         }
         if (p_.rope) {
-            g.q = apply_rope(g.q, *p_.rope, negated(query_positions(p_)), dtype_);
-            g.k = apply_rope(g.k, *p_.rope, negated(key_positions(p_)), dtype_);
+            g.q = apply_rope(g.q, *p_.rope, negated(query_positions(p_)), compute_);
+            g.k = apply_rope(g.k, *p_.rope, negated(key_positions(p_)), compute_);
         }
+        g.q = rounded(std::move(g.q), dtype_);
         steps_.record(StepName::grad_q, "Σ over key tiles j of s · dZ_ij K_j" + std::string(p_.rope ? ", turned back by RoPE" : ""), g.q, h, b, queries);
         return g;
     }
 
-    // rows first … of `into` += a
-    static void add_block(Matrix& into, const Matrix& a, std::size_t first) {
+    // rows first … of `into` += a, in the arithmetic type (add_into)
+    void add_block(Matrix& into, const Matrix& a, std::size_t first) const {
         for (std::size_t i = 0; i < a.rows(); ++i)
-            for (std::size_t j = 0; j < a.cols(); ++j) into(first + i, j) += a(i, j);
+            for (std::size_t j = 0; j < a.cols(); ++j) into(first + i, j) = f(into(first + i, j) + a(i, j));
     }
 
     // The backward's tiles, worded as tiled's forward words its own: Br × Bc as grad
@@ -320,7 +342,7 @@ private:
         double squares = 0;
         for (std::size_t r = 0; r < m; ++r)
             for (std::size_t c = 0; c < m; ++c) {
-                jacobian(r, c) = round_to(dtype_, (r == c ? a(i, r) : 0.0) - a(i, r) * a(i, c));
+                jacobian(r, c) = round_to(dtype_, f((r == c ? a(i, r) : 0.0) - f(a(i, r) * a(i, c))));
                 squares += jacobian(r, c) * jacobian(r, c);
             }
         steps_.record(StepName::jacobian, fmt::format("diag(A[{}]) − A[{}] A[{}]ᵀ, ‖J‖_F = {:.6g}", i, i, i, std::sqrt(squares)), std::move(jacobian), h, b,
@@ -332,22 +354,21 @@ private:
     void record_input_gradients(std::size_t b, const Matrix& grad_q, const Matrix& grad_k, const Matrix& grad_v) {
         const Matrix& x = p_.X[b];
         const Matrix& source = p_.cross_attention() ? p_.X_source[b] : x;
-        add_into(grad_W_[0], times(x.transposed(), grad_q));
-        add_into(grad_W_[1], times(source.transposed(), grad_k));
-        add_into(grad_W_[2], times(source.transposed(), grad_v));
-        add_into(grad_b_[0], column_sums(grad_q));
-        add_into(grad_b_[1], column_sums(grad_k));
-        add_into(grad_b_[2], column_sums(grad_v));
-        const Matrix from_q = times_transposed(grad_q, *p_.W_Q);
-        Matrix from_kv = times_transposed(grad_k, *p_.W_K);
-        add_into(from_kv, times_transposed(grad_v, *p_.W_V));
+        add_into(grad_W_[0], times(x.transposed(), grad_q, compute_), compute_);
+        add_into(grad_W_[1], times(source.transposed(), grad_k, compute_), compute_);
+        add_into(grad_W_[2], times(source.transposed(), grad_v, compute_), compute_);
+        add_into(grad_b_[0], column_sums(grad_q, compute_), compute_);
+        add_into(grad_b_[1], column_sums(grad_k, compute_), compute_);
+        add_into(grad_b_[2], column_sums(grad_v, compute_), compute_);
+        Matrix from_q = times_transposed(grad_q, *p_.W_Q, compute_);
+        Matrix from_kv = times_transposed(grad_k, *p_.W_K, compute_);
+        add_into(from_kv, times_transposed(grad_v, *p_.W_V, compute_), compute_);
         if (p_.cross_attention()) {
-            steps_.record(StepName::grad_x, "dQ W_Qᵀ", from_q, std::nullopt, b, query_labels(p_));
-            steps_.record(StepName::grad_x_source, "dK W_Kᵀ + dV W_Vᵀ", from_kv, std::nullopt, b, p_.source_tokens);
+            steps_.record(StepName::grad_x, "dQ W_Qᵀ", rounded(std::move(from_q), dtype_), std::nullopt, b, query_labels(p_));
+            steps_.record(StepName::grad_x_source, "dK W_Kᵀ + dV W_Vᵀ", rounded(std::move(from_kv), dtype_), std::nullopt, b, p_.source_tokens);
         } else {
-            Matrix grad_x = from_q;
-            add_into(grad_x, from_kv);
-            steps_.record(StepName::grad_x, "dQ W_Qᵀ + dK W_Kᵀ + dV W_Vᵀ", grad_x, std::nullopt, b, query_labels(p_));
+            add_into(from_q, from_kv, compute_);  // dQ W_Qᵀ + (dK W_Kᵀ + dV W_Vᵀ)
+            steps_.record(StepName::grad_x, "dQ W_Qᵀ + dK W_Kᵀ + dV W_Vᵀ", rounded(std::move(from_q), dtype_), std::nullopt, b, query_labels(p_));
         }
     }
 
@@ -359,7 +380,7 @@ private:
             Step step;
             step.name = name;
             step.formula = formula + over;
-            step.values = std::move(value);
+            step.values = rounded(std::move(value), dtype_);  // summed in the arithmetic type, stored once
             trace_.steps.push_back(std::move(step));
         };
         if (p_.W_O) record(StepName::grad_W_O, "O_catᵀ dY", grad_W_O_);
@@ -374,6 +395,7 @@ private:
     }
 
     GradOptions grad_;
+    const Dtype compute_ = compute_dtype(dtype_);
     Trace forward_;
     std::size_t tiles_computed_ = 0, tiles_skipped_ = 0;
     Matrix grad_W_O_, grad_b_O_, grad_W_[3], grad_b_[3];

@@ -171,12 +171,17 @@ Trace permutation_trace(const Problem& problem, const RunOptions& options, const
         most = std::max(most, max_abs_diff(of_permuted.values, moved.values));
         trace.steps.push_back(std::move(moved));
     }
-    // Equal to rounding: a few ulps of the largest output (the sums over keys run in another order).
+    // Equal to rounding: a few ulps (2u each) of the largest output, the sums over keys running
+    // in another order. In f64 and f32 that order moves a long sum by up to its length in
+    // ulps: 64. A half type sums in f32 and rounds each step once
+    // (docs/PROBLEM.md#dtype-half-precision), so another order moves a stored value by at
+    // most 1 ulp of the type (at a near-tie), which the steps after it carry as a few: 4.
     double largest = 0;
     for (const auto& step : trace.steps)
         for (double x : step.values.data())
             if (std::isfinite(x)) largest = std::max(largest, std::fabs(x));
-    const double rounding = 64 * 2 * unit_roundoff(options.dtype) * std::max(largest, 1.0);
+    const double units = is_half(options.dtype) ? 4 : 64;
+    const double rounding = units * 2 * unit_roundoff(options.dtype) * std::max(largest, 1.0);
     const auto breakers = symmetry_breakers(problem, permute.source);
     trace.numbers.push_back({permute.source ? "max_abs_diff_invariance" : "max_abs_diff_equivariance", most});
     trace.notes.push_back({NoteKind::permutation,

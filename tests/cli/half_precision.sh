@@ -5,10 +5,14 @@ source "$SOURCE_DIR/tests/cli/lib.sh"
 work=$PWD  # the test's own temp dir, for the files it writes
 cd "$SOURCE_DIR"
 T="$ATTN_TRACE"
-expect_exit 0 "^10 passed, 0 failed$" -- "$T" check tests/golden/half/*.json
+# run, decode, tiled, grad and grad --tiled (check picks the command from the entries).
+expect_exit 0 "^20 passed, 0 failed$" -- "$T" check tests/golden/half/*.json
 # The same files in f32 must fail: the half rounding is what they check.
 expect_exit 1 " failed$" -- "$T" check tests/golden/half/qkv_causal_f16.json --dtype f32
 expect_exit 1 " failed$" -- "$T" check tests/golden/half/mha_bias_bf16.json --dtype f16
+for golden in decode_gqa_f16 tiled_causal_bf16 grad_gqa_f16 grad_tiled_gqa_bf16; do
+  expect_exit 1 " failed$" -- "$T" check "tests/golden/half/$golden.json" --dtype f32
+done
 # f16 overflows where f64 does not: traced, noted, exit 0 (scores past 65504 become inf).
 expect_exit 0 "note: f16 \\(traced as the type stores it\\): overflow: scores \\(head 0\\)\\[0, 0\\] is -inf" -- "$T" run tests/golden/half/overflow_f16.json
 expect_exit 0 "\"dtype\":\"bf16\"" -- "$T" run tests/golden/half/overflow_f16.json --dtype bf16 --format json
