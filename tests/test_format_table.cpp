@@ -20,7 +20,8 @@ namespace {
 std::string commands_text(unsigned commands) {
     std::string out;
     for (auto [bit, names] : {std::pair{for_trace, "run, decode, tiled, grad, permute"}, {for_explain, "explain"}, {for_exercise, "exercise"},
-                              {for_cost, "cost"}, {for_variance, "variance"}, {for_bench, "bench"}})
+                              {for_cost, "cost"}, {for_variance, "variance"}, {for_bench, "bench"},
+                              {for_precision, "precision"}})
         if (commands & bit) out += (out.empty() ? "" : ", ") + std::string(names);
     return out;
 }

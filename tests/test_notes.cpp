@@ -44,6 +44,10 @@ TEST_CASE("every kind of note the pipelines record has its sentence", "[notes]")
                                         "rope": {"scaling": {"type": "dynamic", "factor": 2, "original_max_position_embeddings": 2}}})"),
                             {}, {}),
             kinds);  // dynamic_rope_decode
+    Problem from_bf16 = problem(R"({"Q": [[1]], "K": [[1]], "V": [[1]]})");
+    from_bf16.checkpoint_dtype = Dtype::bf16;  // as a model directory of bf16 weights sets it
+    collect(pipeline_full(from_bf16, RunOptions{Dtype::f16}), kinds);  // checkpoint_rounded
+    CHECK(pipeline_full(from_bf16, RunOptions{Dtype::bf16}).notes_of(NoteKind::checkpoint_rounded).empty());  // bf16 keeps bf16 weights exact
     const Problem mla = load_problem(ATTN_TRACE_SOURCE_DIR "/examples/mla_small.json");
     collect(pipeline_full(mla, {}), kinds);                   // mla
     collect(pipeline_decode(mla, {}, {}), kinds);             // mla_cache_size
@@ -54,7 +58,7 @@ TEST_CASE("every kind of note the pipelines record has its sentence", "[notes]")
     const std::string many_keys = R"({"Q": [[1]], "K": {"random": {"shape": [4194305, 1], "seed": 2}},
                                       "V": {"random": {"shape": [4194305, 1], "seed": 3}}})";
     collect(pipeline_grad(problem(many_keys), {}, GradOptions{"", std::nullopt, TiledOptions{1, 4194305}}), kinds);  // grad_tiled_unchecked
-    for (NoteKind kind : {NoteKind::causal_alignment, NoteKind::kv_sharing, NoteKind::decode, NoteKind::prefill, NoteKind::cache_offset, NoteKind::decode_reference, NoteKind::cache_heads, NoteKind::kv_cache_size, NoteKind::kv_cache_sharing, NoteKind::tiled, NoteKind::tile_legend, NoteKind::tile_skipped, NoteKind::more_tiles_skipped, NoteKind::fast_path, NoteKind::empty_rows, NoteKind::nonfinite_inputs, NoteKind::overflow, NoteKind::dropout_train, NoteKind::dropout_eval, NoteKind::mla, NoteKind::mla_cache_size, NoteKind::permutation, NoteKind::grad_tiled_unchecked, NoteKind::rolling_cache, NoteKind::dynamic_rope_decode}) {
+    for (NoteKind kind : {NoteKind::causal_alignment, NoteKind::kv_sharing, NoteKind::decode, NoteKind::prefill, NoteKind::cache_offset, NoteKind::decode_reference, NoteKind::cache_heads, NoteKind::kv_cache_size, NoteKind::kv_cache_sharing, NoteKind::tiled, NoteKind::tile_legend, NoteKind::tile_skipped, NoteKind::more_tiles_skipped, NoteKind::fast_path, NoteKind::empty_rows, NoteKind::nonfinite_inputs, NoteKind::overflow, NoteKind::dropout_train, NoteKind::dropout_eval, NoteKind::mla, NoteKind::mla_cache_size, NoteKind::permutation, NoteKind::grad_tiled_unchecked, NoteKind::rolling_cache, NoteKind::dynamic_rope_decode, NoteKind::checkpoint_rounded}) {
         INFO("kind " << static_cast<int>(kind));
         CHECK(kinds.count(kind) == 1);
     }

@@ -338,8 +338,11 @@ TraceSummary summarise_problem(const Problem& p, Dtype dtype, const std::string&
             .recorded = true};
 }
 
-std::vector<Note> problem_notes(const Problem& p) {
+std::vector<Note> problem_notes(const Problem& p, Dtype dtype) {
     std::vector<Note> notes;
+    // f16 and bf16 hold different sets of numbers: a checkpoint in the one, run in the other, is rounded.
+    if (p.checkpoint_dtype && is_half(*p.checkpoint_dtype) && is_half(dtype) && *p.checkpoint_dtype != dtype)
+        notes.push_back({NoteKind::checkpoint_rounded, {}, {{"checkpoint", dtype_name(*p.checkpoint_dtype)}, {"dtype", dtype_name(dtype)}}});
     for (const auto& spec : p.masks)
         if (spec.is_causal() && p.n != p.m)
             notes.push_back({NoteKind::causal_alignment,

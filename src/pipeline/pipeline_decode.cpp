@@ -24,7 +24,7 @@ public:
 
     Trace run() {
         validate();
-        trace_.notes = problem_notes(p_);
+        trace_.notes = problem_notes(p_, dtype_);
         add_decode_notes();
         for (std::size_t b = 0; b < p_.batch; ++b) run_sequence(b);
         // Before the comparison computes the full trace, so that decode's own overflow is the one reported.

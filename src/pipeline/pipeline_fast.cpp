@@ -69,7 +69,7 @@ public:
     FastPipeline(const Problem& problem, const RunOptions& options, const FastPathOptions& fast) : PipelineBase(problem, options, "run"), fast_(fast) {}
 
     Trace run() {
-        trace_.notes = problem_notes(p_);
+        trace_.notes = problem_notes(p_, dtype_);
         AttentionStats stats;
         for (std::size_t b = 0; b < p_.batch; ++b) {
             const AttentionStats s = run_sequence(b);

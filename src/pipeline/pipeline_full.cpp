@@ -30,7 +30,7 @@ public:
         : PipelineBase(problem, options, "run"), rows_(rows), queries_(slice_labels(query_labels(problem), rows.first, rows.count)) {}
 
     Trace run() {
-        trace_.notes = problem_notes(p_);
+        trace_.notes = problem_notes(p_, dtype_);
         if (has_sparse_pattern(p_)) pattern_ = pattern_facts(p_);
         for (std::size_t b = 0; b < p_.batch; ++b) run_sequence(b);
         if (pattern_) {

@@ -83,7 +83,7 @@ public:
     }
 
     Trace run() {
-        trace_.notes = problem_notes(p_);
+        trace_.notes = problem_notes(p_, dtype_);
         for (std::size_t b = 0; b < p_.batch; ++b) run_sequence(b);
         const std::size_t Tr = (p_.n + Br_ - 1) / Br_, Tc = (p_.m + Bc_ - 1) / Bc_;
         const std::size_t heads_run = p_.batch * static_cast<std::size_t>(p_.heads);

@@ -41,6 +41,11 @@ Problem parse_problem(const std::string& text, const std::string& file_label, bo
         auto summary = nlohmann::ordered_json::parse(model);
         if (problem.rope) summary["rope"]["attention_factor"] = problem.rope->attention_factor;  // resolved with the positions
         problem.model = summary.dump();
+        const std::string stored = summary["dtype"].get<std::string>();  // safetensors' names
+        if (stored == "BF16") problem.checkpoint_dtype = Dtype::bf16;
+        if (stored == "F16") problem.checkpoint_dtype = Dtype::f16;
+        if (stored == "F32") problem.checkpoint_dtype = Dtype::f32;
+        if (stored == "F64") problem.checkpoint_dtype = Dtype::f64;
         problem.model_masks = summary["sliding_window"].is_null() ? 1 : 2;
     }
     return problem;

@@ -168,6 +168,10 @@ std::string note_text(const Note& note) {
             return fmt::format("dropout in train mode: p = {:g}, seed {}: each weight is kept (keep = 1) with probability 1 − p = {:g} and the kept ones "
                                "are divided by 1 − p, so each row's expected sum stays 1; eval mode switches it off",
                                note.number("p"), whole(note, "seed"), 1 - note.number("p"));
+        case NoteKind::checkpoint_rounded:
+            return fmt::format("the checkpoint stores its weights in {0}; this {1} run rounds each to the nearest {1} number ({0} and {1} keep "
+                               "different bits: bf16 has f32's range and 8 significant bits, f16 11 bits and a largest value of 65504)",
+                               note.word("checkpoint"), note.word("dtype"));
         case NoteKind::dropout_eval:
             return fmt::format("dropout p = {:g} is not applied: eval mode (train mode applies it). Beware: F.scaled_dot_product_attention applies its "
                                "dropout_p whatever the module's mode, so a module passes dropout_p = p if self.training else 0.0",

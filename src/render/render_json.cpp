@@ -52,7 +52,7 @@ std::string render_json(const Trace& trace, const RenderOptions& options) {
         s["symbol"] = std::string(step_symbol(step->name));  // docs/NOTATION.md
         s["formula"] = step->formula;
         s["shape"] = {step->values.rows(), step->values.cols()};
-        // docs/PROBLEM.md#dtype-half-precision: a run in f32 or a half type, against f64.
+        // A run in f32 or a half type, against f64 (docs/PROBLEM.md#dtype-half-precision)
         if (step->max_abs_error_vs_f64) s["max_abs_error_vs_f64"] = number_json(*step->max_abs_error_vs_f64);
         s["data"] = matrix_json(step->values);
         steps.push_back(std::move(s));

@@ -21,7 +21,7 @@ print("\n".join(sorted({"%.4f" % abs(x) for e in p["expect"] for row in e["data"
 
 # The topics as the tool lists them for completion, so a new topic is tested too.
 topics=$("$A" words topics)
-[ "$(wc -l <<<"$topics")" -eq 15 ] || fail "words topics: expected the 15 topics, got: $topics"
+[ "$(wc -l <<<"$topics")" -eq 16 ] || fail "words topics: expected the 16 topics, got: $topics"
 for topic in $topics; do
   for seed in 0 3; do
     name="${topic}_$seed"

@@ -120,9 +120,9 @@ Matrix scale(const Matrix& a, double s, Dtype dtype);
 Matrix soft_cap(const Matrix& a, double cap, Dtype dtype);
 
 // The trace's "problem" object and the notes every `run` trace carries (causal
-// alignment when n ≠ m, which query heads share a KV head).
+// alignment when n ≠ m, which query heads share a KV head, a checkpoint rounded to the run's half type).
 TraceSummary summarise_problem(const Problem& problem, Dtype dtype, const std::string& backend_name);
-std::vector<Note> problem_notes(const Problem& problem);
+std::vector<Note> problem_notes(const Problem& problem, Dtype dtype);
 
 // The labels of query rows and key rows ("damaged", "on", ... or empty).
 const std::vector<std::string>& query_labels(const Problem& problem);

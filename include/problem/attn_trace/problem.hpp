@@ -132,6 +132,10 @@ struct Problem {
     // From a model directory (docs/PROBLEM.md#a-model-directory-checkpointmodel): what its
     // config resolved for the layer, as the JSON text of `problem.model`; "" otherwise.
     std::string model;
+    // The number type of a model directory's weights (its out-projection's safetensors
+    // dtype); unset for any other problem. A half-type run of a checkpoint stored in the
+    // other half type rounds its weights, and says so (docs/PROBLEM.md#dtype-half-precision).
+    std::optional<Dtype> checkpoint_dtype;
     std::size_t model_masks = 0;  // how many of `masks` (the first) the model imposes: causal, and its window
     EmptyRows empty_rows = EmptyRows::error;
     // The file's "dtype" (docs/PROBLEM.md#dtype-half-precision); a command's dtype option
