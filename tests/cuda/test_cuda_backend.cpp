@@ -4,7 +4,10 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
 #include <iostream>
+#include <utility>
 
 #include "attn_trace/compare.hpp"
 #include "attn_trace/errors.hpp"
@@ -56,6 +59,27 @@ TEST_CASE("the whole trace on --backend cuda equals the CPU trace") {
     REQUIRE(cuda.problem.backend == "cuda");
     REQUIRE(cuda.steps.size() == cpu.steps.size());
     for (std::size_t s = 0; s < cpu.steps.size(); ++s) require_close(cuda.steps[s].values, cpu.steps[s].values, tolerances::same_math_f64, step_name(cpu.steps[s].name));
+}
+
+TEST_CASE("in f16 and bf16 the CUDA trace follows the CPU's rounding model (docs/PROBLEM.md#dtype-half-precision)") {
+    const Problem p = random_problem(9, 13, 8, 6, R"(, "mask": "causal-bottom-right")", 2, 1);
+    for (Dtype dtype : {Dtype::f16, Dtype::bf16}) {
+        for (const auto& [cpu, cuda] : {std::pair{pipeline_full(p, {dtype, "cpu"}), pipeline_full(p, {dtype, "cuda"})},
+                                        std::pair{pipeline_grad(p, {dtype, "cpu"}, {}), pipeline_grad(p, {dtype, "cuda"}, {})}}) {
+            REQUIRE(cuda.steps.size() == cpu.steps.size());
+            for (std::size_t s = 0; s < cpu.steps.size(); ++s) {
+                // Both sum in f32, in their own order: a sum near a rounding boundary may round to
+                // the neighbouring value of the type, and later steps carry that as a few units.
+                double largest = 0;
+                for (double x : cpu.steps[s].values.data())
+                    if (std::isfinite(x)) largest = std::max(largest, std::fabs(x));
+                const double u = unit_roundoff(dtype);
+                INFO(dtype_name(dtype));
+                require_close(cuda.steps[s].values, cpu.steps[s].values, Tolerance{8 * u * largest, 8 * u}, step_label(cpu.steps[s]));
+                for (double x : cuda.steps[s].values.data()) REQUIRE((!std::isfinite(x) || round_to(dtype, x) == x));  // stored in the type
+            }
+        }
+    }
 }
 
 TEST_CASE("run --fast --backend cuda equals the CPU's fast path and the reference: masks by ranges, GQA, edge sizes") {
