@@ -20,6 +20,8 @@
 
 #include "arrays/scalar_widening.hpp"
 #include "attn_trace/array_files.hpp"
+#include "attn_trace/attention_parts.hpp"
+#include "attn_trace/dtype.hpp"
 #include "attn_trace/errors.hpp"
 #include "attn_trace/problem.hpp"
 
@@ -180,6 +182,25 @@ TEST_CASE("problem files read matrices from .npy and safetensors, paths relative
     refused([&] { parse_problem(R"({"Q": {"safetensors": "small.safetensors", "tensor": "w65"}, "K": [[1]], "V": [[1]]})", arrays_dir + "p.json"); },
             "p.json: $.Q: " + arrays_dir + "small.safetensors: no tensor 'w65' (5 tensors; the nearest: 'w64'");
     refused([&] { parse_problem(R"({"Q": {"npy": "f8_c.npy"}, "K": {"npy": "i4_vector.npy"}, "V": [[1]]})", arrays_dir + "p.json"); }, "$.K");
+}
+
+TEST_CASE("bf16 and f16 tensors keep their exact values in a run of their type, and round between the half types", "[arrays][half]") {
+    // docs/PROBLEM.md#dtype-half-precision: no detour through a rounding that would change them.
+    const Problem p = parse_problem(R"({"Q": {"safetensors": "small.safetensors", "tensor": "wbf16"}, "K": {"safetensors": "small.safetensors", "tensor": "w16"},
+        "V": [[1], [2], [3]]})", arrays_dir + "problem.json");
+    const auto in_bf16 = stored_in(p, Dtype::bf16), in_f16 = stored_in(p, Dtype::f16);
+    REQUIRE(in_bf16);
+    REQUIRE(in_f16);
+    CHECK(in_bf16->Q->data() == p.Q->data());  // bf16 weights in a bf16 run: exact
+    CHECK(in_f16->K->data() == p.K->data());   // f16 weights in an f16 run: exact
+    for (std::size_t k = 0; k < p.Q->data().size(); ++k) CHECK(in_f16->Q->data()[k] == round_to(Dtype::f16, p.Q->data()[k]));
+    // bf16's 8 significant bits fit f16's 11 inside f16's range; outside it they do not:
+    // 100352 (a bf16 number) overflows f16, and 2^-30 falls below its subnormals to 0.
+    const Problem wide = parse_problem(R"({"Q": [[100352, 9.313225746154785e-10]], "K": [[1, 1]], "V": [[1]]})", "wide.json");
+    const auto wide_f16 = stored_in(wide, Dtype::f16);
+    CHECK(std::isinf((*wide_f16->Q)(0, 0)));
+    CHECK((*wide_f16->Q)(0, 1) == 0);
+    CHECK(stored_in(wide, Dtype::bf16)->Q->data() == wide.Q->data());
 }
 
 TEST_CASE("array files: products of extents never wrap, empty tensors overlap nothing, separators are required", "[arrays][errors]") {
