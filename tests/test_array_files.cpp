@@ -185,7 +185,7 @@ TEST_CASE("problem files read matrices from .npy and safetensors, paths relative
 }
 
 TEST_CASE("bf16 and f16 tensors keep their exact values in a run of their type, and round between the half types", "[arrays][half]") {
-    // docs/PROBLEM.md#dtype-half-precision: no detour through a rounding that would change them.
+    // No detour through a rounding that would change them (docs/PROBLEM.md#dtype-half-precision)
     const Problem p = parse_problem(R"({"Q": {"safetensors": "small.safetensors", "tensor": "wbf16"}, "K": {"safetensors": "small.safetensors", "tensor": "w16"},
         "V": [[1], [2], [3]]})", arrays_dir + "problem.json");
     const auto in_bf16 = stored_in(p, Dtype::bf16), in_f16 = stored_in(p, Dtype::f16);
