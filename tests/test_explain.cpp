@@ -339,3 +339,14 @@ TEST_CASE("a row of more than 16 keys shows the first 12 and the last 4, with an
     CHECK(contains(text, "A_3,39 = "));
     CHECK(contains(explain_problem(problem, RunOptions{}, parse_row_spec("weights[3]"), ExplainOptions{0, 0, 4, Format::latex}), "\\dots"));
 }
+
+TEST_CASE("with qk-norm and no RoPE a score cell multiplies the normed rows, as the scores do") {
+    const Problem problem = parse_problem(damaged_keys + R"(, "qk_norm": {"q_weight": [1, 2], "k_weight": [0.5, 1]}})", "test.json");
+    const std::string text = explain_problem(problem, RunOptions{}, parse_cell_spec("scores[0,1]"), ExplainOptions{});
+    const Trace trace = pipeline_full(problem, RunOptions{});
+    const Matrix &q = step_values(trace, "q_normed"), &k = step_values(trace, "k_normed");
+    CHECK(contains(text, "the query: row 0 of Q after qk-norm"));
+    CHECK(contains(text, fmt::format("q_0 = ({}, {})", format_rounded(q(0, 0), 4), format_rounded(q(0, 1), 4))));
+    CHECK(contains(text, fmt::format("k_1 = ({}, {})", format_rounded(k(1, 0), 4), format_rounded(k(1, 1), 4))));
+    CHECK(contains(text, "= " + format_rounded(step_values(trace, "scores")(0, 1), 4)));
+}

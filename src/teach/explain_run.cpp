@@ -133,6 +133,9 @@ std::vector<double> RunExplainer::head_row(StepName name, std::size_t i, int col
     }
     const bool rotated = p_.rope && (name == StepName::q || name == StepName::k);
     if (rotated) return row_of(name == StepName::q ? StepName::q_rot : StepName::k_rot, i, 0, width);
+    // Unrotated, the scores read what qk-norm gave (docs/PROBLEM.md#qk-norm), not the projection.
+    const bool normed = p_.qk_norm && (name == StepName::q || name == StepName::k);
+    if (normed) name = name == StepName::q ? StepName::q_normed : StepName::k_normed;
     return row_of(name, i, static_cast<std::size_t>(column_head) * width, width);
 }
 

@@ -1,7 +1,9 @@
 #pragma once
 // RunExplainer, private to the explain_run*.cpp files: each of them defines the cells of
 // one part of run's pipeline; explain_run.cpp holds the dispatch and the reading of the trace.
+#include <array>
 #include <cstddef>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -73,6 +75,19 @@ private:
     ExplainDocument weight_cell();
     ExplainDocument weight_row();
     ExplainDocument dropped_cell();
+
+    // A half type's one rounding of the target cell, the line every rounded step's cell
+    // ends with (explain_run_rounding.cpp, docs/PROBLEM.md#dtype-half-precision).
+    // x as the type stores it, in f32: a value of the trace is already stored.
+    float stored(double x) const;
+    // a · b (+ bias) in f32 from the stored values, as the rounding model computes it.
+    float f32_dot(const std::vector<double>& a, const std::vector<double>& b, std::optional<double> bias = std::nullopt) const;
+    // In a half type, the closing line for the cell whose value before the rounding is
+    // f32_value() (called only then); nothing in f64 and f32, or for a non-finite value.
+    void close_with_rounding(ExplainDocument& d, const std::function<float()>& f32_value) const;
+    // x and y as the explanation writes numbers, or with the digits that tell them apart.
+    std::array<std::string, 2> distinct_numbers(double x, double y) const;
+    ExplainLine rounding_line(float f32_value, double stored_value) const;
 
     // The outputs: out, concat, final (explain_run_outputs.cpp).
     ExplainDocument output_cell();

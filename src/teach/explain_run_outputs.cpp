@@ -21,6 +21,11 @@ ExplainDocument RunExplainer::output_cell() {
     d.lines.push_back({fmt::format("each key's weight times component {} of its value row{}", c, p_.kv_heads < p_.heads ? fmt::format(" (KV head {})", g) : ""),
                        n_.chain({n_.sub("o", index(i, c)), n_.sub(n_.sum_symbol(), "j") + " " + n_.sub("A", index(i) + "j") + " " + n_.sub("v", "j" + index(c)),
                                  n_.terms(products, " + ", 3), n_.terms(terms, " + ", 6), n_.number(at(StepName::out, i, c))})});
+    close_with_rounding(d, [&] {
+        std::vector<double> values(p_.m);  // component c of every value row
+        for (std::size_t l = 0; l < p_.m; ++l) values[l] = head_row(StepName::v, l, g, p_.d_v)[c];
+        return f32_dot(row_of(a, i, 0, p_.m), values);
+    });
     return finish(d);
 }
 
@@ -78,7 +83,9 @@ ExplainDocument RunExplainer::final_cell() {
     const auto column = column_values(*p_.W_O, c);
     d.lines.push_back({fmt::format("row {} of concat", i_), n_.sub("concat", index(i_)) + " = " + n_.vector(concat)});
     d.lines.push_back({fmt::format("column {} of W_O", c), column_of("W_O", c) + " = " + n_.vector(column)});
-    d.lines.push_back(product_line(concat, column, "b_O", p_.b_O ? std::optional<double>((*p_.b_O)[c]) : std::nullopt));
+    const std::optional<double> bias = p_.b_O ? std::optional<double>((*p_.b_O)[c]) : std::nullopt;
+    d.lines.push_back(product_line(concat, column, "b_O", bias));
+    close_with_rounding(d, [&] { return f32_dot(concat, column, bias); });
     return finish(d);
 }
 

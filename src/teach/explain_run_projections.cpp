@@ -25,7 +25,9 @@ ExplainDocument RunExplainer::projection_cell() {
     d.lines.push_back({fmt::format("row {} of {}{}", i_, query || !p_.cross_attention() ? "X" : "X_source", quoted_label(query ? query_labels(p_) : key_labels(p_), i_)),
                        n_.sub(n_.latex() ? x_name : (query || !p_.cross_attention() ? "x" : "xsrc"), index(i_)) + " = " + n_.vector(input)});
     d.lines.push_back({fmt::format("column {} of W_{}", c, big), column_of("W_" + big, c) + " = " + n_.vector(column)});
-    d.lines.push_back(product_line(input, column, "b_" + big, bias ? std::optional<double>((*bias)[c]) : std::nullopt));
+    const std::optional<double> b = bias ? std::optional<double>((*bias)[c]) : std::nullopt;
+    d.lines.push_back(product_line(input, column, "b_" + big, b));
+    close_with_rounding(d, [&] { return f32_dot(input, column, b); });
     return finish(d);
 }
 
@@ -67,11 +69,13 @@ ExplainDocument RunExplainer::mla_product_cell() {
         right_name = fmt::format("row {} of W_UK, head {}'s columns", c, options_.head);
     }
     const bool biased = name == StepName::q && !mla.W_DQ && p_.b_Q;
+    const std::optional<double> bias = biased ? std::optional<double>((*p_.b_Q)[c]) : std::nullopt;
     ExplainDocument d;
     d.heading = heading(step(name).formula);
     d.lines.push_back({left_name, n_.vector(left)});
     d.lines.push_back({right_name, n_.vector(right)});
-    d.lines.push_back(product_line(left, right, "b_Q", biased ? std::optional<double>((*p_.b_Q)[c]) : std::nullopt));
+    d.lines.push_back(product_line(left, right, "b_Q", bias));
+    close_with_rounding(d, [&] { return f32_dot(left, right, bias); });
     return finish(d);
 }
 

@@ -19,7 +19,7 @@ ExplainDocument RunExplainer::score_cell() {
     ExplainDocument d;
     d.heading = fmt::format("{}[{},{}], {}: query {}{} · key {}{}", target_.step, i, j, where(), i, quoted_label(query_labels(p_), i), j,
                             quoted_label(key_labels(p_), j));
-    const std::string rope = p_.rope ? " after RoPE" : "";
+    const std::string rope = p_.rope ? " after RoPE" : p_.qk_norm ? " after qk-norm" : "";
     d.lines.push_back({fmt::format("the query: row {} of Q{}, head {}'s {} columns", i, rope, options_.head, p_.d_k), n_.sub("q", index(i)) + " = " + n_.vector(q)});
     d.lines.push_back({fmt::format("the key: row {} of K{}{}", j, rope, p_.kv_heads < p_.heads ? fmt::format(", KV head {} (read by query head {})", g, options_.head) : ""),
                        n_.sub("k", index(j)) + " = " + n_.vector(k)});
@@ -42,6 +42,16 @@ ExplainDocument RunExplainer::score_cell() {
                                  : std::isinf(mask) ? "the mask hides key " + index(j) + " from query " + index(i) + " (M = -inf)"
                                                     : "the mask adds a bias",
                        fmt::format("{} = {} + {} = {}", n_.sub("z", index(i, j)), n_.number(before_mask), n_.factor(mask), n_.number(masked))});
+    // The chain's step that is explained is its last rounding, from the stored step before it.
+    close_with_rounding(d, [&] {
+        if (target_.step == StepName::scores) return f32_dot(q, k);
+        if (target_.step == StepName::scaled) return static_cast<float>(s) * stored(score);  // s is an f32 constant
+        if (target_.step == StepName::capped) {
+            const float c = static_cast<float>(*p_.softcap);
+            return c * std::tanh(stored(scaled) / c);
+        }
+        return static_cast<float>(before_mask + mask);  // masked: the mask is 0, -inf or a bias
+    });
     return finish(d);
 }
 

@@ -40,6 +40,8 @@ ExplainDocument RunExplainer::exp_cell() {
                        fmt::format("{} = {} - {} = {}", n_.sub("z", index(i_, j())) + " - " + n_.max_of(index(i_)), n_.number(z), n_.factor(max), n_.number(z - max))});
     d.lines.push_back({std::isinf(z) ? "a masked key: e^(-inf) = 0" : "its exponential",
                        fmt::format("{} = {}", n_.exp(n_.number(z - max)), n_.number(at(StepName::exp, i_, j())))});
+    // z − max is formed in f32 and not stored; a masked key's 0 and an empty row are not rounded.
+    if (!std::isinf(z) && !std::isinf(max)) close_with_rounding(d, [&] { return std::exp(stored(z) - stored(max)); });
     return finish(d);
 }
 
@@ -79,6 +81,8 @@ ExplainDocument RunExplainer::weight_cell() {
     d.lines.push_back({"the sum of the row's exponentials e^(z - max) (masked keys give 0)", exp_sum(i)});
     d.lines.push_back({"the weight: this key's exponential over the sum",
                        softmax_quotient(A, n_.sub("z", index(i, j)), n_.max_of(index(i)), n_.total(index(i)), z, max, at(StepName::exp, i, j), sum, at(StepName::weights, i, j))});
+    // The stored exp over row_sum, which stays f32.
+    close_with_rounding(d, [&] { return stored(at(StepName::exp, i, j)) / static_cast<float>(sum); });
     return finish(d);
 }
 
@@ -119,6 +123,7 @@ ExplainDocument RunExplainer::dropped_cell() {
     d.lines.push_back({keep == 0 ? "this weight is dropped (keep = 0)" : "this weight is kept (keep = 1) and scaled up by 1 / (1 − p)",
                        n_.chain({n_.sub("A'", index(i_, j())), n_.number(a) + n_.times() + n_.number(keep) + " / " + n_.number(1 - p),
                                  n_.number(at(StepName::dropped, i_, j()))})});
+    close_with_rounding(d, [&] { return static_cast<float>(1 / (1 - p)) * stored(a * keep); });  // 1/(1 − p) is an f32 constant
     return finish(d);
 }
 

@@ -23,6 +23,14 @@ expect_exit 0 '"data":\[\[0\.333984375\]\]' -- "$T" run "$work/third.json" --dty
 # explain multiplies the values as the type stores them (x = 0.1 is 0.10009765625 in bf16).
 echo '{"X": [[0.1]], "W_Q": [[1]], "W_K": [[1]], "W_V": [[1]]}' > "$work/tenth.json"
 expect_exit 0 "x_0 = \(0\.1000976562\)" -- "$T" explain "$work/tenth.json" --dtype bf16 --cell q[0,0] --precision 10
+# explain in a half type ends the cell with its one rounding: the f32 value, the stored one, the difference
+# (at 4 decimals both would read 0.1482, so they get 8 significant digits); f64 has no such line.
+expect_exit 0 "weights_01 = 0\.1482238 \(f32\) → 0\.14819336 \(f16\),  0\.14819336 - 0\.1482238 = -3\.04e-05" -- "$T" explain examples/damaged_on_arrival.json --dtype f16 --cell "weights[0,1]"
+checks=$((checks + 1))
+if "$T" explain examples/damaged_on_arrival.json --cell "weights[0,1]" | grep -q "the one rounding"; then
+  echo "FAIL: explain in f64 explains a rounding"
+  failures=$((failures + 1))
+fi
 # grad --tiled in a half type reads its forward pass from the full trace (the fast path takes f64 and f32 only).
 expect_exit 0 "max_abs_diff_vs_full = 0\.000122" -- "$T" grad examples/damaged_on_arrival.json --dtype f16 --tiled --steps grad_q
 # A dtype the tool does not know, on the command line or in the file, names the choices.
