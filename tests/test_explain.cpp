@@ -350,3 +350,14 @@ TEST_CASE("with qk-norm and no RoPE a score cell multiplies the normed rows, as 
     CHECK(contains(text, fmt::format("k_1 = ({}, {})", format_rounded(k(1, 0), 4), format_rounded(k(1, 1), 4))));
     CHECK(contains(text, "= " + format_rounded(step_values(trace, "scores")(0, 1), 4)));
 }
+
+TEST_CASE("with qk-norm, one head and no RoPE a q or k cell explains the projection, before the norm") {
+    // The one-head path lends q, k and v to the head and takes them back; the projections
+    // qk-norm keeps beside them (the q and k steps) must survive it.
+    const Problem problem = parse_problem(damaged_keys + R"(, "qk_norm": {"q_weight": [1, 2], "k_weight": [0.5, 1]}})", "test.json");
+    // By hand: x_0 = (1, 0, 0, 1), W_Q's column 0 = (0.5, 0, 1, 0); x_2 = (0, 0, 1, 0), W_K's column 1 = (0, 0.5, 2, 0).
+    const std::string q = explain_problem(problem, RunOptions{}, parse_cell_spec("q[0,0]"), ExplainOptions{});
+    CHECK(contains(q, "= 0.5\n"));
+    const std::string k = explain_problem(problem, RunOptions{}, parse_cell_spec("k[2,1]"), ExplainOptions{});
+    CHECK(contains(k, "= 2\n"));
+}

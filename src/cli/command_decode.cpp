@@ -78,7 +78,7 @@ Examples:
         if (o.bytes != 0) decode_options.bytes = o.bytes;
         if (o.tokens != -1) decode_options.tokens = whole_number_option("--tokens", o.tokens, 0);
         const Problem problem = load_with_overrides(options);
-        refuse_over_budget(problem, "decode", decode_trace_bytes(problem), options.budget);
+        refuse_compared_over_budget(problem, "decode", decode_trace_bytes(problem), run_options(options, problem).dtype, options.budget);
         const Trace trace =
             traced_against_f64(run_options(options, problem), [&](const RunOptions& run) { return pipeline_decode(problem, run, decode_options); });
         options.page_source.decode = decode_options;

@@ -51,7 +51,7 @@ Examples:
         if (row) grad_options.row = whole_number_option("--row", *row, 0);
         if (tiled) grad_options.tiled = TiledOptions{whole_number_option("--block-q", block_q, 1), whole_number_option("--block-k", block_k, 1)};
         // Untiled: the forward trace and about as many (n, m) steps again.
-        if (!tiled) refuse_over_budget(problem, "grad", 2 * full_trace_bytes(problem), options.budget);
+        if (!tiled) refuse_compared_over_budget(problem, "grad", 2 * full_trace_bytes(problem), run_options(options, problem).dtype, options.budget);
         // The page hatches grad_masked's zeros where the forward pass's mask blocked
         // the weight (a forward trace past the memory budget is not computed for it).
         const bool page = options.format == Format::html && full_trace_bytes(problem) <= static_cast<double>(options.budget.memory);

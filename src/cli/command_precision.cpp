@@ -16,7 +16,7 @@ namespace attn_trace::cli {
 namespace {
 
 struct PrecisionCommandOptions {
-    TraceOptions problem;  // PROBLEM, --mask, --scale, --backend, --max-memory
+    TraceOptions problem;  // PROBLEM, --mask, --scale, --backend, --empty-rows, --train, --eval, --max-memory
     bool no_max_shift = false;
     std::string svg;
 };
@@ -52,6 +52,7 @@ Examples:
     precision->add_option("--mask", o.problem.mask, "mask, overriding the file (as run's --mask)");
     precision->add_option("--scale", o.problem.scale, "auto (1/sqrt(d_k)), none (1) or a number, overriding the file");
     precision->add_option("--backend", o.problem.backend, "cpu or cuda")->capture_default_str();
+    add_empty_rows_and_dropout_options(*precision, o.problem);
     precision->add_flag("--no-max-shift", o.no_max_shift, "softmax as exp(z) / Σ exp(z), without subtracting the row max: what overflows");
     precision->add_option("--svg", o.svg, "also write the chart of each step's error by type to this file");
     add_format_option(*precision, o.problem.format, formats_of(for_precision), "text, json, markdown or latex");

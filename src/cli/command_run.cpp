@@ -14,12 +14,14 @@ namespace {
 // Past the memory budget `run` takes the fast path (docs/COMMANDS.md#run) instead, which never
 // holds n×m, rather than swapping or being killed.
 // Why `run` takes the fast path, or "" for the full trace.
-std::string fast_path_reason(const Problem& p, bool requested, const Budget& budget) {
+// In f32 or a half type the f64 run it is measured against is held beside it (compared_trace_bytes).
+std::string fast_path_reason(const Problem& p, Dtype dtype, bool requested, const Budget& budget) {
     if (requested) return "--fast";
-    const double bytes = full_trace_bytes(p);
+    const double bytes = compared_trace_bytes(full_trace_bytes(p), dtype);
     if (bytes <= static_cast<double>(budget.memory)) return "";
-    return fmt::format("the full trace of n = {} × m = {} × {} head{} would hold about {}, over the {} budget (--max-memory)", p.n, p.m, p.heads,
-                       p.heads == 1 ? "" : "s", size_text(bytes), size_text(static_cast<double>(budget.memory)));
+    return fmt::format("the full trace of n = {} × m = {} × {} head{}{} would hold about {}, over the {} budget (--max-memory)", p.n, p.m, p.heads,
+                       p.heads == 1 ? "" : "s", dtype == Dtype::f64 ? "" : fmt::format(" in {}, with the f64 run it is measured against,", dtype_name(dtype)),
+                       size_text(bytes), size_text(static_cast<double>(budget.memory)));
 }
 
 void add_run_command(CLI::App& app, int& exit_code) {
@@ -39,14 +41,15 @@ void add_run_command(CLI::App& app, int& exit_code) {
   attn-trace run examples/dropout_train.json --steps keep,dropped
   attn-trace run examples/damaged_on_arrival.json --mask causal --format html > damaged.html
 
-When the full trace would pass --max-memory (4G by default; eight n×m matrices per head),
+When the full trace would pass --max-memory (4G by default; eight n×m matrices per head, twice
+that in f32, f16 or bf16, whose run is measured against the same run in f64),
 run takes the fast path by itself: the fused tiled kernel of `attn-trace bench`, which keeps only row_max,
 row_sum and out per head (and concat, final) and says so in a note.)");
     add_trace_options(*run, options);
     run->add_flag("--fast", fast, "take the fast path (fused, tiled, multi-threaded; no (n, m) steps) even when the full trace fits");
     run->callback([&exit_code] {
         const Problem problem = load_with_overrides(options);
-        const std::string reason = fast_path_reason(problem, fast, options.budget);
+        const std::string reason = fast_path_reason(problem, run_options(options, problem).dtype, fast, options.budget);
         // A pitfall replays the full (n, m) steps with a mistake in them, which the
         // fast path never holds: say so before computing anything.
         if (!reason.empty() && !options.pitfall.empty())

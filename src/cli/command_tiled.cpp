@@ -36,7 +36,7 @@ Examples:
     tiled->callback([&exit_code] {
         const TiledOptions tiled_options{whole_number_option("--block-q", block_q, 1), whole_number_option("--block-k", block_k, 1)};
         const Problem problem = load_with_overrides(options);
-        refuse_over_budget(problem, "tiled", tiled_trace_bytes(problem, tiled_options), options.budget);
+        refuse_compared_over_budget(problem, "tiled", tiled_trace_bytes(problem, tiled_options), run_options(options, problem).dtype, options.budget);
         options.page_source.tiled = tiled_options;
         print_trace(traced_against_f64(run_options(options, problem), [&](const RunOptions& run) { return pipeline_tiled(problem, run, tiled_options); }),
                     options, problem);

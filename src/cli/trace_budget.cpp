@@ -56,11 +56,28 @@ double tiled_trace_bytes(const Problem& p, const TiledOptions& tiled) {
            bytes_per_step * 5.0 * tiles;
 }
 
-void refuse_over_budget(const Problem& p, const std::string& command, double bytes, const Budget& budget) {
+double compared_trace_bytes(double bytes, Dtype dtype) { return dtype == Dtype::f64 ? bytes : 2 * bytes; }
+
+namespace {
+
+// `beside`: what else is held with the trace, "" for nothing.
+void refuse(const Problem& p, const std::string& command, const std::string& beside, double bytes, const Budget& budget) {
     if (bytes <= static_cast<double>(budget.memory)) return;
-    throw InputError(fmt::format("{}: the {} trace of n = {} queries × m = {} keys × {} head{} would hold about {}; the limit is {} "
+    throw InputError(fmt::format("{}: the {} trace of n = {} queries × m = {} keys × {} head{}{} would hold about {}; the limit is {} "
                                  "(--max-memory). Try a smaller problem, or `attn-trace run` (which takes the fast path when the trace is too large).",
-                                 p.file, command, p.n, p.m, p.heads, p.heads == 1 ? "" : "s", size_text(bytes), size_text(static_cast<double>(budget.memory))));
+                                 p.file, command, p.n, p.m, p.heads, p.heads == 1 ? "" : "s", beside, size_text(bytes),
+                                 size_text(static_cast<double>(budget.memory))));
+}
+
+}  // namespace
+
+void refuse_over_budget(const Problem& p, const std::string& command, double bytes, const Budget& budget) {
+    refuse(p, command, "", bytes, budget);
+}
+
+void refuse_compared_over_budget(const Problem& p, const std::string& command, double bytes, Dtype dtype, const Budget& budget) {
+    if (dtype == Dtype::f64) return refuse_over_budget(p, command, bytes, budget);
+    refuse(p, command, fmt::format(" in {}, with the f64 run it is measured against,", dtype_name(dtype)), compared_trace_bytes(bytes, dtype), budget);
 }
 
 void refuse_large_output(const Problem& problem, const Trace& trace, Format format, const RenderOptions& options, const Budget& budget) {

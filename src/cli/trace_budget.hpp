@@ -34,8 +34,16 @@ double full_trace_bytes(const Problem& problem);
 double decode_trace_bytes(const Problem& problem);
 double tiled_trace_bytes(const Problem& problem, const TiledOptions& tiled);
 
+// A command that traces in f32 or a half type also runs the problem in f64 to measure
+// each step against (traced_against_f64, pipeline.hpp), and holds both traces at once:
+// `bytes`, one trace's estimate, twice; in f64 once.
+double compared_trace_bytes(double bytes, Dtype dtype);
+
 // Throws InputError when `bytes` (the command's own estimate) passes budget.memory.
 void refuse_over_budget(const Problem& problem, const std::string& command, double bytes, const Budget& budget);
+// As refuse_over_budget for a trace in `dtype` measured against f64: `bytes` is one
+// trace's estimate, counted by compared_trace_bytes, and the message says why.
+void refuse_compared_over_budget(const Problem& problem, const std::string& command, double bytes, Dtype dtype, const Budget& budget);
 
 // Before anything is rendered: throws InputError when printing `trace` in `format`
 // would pass budget.output, or its renderer beside the trace would pass budget.memory.

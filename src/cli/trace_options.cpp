@@ -48,11 +48,15 @@ void add_problem_options(CLI::App& command, TraceOptions& o) {
     command.add_option("--head", o.head, "only this head's per-head steps (0-based)");
     command.add_option("--batch", o.batch, "only this sequence of a batch (0-based)");
     command.add_option("--precision", o.precision, "decimals in text tables")->check(CLI::Range(0, 17))->capture_default_str();
-    command.add_option("--empty-rows", o.empty_rows, "a query row that can read no key: error, zero or nan");
     command.add_flag("--allow-nonfinite", o.allow_nonfinite, "trace how a NaN or infinity in an input spreads, instead of refusing it");
+    add_empty_rows_and_dropout_options(command, o);
+    add_memory_option(command, o.budget);
+}
+
+void add_empty_rows_and_dropout_options(CLI::App& command, TraceOptions& o) {
+    command.add_option("--empty-rows", o.empty_rows, "a query row that can read no key: error, zero or nan");
     auto* train = command.add_flag("--train", o.train, "apply the problem's dropout (train mode: keep and dropped steps)");
     command.add_flag("--eval", o.eval, "do not apply the problem's dropout (eval mode, the default)")->excludes(train);
-    add_memory_option(command, o.budget);
 }
 
 void add_math_option(CLI::App& command, std::optional<MathStyle>& math) {

@@ -40,6 +40,9 @@ struct TraceOptions {
 // Adds PROBLEM and the options that say what to compute (mask, scale, dtype,
 // backend, empty rows, head, batch, precision): what explain shares.
 void add_problem_options(CLI::App& command, TraceOptions& options);
+// --empty-rows, --train and --eval: part of add_problem_options, and what `precision`
+// takes beside its own few.
+void add_empty_rows_and_dropout_options(CLI::App& command, TraceOptions& options);
 // add_problem_options plus how to print a whole trace (format, steps, full,
 // colour, heatmap, svg): what run, decode and tiled share; run also gets --pitfall.
 void add_trace_options(CLI::App& command, TraceOptions& options);

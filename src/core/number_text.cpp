@@ -30,4 +30,9 @@ nlohmann::json json_quantity(double value) {
     return value;
 }
 
+nlohmann::json number_json(double x) {
+    if (!std::isfinite(x)) return nonfinite_name(x);
+    return x;
+}
+
 }  // namespace attn_trace

@@ -30,11 +30,15 @@ std::vector<PlacePart> step_place(const Step& step) {
     return parts;
 }
 
+std::string placed_name(const std::string& name, const std::vector<PlacePart>& place) {
+    std::vector<std::string> where;
+    for (const auto& part : place) where.push_back(part.key + " " + part.value);
+    return where.empty() ? name : fmt::format("{} ({})", name, fmt::join(where, ", "));
+}
+
 std::string step_label(StepName name, std::optional<int> head, std::optional<int> batch, std::optional<int> t,
                        std::optional<std::array<int, 2>> tile) {
-    std::vector<std::string> where;
-    for (const auto& part : step_place(head, batch, t, tile)) where.push_back(part.key + " " + part.value);
-    return where.empty() ? step_name(name) : fmt::format("{} ({})", name, fmt::join(where, ", "));
+    return placed_name(step_name(name), step_place(head, batch, t, tile));
 }
 
 const Step* Trace::find(StepName name, std::optional<int> head, std::optional<int> batch, std::optional<int> t,

@@ -30,12 +30,17 @@ Matrix rows_of(const Matrix& a, QueryRows rows) {
     return out;
 }
 
+// An empty row is the mask's: every key −∞ in M, whatever the scores overflowed to.
+bool every_key_blocked(const Matrix& mask, std::size_t row) {
+    return std::all_of(mask.row(row), mask.row(row) + mask.cols(), [](double x) { return x == -std::numeric_limits<double>::infinity(); });
+}
+
 // In a half type (docs/PROBLEM.md#dtype-half-precision) exp is stored rounded, row_sum is
 // the f32 sum of the stored exp values and stays f32, and weights = exp / row_sum is
 // rounded once; z − max is formed in T and never stored. Without the max shift exp is
 // exp(z) itself: what overflows where the shift would not (docs/COMMANDS.md#precision).
 template <typename T>
-SoftmaxSteps softmax_in(const Matrix& z, EmptyRows policy, Dtype dtype, bool max_shift) {
+SoftmaxSteps softmax_in(const Matrix& z, EmptyRows policy, Dtype dtype, bool max_shift, const Matrix* mask) {
     const std::size_t rows = z.rows(), cols = z.cols();
     SoftmaxSteps s{Matrix(rows, 1), Matrix(rows, cols), Matrix(rows, 1), Matrix(rows, cols), {}};
     for (std::size_t i = 0; i < rows; ++i) {
@@ -45,7 +50,7 @@ SoftmaxSteps softmax_in(const Matrix& z, EmptyRows policy, Dtype dtype, bool max
         T max = -std::numeric_limits<T>::infinity();
         for (std::size_t j = 0; j < cols; ++j) max = std::isnan(z(i, j)) || std::isnan(max) ? std::numeric_limits<T>::quiet_NaN() : std::max(max, static_cast<T>(z(i, j)));
         s.row_max(i, 0) = static_cast<double>(max);
-        if (max == -std::numeric_limits<T>::infinity()) {
+        if (mask ? every_key_blocked(*mask, i) : max == -std::numeric_limits<T>::infinity()) {
             // No visible key: 0/0. The policy says what the row becomes.
             s.empty_rows.push_back(i);
             const double fill = policy == EmptyRows::nan ? std::numeric_limits<double>::quiet_NaN() : 0.0;
@@ -262,8 +267,9 @@ Matrix head_mask(const Problem& p, std::size_t batch, int head, QueryRows rows) 
     return build_mask_rows(p.masks, p.n, p.m, key_length, slope, rows.first, rows.count);
 }
 
-SoftmaxSteps softmax_rows(const Matrix& masked, EmptyRows policy, Dtype dtype, bool max_shift) {
-    return compute_dtype(dtype) == Dtype::f32 ? softmax_in<float>(masked, policy, dtype, max_shift) : softmax_in<double>(masked, policy, dtype, max_shift);
+SoftmaxSteps softmax_rows(const Matrix& masked, EmptyRows policy, Dtype dtype, bool max_shift, const Matrix* mask) {
+    return compute_dtype(dtype) == Dtype::f32 ? softmax_in<float>(masked, policy, dtype, max_shift, mask)
+                                              : softmax_in<double>(masked, policy, dtype, max_shift, mask);
 }
 
 Matrix add_elementwise(const Matrix& a, const Matrix& b, Dtype dtype) {

@@ -38,11 +38,15 @@ void compare_with_f64(Trace& trace, const Trace& f64) {
         if (!reference || reference->values.rows() != step.values.rows() || reference->values.cols() != step.values.cols()) continue;
         double largest = 0;
         step.lost_cells.clear();
+        step.overflowed_cells = step.underflowed_cells = 0;
         for (std::size_t i = 0; i < step.values.rows(); ++i)
             for (std::size_t j = 0; j < step.values.cols(); ++j) {
                 const double got = step.values(i, j), want = reference->values(i, j);
                 largest = std::max(largest, value_difference(got, want));
-                if (const auto lost = loss(got, want)) step.lost_cells.push_back({i, j, *lost});
+                const auto lost = loss(got, want);
+                if (!lost) continue;
+                ++(*lost == CellLoss::overflowed ? step.overflowed_cells : step.underflowed_cells);
+                if (step.lost_cells.size() < lost_cells_kept) step.lost_cells.push_back({i, j, *lost});
             }
         step.max_abs_error_vs_f64 = largest;
     }

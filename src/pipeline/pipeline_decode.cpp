@@ -225,8 +225,9 @@ private:
             // Z = s · Q[t] K_cacheᵀ (+ softcap) + M[t, 0…cache)
             Matrix z = scale(backend_->multiply_transposed(block_of(in.q, first, rows, 0, p_.d_k), k_cache, dtype_), p_.scale_factor(), dtype_);
             if (p_.softcap) z = soft_cap(z, *p_.softcap, dtype_);
-            z = add_elementwise(z, cache_mask(head_mask(p_, b, h, {first, rows}), first, read_from, cache_length), dtype_);
-            SoftmaxSteps softmax = softmax_rows(z, p_.empty_rows, dtype_);
+            const Matrix mask = cache_mask(head_mask(p_, b, h, {first, rows}), first, read_from, cache_length);
+            z = add_elementwise(z, mask, dtype_);
+            SoftmaxSteps softmax = softmax_rows(z, p_.empty_rows, dtype_, true, &mask);
             for (std::size_t r : softmax.empty_rows) heads.empty_rows[hs].push_back(first + r);
             if (p_.empty_rows == EmptyRows::error) steps_.note_empty_rows(heads.empty_rows[hs], h, b);
             // o_t = a_t V_cache

@@ -86,7 +86,11 @@ private:
             // head rather than copy them (at m = 65 536, K and V are 67 MB).
             HeadInputs in{std::move(qkv.q), std::move(qkv.k), std::move(qkv.v)};
             outs.push_back(run_head(in, 0, b));
-            qkv = {std::move(in.q), std::move(in.k), std::move(in.v)};
+            // Member by member: an aggregate assignment would empty q_raw and k_raw (qk-norm's
+            // projections), which the q and k steps are recorded from.
+            qkv.q = std::move(in.q);
+            qkv.k = std::move(in.k);
+            qkv.v = std::move(in.v);
         } else {
             for (int h = 0; h < p_.heads; ++h) outs.push_back(run_head(head_inputs(p_, qkv, h, dtype_, rows_.first), h, b));
         }
@@ -175,7 +179,7 @@ private:
         const bool unmasked = std::all_of(mask.data().begin(), mask.data().end(), [](double x) { return x == 0; });
         const std::string before_mask = p_.softcap ? "S_c" : "S_s", z = unmasked ? before_mask : "Z";
         steps_.record(StepName::masked, before_mask + (unmasked ? " + M = " + before_mask + " (no mask: M = 0)" : " + M"), masked, h, b, queries, keys);
-        SoftmaxSteps softmax = softmax_rows(masked, p_.empty_rows, dtype_, options_.max_shift);
+        SoftmaxSteps softmax = softmax_rows(masked, p_.empty_rows, dtype_, options_.max_shift, &mask);
         for (auto& row : softmax.empty_rows) row += rows_.first;
         steps_.note_empty_rows(softmax.empty_rows, h, b);
         if (options_.max_shift) steps_.record(StepName::row_max, "rowmax(" + z + ")", softmax.row_max, h, b, queries);

@@ -2,8 +2,10 @@
 // FlashAttention papers: query blocks of Br rows, key tiles of Bc keys, and per
 // query row the running max m, the running sum ℓ and the running weighted sum u.
 // The n × m scores are never needed at once: only one Br × Bc tile of them.
+#include <algorithm>
 #include <array>
 #include <limits>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -19,8 +21,11 @@ namespace {
 // and the rescale factor e^(m_old − m_new) (Br, 1) of the last tile.
 struct OnlineSoftmax {
     Matrix m, l, u, rescale;
+    // Whether the mask lets the row read some key: a row is empty by its mask, not by ℓ = 0,
+    // which a half type's scores all overflowing to −∞ also give (then u / ℓ = 0/0 = NaN).
+    std::vector<bool> reads_a_key;
     OnlineSoftmax(std::size_t rows, std::size_t d_v)
-        : m(rows, 1, -std::numeric_limits<double>::infinity()), l(rows, 1), u(rows, d_v), rescale(rows, 1, 1.0) {}
+        : m(rows, 1, -std::numeric_limits<double>::infinity()), l(rows, 1), u(rows, d_v), rescale(rows, 1, 1.0), reads_a_key(rows, false) {}
 };
 
 // One tile's update of the state, in T (float for f32, double for f64), by the one
@@ -55,16 +60,16 @@ void absorb_tile(OnlineSoftmax& state, const Matrix& z, const Matrix& v, const B
                 online_softmax::rescaled_sum(static_cast<T>(state.u(i, c)), static_cast<T>(state.rescale(i, 0)), static_cast<T>(p_tilde_v(i, c))));
 }
 
-// out = u / ℓ, in T. A row with ℓ = 0 read no key: `empty` receives it and the
+// out = u / ℓ, in T. A row whose mask lets it read no key: `empty` receives it and the
 // policy's value (0 or NaN) fills it.
 template <typename T>
 Matrix finish_rows(const OnlineSoftmax& state, EmptyRows policy, std::vector<std::size_t>& empty, std::size_t first_row, Dtype dtype) {
     Matrix out(state.u.rows(), state.u.cols());
     const double fill = policy == EmptyRows::nan ? std::numeric_limits<double>::quiet_NaN() : 0.0;
     for (std::size_t i = 0; i < out.rows(); ++i) {
-        if (state.l(i, 0) == 0.0) empty.push_back(first_row + i);
+        if (!state.reads_a_key[i]) empty.push_back(first_row + i);
         for (std::size_t c = 0; c < out.cols(); ++c)
-            out(i, c) = state.l(i, 0) == 0.0 ? fill : round_to(dtype, static_cast<double>(static_cast<T>(state.u(i, c)) / static_cast<T>(state.l(i, 0))));
+            out(i, c) = !state.reads_a_key[i] ? fill : round_to(dtype, static_cast<double>(static_cast<T>(state.u(i, c)) / static_cast<T>(state.l(i, 0))));
     }
     return out;
 }
@@ -164,6 +169,8 @@ private:
         const Matrix Q_i = block_of(in.q, q_row, rows, 0, p_.d_k);
         const Matrix mask = head_mask(p_, b, h, {i0, rows});
         OnlineSoftmax state(rows, p_.d_v);
+        for (std::size_t r = 0; r < rows; ++r)
+            state.reads_a_key[r] = std::any_of(mask.row(r), mask.row(r) + mask.cols(), [](double x) { return x != -std::numeric_limits<double>::infinity(); });
         bool first_tile = true;  // of this query block: m_old = −∞ there
         for (std::size_t kt = 0, j0 = 0; j0 < p_.m && kt <= last_tile; ++kt, j0 += Bc_) {
             const std::size_t cols = std::min(Bc_, p_.m - j0);

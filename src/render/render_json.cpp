@@ -2,7 +2,6 @@
 // "problem": {...}, "steps": [...]}. nlohmann writes doubles with the shortest round-trip
 // representation, so every number reads back bit for bit; non-finite values become
 // "-inf", "inf", "nan".
-#include <cmath>
 
 #include <nlohmann/json.hpp>
 
@@ -12,11 +11,6 @@
 namespace attn_trace {
 
 namespace {
-
-nlohmann::json number_json(double x) {
-    if (!std::isfinite(x)) return nonfinite_name(x);
-    return x;
-}
 
 nlohmann::json matrix_json(const Matrix& m) {
     nlohmann::json rows = nlohmann::json::array();

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "attn_trace/number_text.hpp"
 #include "attn_trace/render.hpp"
 #include "attn_trace/render_table.hpp"
 
@@ -27,12 +28,15 @@ struct Colors {
 const char* loss_mark(CellLoss loss) { return loss == CellLoss::overflowed ? "↑" : "↓"; }
 
 std::string loss_legend(const Step& step, const Colors& colors) {
-    std::size_t overflowed = 0, underflowed = 0;
-    for (const LostCell& cell : step.lost_cells) ++(cell.loss == CellLoss::overflowed ? overflowed : underflowed);
+    const std::size_t overflowed = step.overflowed_cells, underflowed = step.underflowed_cells;
     std::string out;
-    const auto cells = [](std::size_t count) { return fmt::format("{} cell{}", count, count == 1 ? "" : "s"); };
+    const auto cells = [](std::size_t count) { return fmt::format("{} cell{}", grouped(static_cast<std::uint64_t>(count)), count == 1 ? "" : "s"); };
     if (overflowed) out += colors.masked(fmt::format("↑ {} overflowed to ±inf where f64 is finite", cells(overflowed))) + "\n";
     if (underflowed) out += colors.masked(fmt::format("↓ {} fell to 0 where f64 is not 0", cells(underflowed))) + "\n";
+    // The step kept the places of the first lost_cells_kept only (trace.hpp): the rest carry no mark.
+    if (overflowed + underflowed > step.lost_cells.size())
+        out += colors.masked(fmt::format("marked: the first {} of them in row-major order; the others are lost too but not marked",
+                                         grouped(static_cast<std::uint64_t>(step.lost_cells.size())))) + "\n";
     return out;
 }
 
@@ -47,20 +51,22 @@ std::string render_matrix(const Step& step, const RenderOptions& options, const 
     };
     const auto rows = visible_rows(m.rows(), options.full);
     const auto cols = visible_columns(m.cols(), options.full);
+    // A marked table's cells end in the mark's column: its headers end a column earlier, over the digits.
+    const auto header = [&](std::size_t j) { return column_label(step, j) + (marked && j != gap ? " " : ""); };
 
     // Column widths from the visible cells and labels.
     std::size_t label_width = 0;
     for (auto i : rows) label_width = std::max(label_width, display_width(row_label(step, i)));
     std::vector<std::size_t> widths;
     for (auto j : cols) {
-        std::size_t w = display_width(column_label(step, j));
+        std::size_t w = display_width(header(j));
         if (j != gap)
             for (auto i : rows)
                 if (i != gap) w = std::max(w, display_width(cell(i, j)));
         widths.push_back(w);
     }
     std::string out = std::string(label_width, ' ');
-    for (std::size_t c = 0; c < cols.size(); ++c) out += "  " + colors.dim(pad_left(column_label(step, cols[c]), widths[c]));
+    for (std::size_t c = 0; c < cols.size(); ++c) out += "  " + colors.dim(pad_left(header(cols[c]), widths[c]));
     out += "\n";
     for (auto i : rows) {
         out += colors.dim(pad_right(row_label(step, i), label_width));

@@ -81,6 +81,7 @@ Step labelled(const Step& like, StepName name, std::string formula, Matrix value
     // The mistake is not measured against f64: the right step's error and marks are not its own.
     s.max_abs_error_vs_f64.reset();
     s.lost_cells.clear();
+    s.overflowed_cells = s.underflowed_cells = 0;
     return s;
 }
 

@@ -44,7 +44,7 @@ PrecisionReport measure_precision(const Problem& given, const PrecisionOptions& 
     summary.dtype = "f64, f32, f16 and bf16";
     report.problem_line = describe_problem(summary);
     for (std::size_t k = 0; k < traces.size(); ++k) {
-        PrecisionRun run{compared[k], std::nullopt, std::nullopt, {}};
+        PrecisionRun run{compared[k], std::nullopt, std::nullopt, std::nullopt, {}};
         // The pipelines record the same steps in the same order in every type.
         for (std::size_t s = 0; s < exact.steps.size(); ++s) {
             const Step &step = traces[k].steps.at(s), &reference = exact.steps[s];
@@ -52,6 +52,7 @@ PrecisionReport measure_precision(const Problem& given, const PrecisionOptions& 
             if (!run.first_nonfinite && gained_nonfinite(step, reference)) {
                 run.first_nonfinite = shown_name(step);
                 run.first_nonfinite_head = step.head;
+                run.first_nonfinite_batch = step.batch;
             }
         }
         report.runs.push_back(std::move(run));

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "attn_trace/precision.hpp"
+#include "attn_trace/trace.hpp"
 
 namespace attn_trace {
 
@@ -29,6 +30,11 @@ std::string cut_text(const std::string& text, std::size_t count) {
     return text.substr(0, at);
 }
 
+// Characters, not bytes: an accented or a CJK title is cut where its width is, not sooner.
+std::size_t characters(const std::string& text) {
+    return static_cast<std::size_t>(std::count_if(text.begin(), text.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
+}
+
 const char* colour_of(Dtype dtype) {
     switch (dtype) {
         case Dtype::f32: return "#1f5fa8";
@@ -38,6 +44,14 @@ const char* colour_of(Dtype dtype) {
     }
     return "#555";
 }
+
+// Under the axis, where the labels are short: "scores b1 h0" (batch 1, head 0).
+std::string axis_label(const PrecisionStep& step) {
+    return step.name + (step.batch ? fmt::format(" b{}", *step.batch) : "") + (step.head ? fmt::format(" h{}", *step.head) : "");
+}
+
+// In a point's tooltip: "scores (batch 1, head 0)".
+std::string tooltip_name(const PrecisionStep& step) { return placed_name(step.name, step_place(step.head, step.batch, std::nullopt, std::nullopt)); }
 
 }  // namespace
 
@@ -72,7 +86,7 @@ std::string precision_svg(const PrecisionReport& report) {
     const auto fits = static_cast<std::size_t>((width - left) / 6.5);
     if (!report.title.empty())
         out += fmt::format("<text x=\"{}\" y=\"38\" fill=\"#555\">{}</text>\n", left,
-                           xml_text(report.title.size() > fits ? cut_text(report.title, fits) + "…" : report.title));
+                           xml_text(characters(report.title) > fits ? cut_text(report.title, fits) + "…" : report.title));
     for (int e = static_cast<int>(low); e <= static_cast<int>(high); ++e) {
         const double py = y_of(std::pow(10.0, e));
         out += fmt::format("<line x1=\"{}\" y1=\"{:.1f}\" x2=\"{}\" y2=\"{:.1f}\" stroke=\"#e4e4e4\"/>\n", left, py, width - right, py);
@@ -81,9 +95,8 @@ std::string precision_svg(const PrecisionReport& report) {
     out += fmt::format("<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">inf</text>\n", left - 6, top + 4);
     out += fmt::format("<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">0</text>\n", left - 6, height - bottom + 4);
     for (std::size_t s = 0; s < steps.size(); ++s) {
-        const std::string name = steps[s].name + (steps[s].head ? fmt::format(" h{}", *steps[s].head) : "");
         out += fmt::format("<text x=\"{0:.1f}\" y=\"{1}\" text-anchor=\"end\" transform=\"rotate(-60 {0:.1f} {1})\">{2}</text>\n", x_of(s),
-                           height - bottom + 16, xml_text(name));
+                           height - bottom + 16, xml_text(axis_label(steps[s])));
     }
     out += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#555\"/>\n", left, top, width - right - left, height - bottom - top);
     out += fmt::format("<text x=\"18\" y=\"{0}\" text-anchor=\"middle\" transform=\"rotate(-90 18 {0})\">max |x − x_f64| (log scale)</text>\n",
@@ -96,7 +109,7 @@ std::string precision_svg(const PrecisionReport& report) {
         out += fmt::format("<polyline points=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\"/>\n", points, colour_of(run.dtype));
         for (std::size_t s = 0; s < run.steps.size(); ++s)
             out += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3.5\" fill=\"{}\"><title>{} {}: {:.3g}</title></circle>\n", x_of(s),
-                               y_of(run.steps[s].max_abs_error), colour_of(run.dtype), dtype_name(run.dtype), xml_text(run.steps[s].name),
+                               y_of(run.steps[s].max_abs_error), colour_of(run.dtype), dtype_name(run.dtype), xml_text(tooltip_name(run.steps[s])),
                                run.steps[s].max_abs_error);
         const double ly = top + 14 + 22.0 * static_cast<double>(entry++), lx = width - right + 14;
         out += fmt::format("<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"{}\" stroke-width=\"2\"/>\n", lx, ly, lx + 24, ly,

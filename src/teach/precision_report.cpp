@@ -26,15 +26,16 @@ std::string shift_line(bool max_shift) {
                      : "softmax without the max shift: exp(z) itself, which overflows f16 for z > ln 65504 ≈ 11.09";
 }
 
+// "1/0" under "batch/head"; a step of no head (q, concat, final) "1/–", so that its batch
+// is not read as a head.
 std::string head_text(const std::optional<int>& head, const std::optional<int>& batch) {
-    std::string out = head ? std::to_string(*head) : "";
-    if (batch) out = fmt::format("{}{}{}", *batch, out.empty() ? "" : "/", out);
-    return out;
+    const std::string head_part = head ? std::to_string(*head) : "";
+    return batch ? fmt::format("{}/{}", *batch, head ? head_part : "–") : head_part;
 }
 
 std::string first_nonfinite_text(const PrecisionRun& run) {
     if (!run.first_nonfinite) return "none";
-    return run.first_nonfinite_head ? fmt::format("{} (head {})", *run.first_nonfinite, *run.first_nonfinite_head) : *run.first_nonfinite;
+    return placed_name(*run.first_nonfinite, step_place(run.first_nonfinite_head, run.first_nonfinite_batch, std::nullopt, std::nullopt));
 }
 
 bool has_batches(const PrecisionReport& report) {
@@ -74,18 +75,19 @@ std::vector<std::vector<std::string>> table_cells(const PrecisionReport& report)
 
 std::string title_of(const PrecisionReport& report) { return "attn-trace precision" + (report.title.empty() ? "" : ": " + report.title); }
 
-nlohmann::ordered_json number_json(double x) {
-    if (!std::isfinite(x)) return nonfinite_name(x);
-    return x;
-}
-
 }  // namespace
 
 std::string precision_text(const PrecisionReport& report) {
     const auto rows = table_cells(report);
+    // The columns fit the steps' rows; the last row's entries each span their type's two
+    // columns, and one longer than both widens the second (the entries are right-aligned).
     std::vector<std::size_t> widths(rows.front().size(), 0);
-    for (const auto& row : rows)
-        for (std::size_t c = 0; c < row.size(); ++c) widths[c] = std::max(widths[c], display_width(row[c]));
+    for (std::size_t r = 0; r + 1 < rows.size(); ++r)
+        for (std::size_t c = 0; c < rows[r].size(); ++c) widths[c] = std::max(widths[c], display_width(rows[r][c]));
+    const auto& last_row = rows.back();
+    for (std::size_t c = 0; c < 2; ++c) widths[c] = std::max(widths[c], display_width(last_row[c]));
+    for (std::size_t c = 2; c + 1 < last_row.size(); c += 2)
+        widths[c + 1] = std::max(widths[c + 1], display_width(last_row[c]) - std::min(display_width(last_row[c]), widths[c] + 2));
     std::string out = title_of(report) + "\n" + report.problem_line + "\n" + shift_line(report.max_shift) + "\n\n";
     out += "largest error against f64 per step: absolute |x − x₆₄| and relative |x − x₆₄| / |x₆₄|\n";
     for (std::size_t r = 0; r < rows.size(); ++r) {
@@ -114,6 +116,7 @@ std::string precision_json(const PrecisionReport& report) {
         nlohmann::ordered_json entry = {{"dtype", dtype_name(run.dtype)},
                                         {"first_nonfinite", run.first_nonfinite ? nlohmann::ordered_json(*run.first_nonfinite) : nlohmann::ordered_json()}};
         if (run.first_nonfinite_head) entry["first_nonfinite_head"] = *run.first_nonfinite_head;
+        if (run.first_nonfinite_batch) entry["first_nonfinite_batch"] = *run.first_nonfinite_batch;
         entry["steps"] = std::move(steps);
         dtypes.push_back(std::move(entry));
     }

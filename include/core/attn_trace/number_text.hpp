@@ -20,5 +20,8 @@ std::string grouped(double value);
 // A count or measure for JSON: a whole number as an integer (66, not 66.0), anything
 // else as the double, nan and inf by their names (docs/COMMANDS.md#output-formats).
 nlohmann::json json_quantity(double value);
+// A matrix cell or a measured error for JSON: the double as it is, nan and inf by
+// their names (JSON has no infinity; the problem reader reads the names back).
+nlohmann::json number_json(double x);
 
 }  // namespace attn_trace

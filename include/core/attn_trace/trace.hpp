@@ -21,6 +21,10 @@ struct LostCell {
     std::size_t row, column;
     CellLoss loss;
 };
+// A step keeps the places of at most this many lost cells (24 bytes each), the first in
+// row-major order, and counts them all: a large step in f16 can lose millions
+// (docs/COMMANDS.md#options-shared-by-run-decode-and-tiled).
+constexpr std::size_t lost_cells_kept = 1000;
 
 struct Step {
     StepName name;        // scores, weights, out, ... (step_table.hpp)
@@ -34,10 +38,12 @@ struct Step {
     // cache, empty when none; absent where the cache only grows.
     std::optional<std::vector<std::size_t>> evicted = std::nullopt;
     // A run in f32, f16 or bf16 against the same run in f64: the largest |value − f64 value|
-    // (value_difference, compare.hpp) and the cells it lost, in row-major order. Unset and
-    // empty in an f64 run, and where the f64 run has no such step.
+    // (value_difference, compare.hpp), the cells it lost in row-major order (the first
+    // lost_cells_kept of them) and how many it lost of each kind. Unset, empty and 0 in an
+    // f64 run, and where the f64 run has no such step.
     std::optional<double> max_abs_error_vs_f64 = std::nullopt;
     std::vector<LostCell> lost_cells = {};
+    std::size_t overflowed_cells = 0, underflowed_cells = 0;
     // The cell's loss, if it lost one.
     std::optional<CellLoss> loss_at(std::size_t row, std::size_t column) const;
 };
@@ -82,6 +88,9 @@ std::vector<PlacePart> step_place(const Step& step);
 // The steps whose head is a KV head: decode's caches, grad_k and grad_v.
 bool per_kv_head(StepName name);
 
+// "weights (batch 1, head 0)": a name followed by its place, the name alone where the
+// place is empty.
+std::string placed_name(const std::string& name, const std::vector<PlacePart>& place);
 // "weights (batch 1, head 0, t 2, tile [0, 1])": a step named in a message, as
 // check's report and the overflow error write it.
 std::string step_label(StepName name, std::optional<int> head, std::optional<int> batch, std::optional<int> t,

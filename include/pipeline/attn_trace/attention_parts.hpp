@@ -83,12 +83,15 @@ Matrix head_mask(const Problem& problem, std::size_t batch, int head, QueryRows 
 // row_max (rows, 1), exp = e^(z − row_max) (rows, cols), row_sum (rows, 1), weights.
 // Rows with no visible key follow the problem's empty-row policy; `empty_rows`
 // receives their indices. Without `max_shift` exp = e^z (row_max is still the row's max,
-// which finds the empty rows).
+// which finds the empty rows). With `mask`, the M in z, a row is empty when M blocks every
+// key: a row whose scores all overflowed to −∞ in a half type reads keys the mask allows,
+// and becomes 0/0 = NaN as the type's softmax makes it, not an empty row. Without it a
+// row of −∞ is empty.
 struct SoftmaxSteps {
     Matrix row_max, exp, row_sum, weights;
     std::vector<std::size_t> empty_rows;
 };
-SoftmaxSteps softmax_rows(const Matrix& masked, EmptyRows policy, Dtype dtype, bool max_shift = true);
+SoftmaxSteps softmax_rows(const Matrix& masked, EmptyRows policy, Dtype dtype, bool max_shift = true, const Matrix* mask = nullptr);
 
 // Dropout's keep (docs/FAMILY.md#dropout-on-the-weights-and-the-traineval-trap): 0 and 1,
 // each 1 when the portable generator's draw u ≥ p. One stream seeded by the problem's

@@ -29,7 +29,7 @@ struct PrecisionStep {
 struct PrecisionRun {
     Dtype dtype = Dtype::f64;
     std::optional<std::string> first_nonfinite;  // the first step with an inf or NaN where f64 is finite
-    std::optional<int> first_nonfinite_head;
+    std::optional<int> first_nonfinite_head, first_nonfinite_batch;
     std::vector<PrecisionStep> steps;
 };
 
