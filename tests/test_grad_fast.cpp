@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "attn_trace/errors.hpp"
+#include "bench/grad_reference.hpp"
 #include "stepwise_test_problems.hpp"
 #include "test_helpers.hpp"
 
@@ -119,4 +120,18 @@ TEST_CASE("what the fused backward does not take is refused with the reason", "[
     json["mask"] = "none";
     json["dropout"] = {{"p", 0.1}, {"seed", 1}, {"mode", "train"}};
     CHECK_THROWS_WITH(pipeline_grad(parse_problem(json.dump(), "t.json"), {}, fused(0, 0, 1)), Catch::Contains("dropout"));
+}
+
+TEST_CASE("bench's judge of the fused backward, grad_q from the reference weights, is the step-by-step backward's grad_q", "[grad][fast]") {
+    nlohmann::json json = random_qkv({12, 12, 4, 2, 5, 3}, 7);
+    json["mask"] = "causal";
+    json["d_out"] = random_matrix(12, 12, 9);
+    const Problem p = parse_problem(json.dump(), "t.json");
+    const Trace want = pipeline_grad(p, {}, GradOptions{});
+    const Matrix got = reference_grad_q_rows(p, {}, p.d_out[0], QueryRows{3, 5});
+    for (int h = 0; h < 4; ++h) {
+        const Matrix& head = step_values(want, "grad_q", h);
+        for (std::size_t r = 0; r < 5; ++r)
+            for (std::size_t c = 0; c < 5; ++c) CHECK(got(r, static_cast<std::size_t>(h) * 5 + c) == Approx(head(3 + r, c)).margin(1e-13));
+    }
 }
