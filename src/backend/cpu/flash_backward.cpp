@@ -9,7 +9,7 @@
 //     dV_t += Pᵀ dO_b                                                   (Bc, d_v)
 //     dP = dO_b V_tᵀ;  dS = s·P ⊙ (dP − delta_b)                        (Br, Bc)
 //     dK_t += dSᵀ Q_b;  dQ_b += dS K_t (the worker's own dQ buffer)     (Bc, d_k), (Br, d_k)
-// then the workers' dQ buffers are added up. So each tile is recomputed once, the five
+// and after each KV head the workers' dQ buffers are added up. So each tile is recomputed once, the five
 // products are 10·Br·Bc·d multiply-adds per tile, and no two workers write one value.
 //
 // The products are register-tiled like the forward's micro-kernels (MR rows by two
@@ -127,8 +127,7 @@ public:
           dk_(round_up(in_.d_k, L)), dv_(round_up(in_.d_v, L)), bc_(round_up(block_k_, L)),
           tiles_((in_.m + block_k_ - 1) / block_k_), blocks_((in_.n + block_q_ - 1) / block_q_),
           queries_(heads_ * in_.n * dk_), d_outs_(heads_ * in_.n * dv_), lse2_(heads_ * in_.n), block_keys_(blocks_) {
-        const std::size_t items = static_cast<std::size_t>(in_.kv_heads) * tiles_;
-        workers_ = static_cast<int>(std::clamp<std::size_t>(items, 1, static_cast<std::size_t>(std::max(1, args.settings.threads))));
+        workers_ = static_cast<int>(std::clamp<std::size_t>(tiles_, 1, static_cast<std::size_t>(std::max(1, args.settings.threads))));
     }
 
     AttentionStats run() {
@@ -136,12 +135,15 @@ public:
         std::vector<Scratch> scratch;
         for (int w = 0; w < workers_; ++w) scratch.emplace_back(*this);
         std::vector<AttentionStats> stats(static_cast<std::size_t>(workers_));
-        // Tile 0 first: under a causal mask the first tiles are read by the most blocks.
-        parallel_for(tiles_ * static_cast<std::size_t>(in_.kv_heads), workers_, [&](std::size_t item, int id) {
-            key_tile(item % static_cast<std::size_t>(in_.kv_heads), item / static_cast<std::size_t>(in_.kv_heads), scratch[static_cast<std::size_t>(id)],
-                     stats[static_cast<std::size_t>(id)]);
-        });
-        parallel_for(blocks_, workers_, [&](std::size_t b, int) { sum_grad_q(b, scratch); });
+        // One KV head at a time, so that a worker's dQ covers only the query heads of one
+        // group (at n = 65 536, d_k = 64: 16 MiB per query head and worker). Tile 0 first:
+        // under a causal mask the first tiles are read by the most blocks.
+        for (std::size_t g = 0; g < static_cast<std::size_t>(in_.kv_heads); ++g) {
+            for (Scratch& s : scratch) std::fill_n(s.grad_q.data(), s.grad_q.size(), T(0));
+            parallel_for(tiles_, workers_,
+                         [&](std::size_t t, int id) { key_tile(g, t, scratch[static_cast<std::size_t>(id)], stats[static_cast<std::size_t>(id)]); });
+            parallel_for(blocks_, workers_, [&](std::size_t b, int) { sum_grad_q(g, b, scratch); });
+        }
         AttentionStats total;
         for (const auto& s : stats) {
             total.tiles_computed += s.tiles_computed;
@@ -156,14 +158,12 @@ public:
 
 private:
     // One worker's buffers: the packed tile, its dK and dV sums, one tile's P and dP (then
-    // dS), and its own dQ for every head and row.
+    // dS), and its own dQ for every row of the query heads of one KV head.
     struct Scratch {
         panel::AlignedArray<T> keys_t, values_t, keys, grad_k, grad_v, p, dp, grad_q;
         explicit Scratch(const BackwardKernel& k)
             : keys_t(k.dk_ * k.bc_), values_t(k.dv_ * k.bc_), keys(k.bc_ * k.dk_), grad_k(k.bc_ * k.dk_), grad_v(k.bc_ * k.dv_),
-              p(k.block_q_ * k.bc_), dp(k.block_q_ * k.bc_), grad_q(k.heads_ * k.in_.n * k.dk_) {
-            std::fill_n(grad_q.data(), grad_q.size(), T(0));
-        }
+              p(k.block_q_ * k.bc_), dp(k.block_q_ * k.bc_), grad_q(k.group_ * k.in_.n * k.dk_) {}
     };
 
     // Query block b of head h: its queries and dO rows packed (zero past d), lse in
@@ -257,7 +257,7 @@ private:
                 S::store(ds + r * bc_ + c, scale * S::load(p + r * bc_ + c) * (S::load(ds + r * bc_ + c) - delta));  // dS
         }
         product<T, true>(cols, dk_, rows, ds, 1, bc_, q, dk_, s.grad_k.data(), dk_);  // dK_t += dSᵀ Q_b
-        product<T, true>(rows, dk_, cols, ds, bc_, 1, s.keys.data(), dk_, s.grad_q.data() + (h * in_.n + i0) * dk_, dk_);  // dQ_b += dS K_t
+        product<T, true>(rows, dk_, cols, ds, bc_, 1, s.keys.data(), dk_, s.grad_q.data() + ((h % group_) * in_.n + i0) * dk_, dk_);  // dQ_b += dS K_t
     }
 
     // S → P = exp(s·S − lse) in place, in base 2; 0 where the row may not read the key
@@ -280,15 +280,15 @@ private:
         }
     }
 
-    // grad_q of query block b, every head: the workers' dQ added up.
-    void sum_grad_q(std::size_t b, const std::vector<Scratch>& scratch) const {
+    // grad_q of query block b, the query heads of KV head g: the workers' dQ added up.
+    void sum_grad_q(std::size_t g, std::size_t b, const std::vector<Scratch>& scratch) const {
         const std::size_t i0 = b * block_q_, rows = std::min(block_q_, in_.n - i0);
-        for (std::size_t h = 0; h < heads_; ++h)
+        for (std::size_t k = 0; k < group_; ++k)
             for (std::size_t i = i0; i < i0 + rows; ++i) {
-                T* into = out_.grad_q + i * heads_ * in_.d_k + h * in_.d_k;
+                T* into = out_.grad_q + i * heads_ * in_.d_k + (g * group_ + k) * in_.d_k;
                 for (std::size_t c = 0; c < in_.d_k; ++c) {
                     T sum = 0;
-                    for (const Scratch& s : scratch) sum += s.grad_q.data()[(h * in_.n + i) * dk_ + c];
+                    for (const Scratch& s : scratch) sum += s.grad_q.data()[(k * in_.n + i) * dk_ + c];
                     into[c] = sum;
                 }
             }

@@ -29,9 +29,9 @@ struct FlashBackwardSettings {
 
 // The gradients of L = Σ d_out ⊙ out for every head at once. d_out is (n, H·d_v) with
 // rows d_out_stride apart. Masks: row key ranges only (causal, window, lengths);
-// CpuBackend::supports says so for the rest. Work is shared out by (KV head, key
-// tile): each worker owns its dK and dV rows, and sums dQ in a buffer of its own,
-// added up at the end, so no two workers write the same value.
+// CpuBackend::supports says so for the rest. Work is shared out by key tile, one KV
+// head after another: each worker owns its tile's dK and dV rows, and sums dQ in a
+// buffer of its own, added up after each KV head, so no two workers write one value.
 AttentionStats flash_backward(const FastAttentionInput<float, double>& input, const double* d_out, std::size_t d_out_stride,
                               const FlashBackwardOutput<float>& output, const FlashBackwardSettings& settings);
 AttentionStats flash_backward(const FastAttentionInput<double>& input, const double* d_out, std::size_t d_out_stride,
