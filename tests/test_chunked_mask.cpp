@@ -72,8 +72,8 @@ TEST_CASE("chunked masks equal the rule written out as an allowed matrix, in run
         CHECK(step_values(chunked, "out").data() == step_values(reference, "out").data());
         const Problem p = parse_problem(problem(13, 13, fmt::format(R"({{"chunked": {}}})", chunk)), "t.json");
         const Problem q = parse_problem(problem(13, 13, allowed_json(13, 13, chunk)), "t.json");
-        const Trace grad = pipeline_grad(p, {}, GradOptions{"random:4", std::nullopt, std::nullopt});
-        const Trace grad_reference = pipeline_grad(q, {}, GradOptions{"random:4", std::nullopt, std::nullopt});
+        const Trace grad = pipeline_grad(p, {}, GradOptions{"random:4", std::nullopt, std::nullopt, std::nullopt});
+        const Trace grad_reference = pipeline_grad(q, {}, GradOptions{"random:4", std::nullopt, std::nullopt, std::nullopt});
         for (const char* step : {"grad_q", "grad_k", "grad_v"}) {
             INFO(step);
             CHECK(compare_matrices(step_values(grad, step), step_values(grad_reference, step), tolerances::same_math_f64).passed());

@@ -98,7 +98,7 @@ TEST_CASE("weight, bias and input gradients equal finite differences through RoP
 
 TEST_CASE("the softmax backward is exactly 0 on blocked cells and its rows sum to 0; the Jacobian of a row", "[grad]") {
     const Problem p = parse_problem(direct, "t.json");
-    const Trace grad = pipeline_grad(p, {}, GradOptions{"", 3, std::nullopt});
+    const Trace grad = pipeline_grad(p, {}, GradOptions{"", 3, std::nullopt, std::nullopt});
     const Trace forward = pipeline_full(p, {});
     for (int h = 0; h < 2; ++h) {
         const Matrix& g = step_values(grad, "grad_masked", h);
@@ -131,13 +131,13 @@ TEST_CASE("grad's bad input names what is wrong", "[grad][errors]") {
     CHECK_THROWS_WITH(parse_problem(R"({"Q": [[1, 0]], "K": [[1, 0]], "V": [[1]], "d_out": [[1, 2]]})", "t.json"),
                       Catch::Contains("$.d_out") && Catch::Contains("(1, 1)"));
     const Problem p = parse_problem(R"({"Q": [[1, 0]], "K": [[1, 0]], "V": [[1]]})", "t.json");
-    CHECK_THROWS_WITH(pipeline_grad(p, {}, GradOptions{"", 1, std::nullopt}), Catch::Contains("row 1: the problem has 1 query"));
-    CHECK_THROWS_WITH(pipeline_grad(p, {}, GradOptions{"random:x", std::nullopt, std::nullopt}), Catch::Contains("expected ones or random:SEED"));
-    CHECK_THROWS_WITH(pipeline_grad(p, {}, GradOptions{"twos", std::nullopt, std::nullopt}), Catch::Contains("expected ones or random:SEED"));
+    CHECK_THROWS_WITH(pipeline_grad(p, {}, GradOptions{"", 1, std::nullopt, std::nullopt}), Catch::Contains("row 1: the problem has 1 query"));
+    CHECK_THROWS_WITH(pipeline_grad(p, {}, GradOptions{"random:x", std::nullopt, std::nullopt, std::nullopt}), Catch::Contains("expected ones or random:SEED"));
+    CHECK_THROWS_WITH(pipeline_grad(p, {}, GradOptions{"twos", std::nullopt, std::nullopt, std::nullopt}), Catch::Contains("expected ones or random:SEED"));
     // ones by default, and random:SEED is the portable generator's
     CHECK(step_values(pipeline_grad(p, {}, {}), "grad_concat", 0)(0, 0) == 1.0);
-    CHECK(step_values(pipeline_grad(p, {}, GradOptions{"random:3", std::nullopt, std::nullopt}), "grad_concat", 0).data() ==
-          step_values(pipeline_grad(p, {}, GradOptions{"random:3", std::nullopt, std::nullopt}), "grad_concat", 0).data());
+    CHECK(step_values(pipeline_grad(p, {}, GradOptions{"random:3", std::nullopt, std::nullopt, std::nullopt}), "grad_concat", 0).data() ==
+          step_values(pipeline_grad(p, {}, GradOptions{"random:3", std::nullopt, std::nullopt, std::nullopt}), "grad_concat", 0).data());
 }
 
 TEST_CASE("the tiled backward (FlashAttention-2) equals the untiled one and recomputes each tile's weights", "[grad][tiled]") {
@@ -146,7 +146,7 @@ TEST_CASE("the tiled backward (FlashAttention-2) equals the untiled one and reco
     for (const std::string& json : {no_dropout, projected}) {
         const Problem p = parse_problem(json, "t.json");
         for (const TiledOptions tiles : {TiledOptions{2, 2}, TiledOptions{3, 2}, TiledOptions{1, 5}}) {
-            const Trace tiled = pipeline_grad(p, {}, GradOptions{"", std::nullopt, tiles});
+            const Trace tiled = pipeline_grad(p, {}, GradOptions{"", std::nullopt, tiles, std::nullopt});
             const auto diff = std::find_if(tiled.numbers.begin(), tiled.numbers.end(), [](const auto& n) { return n.first == "max_abs_diff_vs_full"; });
             REQUIRE(diff != tiled.numbers.end());
             CHECK(diff->second < 1e-13);
@@ -161,8 +161,8 @@ TEST_CASE("the tiled backward (FlashAttention-2) equals the untiled one and reco
         }
     }
     const Problem with_dropout = parse_problem(direct, "t.json");
-    CHECK_THROWS_WITH(pipeline_grad(with_dropout, {}, GradOptions{"", std::nullopt, TiledOptions{}}), Catch::Contains("dropout in train mode"));
-    CHECK_THROWS_WITH(pipeline_grad(parse_problem(projected, "t.json"), {}, GradOptions{"", 1, TiledOptions{}}), Catch::Contains("row"));
+    CHECK_THROWS_WITH(pipeline_grad(with_dropout, {}, GradOptions{"", std::nullopt, TiledOptions{}, std::nullopt}), Catch::Contains("dropout in train mode"));
+    CHECK_THROWS_WITH(pipeline_grad(parse_problem(projected, "t.json"), {}, GradOptions{"", 1, TiledOptions{}, std::nullopt}), Catch::Contains("row"));
 }
 
 namespace {

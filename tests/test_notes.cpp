@@ -57,7 +57,7 @@ TEST_CASE("every kind of note the pipelines record has its sentence", "[notes]")
     // over 2048² + 1 keys, in one tile, is past that.
     const std::string many_keys = R"({"Q": [[1]], "K": {"random": {"shape": [4194305, 1], "seed": 2}},
                                       "V": {"random": {"shape": [4194305, 1], "seed": 3}}})";
-    collect(pipeline_grad(problem(many_keys), {}, GradOptions{"", std::nullopt, TiledOptions{1, 4194305}}), kinds);  // grad_tiled_unchecked
+    collect(pipeline_grad(problem(many_keys), {}, GradOptions{"", std::nullopt, TiledOptions{1, 4194305}, std::nullopt}), kinds);  // grad_tiled_unchecked
     for (NoteKind kind : {NoteKind::causal_alignment, NoteKind::kv_sharing, NoteKind::decode, NoteKind::prefill, NoteKind::cache_offset, NoteKind::decode_reference, NoteKind::cache_heads, NoteKind::kv_cache_size, NoteKind::kv_cache_sharing, NoteKind::tiled, NoteKind::tile_legend, NoteKind::tile_skipped, NoteKind::more_tiles_skipped, NoteKind::fast_path, NoteKind::empty_rows, NoteKind::nonfinite_inputs, NoteKind::overflow, NoteKind::dropout_train, NoteKind::dropout_eval, NoteKind::mla, NoteKind::mla_cache_size, NoteKind::permutation, NoteKind::grad_tiled_unchecked, NoteKind::rolling_cache, NoteKind::dynamic_rope_decode, NoteKind::checkpoint_rounded}) {
         INFO("kind " << static_cast<int>(kind));
         CHECK(kinds.count(kind) == 1);

@@ -38,22 +38,37 @@ std::string operation_name(Operation op) {
         case Operation::fused_attention: return "fused attention";
         case Operation::unfused_attention: return "unfused attention";
         case Operation::tensor_core_attention: return "tensor-core attention";
+        case Operation::fused_attention_backward: return "fused attention backward";
     }
     return "an unknown operation";
 }
 
 std::string half_type_name(HalfType type) { return type == HalfType::fp16 ? "fp16" : "bf16"; }
 
-AttentionResult attend(const Backend& backend, Operation op, const AttentionCall& call) {
+namespace {
+
+void ask(const Backend& backend, Operation op, const AttentionCall& call) {
     std::string why;
     if (!backend.supports(op, &call, why))
         throw BackendUnavailable(fmt::format("the {} backend cannot run this {}: {}", backend.name(), operation_name(op), why));
+}
+
+}  // namespace
+
+AttentionGradients attend_backward(const Backend& backend, const AttentionCall& call, const Matrix& d_out) {
+    ask(backend, Operation::fused_attention_backward, call);
+    return backend.fused_attention_backward(call, d_out);
+}
+
+AttentionResult attend(const Backend& backend, Operation op, const AttentionCall& call) {
+    ask(backend, op, call);
     switch (op) {
         case Operation::fused_attention: return backend.fused_attention(call);
         case Operation::unfused_attention: return backend.unfused_attention(call);
         case Operation::tensor_core_attention: return backend.tensor_core_attention(call);
         case Operation::multiply:
-        case Operation::multiply_transposed: break;
+        case Operation::multiply_transposed:
+        case Operation::fused_attention_backward: break;
     }
     throw std::logic_error("attend: " + operation_name(op) + " is not an attention operation");
 }

@@ -15,7 +15,7 @@ void add_grad_command(CLI::App& app, int& exit_code) {
     static TraceOptions options;
     static std::string d_out;
     static std::optional<long long> row;
-    static bool tiled = false;
+    static bool tiled = false, fast = false;
     static long long block_q = TiledOptions{}.block_q, block_k = TiledOptions{}.block_k;
     auto* grad = app.add_subcommand("grad", "the backward pass: every gradient of L = Σ d_out ⊙ output, step by step");
     grad->footer(R"(The gradient of L = Σ d_out ⊙ output, where output is final (with W_O) or the heads'
@@ -30,6 +30,9 @@ its weights are 0) or NaN (nan policy). Weight gradients are in math orientation
 forward keeps only lse = m + ln ℓ per row (the fast path's), delta = rowsum(grad_out ⊙ out), and each
 tile recomputes p = exp(z − lse), grad_p = grad_out V_tᵀ and grad_s = p ⊙ (grad_p − delta) (tile steps
 are kept while n · m ≤ 65 536 per head); max_abs_diff_vs_full compares with the untiled gradients.
+--fast runs the same backward fused on the fast path's kernels (64 × 64 tiles, vectorised, one thread
+per core over key tiles): no (n, m) step, only lse, delta, grad_q, grad_k, grad_v and the input
+gradients; f32 or f64, masks by key ranges (causal, window, lengths); n = 65 536 fits in under 1 GB.
 
 Examples:
   attn-trace grad examples/damaged_on_arrival.json
@@ -37,21 +40,28 @@ Examples:
   attn-trace grad examples/gqa_8q_2kv.json --d-out random:1 --steps grad_k --format json
   attn-trace grad examples/damaged_on_arrival.json --row 1 --steps jacobian
   attn-trace grad examples/damaged_on_arrival.json --mask causal --format html > grad.html
-  attn-trace grad examples/damaged_on_arrival.json --mask causal --tiled --block-q 1 --block-k 2 --steps lse,delta,grad_s,grad_q)");
+  attn-trace grad examples/damaged_on_arrival.json --mask causal --tiled --block-q 1 --block-k 2 --steps lse,delta,grad_s,grad_q
+  attn-trace random --n 4096 --dk 64 --seed 1 > big.json && attn-trace grad big.json --fast --mask causal --steps lse --format json)");
     add_trace_options(*grad, options);
     grad->add_option("--d-out", d_out, "the upstream gradient dL/d output: ones or random:SEED (default: the problem's d_out, else ones)");
     grad->add_option("--row", row, "also the softmax Jacobian diag(a_i) − a_i a_iᵀ of query row i, per head, and its Frobenius norm");
     grad->add_flag("--tiled", tiled, "FlashAttention-2's backward: recompute each tile from lse, never the (n, m) matrices");
-    grad->add_option("--block-q", block_q, "Br: query rows per block (with --tiled)")->capture_default_str();
-    grad->add_option("--block-k", block_k, "Bc: keys per tile (with --tiled)")->capture_default_str();
-    grad->callback([&exit_code] {
+    grad->add_flag("--fast", fast, "the fused backward (FlashAttention-2's) on the fast path's kernels: O(n) steps only");
+    auto* block_q_option = grad->add_option("--block-q", block_q, "Br: query rows per block (with --tiled; with --fast default 64)")->capture_default_str();
+    auto* block_k_option = grad->add_option("--block-k", block_k, "Bc: keys per tile (with --tiled; with --fast default 64)")->capture_default_str();
+    grad->callback([&exit_code, block_q_option, block_k_option] {
         const Problem problem = load_with_overrides(options);
         GradOptions grad_options;
         grad_options.d_out = d_out;
         if (row) grad_options.row = whole_number_option("--row", *row, 0);
         if (tiled) grad_options.tiled = TiledOptions{whole_number_option("--block-q", block_q, 1), whole_number_option("--block-k", block_k, 1)};
-        // Untiled: the forward trace and about as many (n, m) steps again.
-        if (!tiled) refuse_compared_over_budget(problem, "grad", 2 * full_trace_bytes(problem), run_options(options, problem).dtype, options.budget);
+        if (fast) {
+            grad_options.fast = FastPathOptions{};
+            if (block_q_option->count()) grad_options.fast->block_q = whole_number_option("--block-q", block_q, 1);
+            if (block_k_option->count()) grad_options.fast->block_k = whole_number_option("--block-k", block_k, 1);
+        }
+        // Untiled: the forward trace and about as many (n, m) steps again. The fused backward holds O(n) per head.
+        if (!tiled && !fast) refuse_compared_over_budget(problem, "grad", 2 * full_trace_bytes(problem), run_options(options, problem).dtype, options.budget);
         // The page hatches grad_masked's zeros where the forward pass's mask blocked
         // the weight (a forward trace past the memory budget is not computed for it).
         const bool page = options.format == Format::html && full_trace_bytes(problem) <= static_cast<double>(options.budget.memory);

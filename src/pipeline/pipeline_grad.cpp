@@ -4,12 +4,14 @@
 #include <array>
 #include <cmath>
 #include <cstdlib>
+#include <thread>
 
 #include <fmt/format.h>
 
 #include "attn_trace/compare.hpp"
 #include "attn_trace/errors.hpp"
 #include "attn_trace/random.hpp"
+#include "fused_inputs.hpp"
 #include "pipeline_base.hpp"
 
 namespace attn_trace {
@@ -79,13 +81,15 @@ public:
         : PipelineBase(problem, options, "grad"), grad_(grad),
           // The tiled backward keeps what FlashAttention-2's forward keeps: row_max, row_sum and out (the fast path;
           // in a half type, which the fast path does not compute, the same steps of the full pass).
-          forward_(grad.tiled && !is_half(options.dtype) ? pipeline_fast(problem, options, {}) : pipeline_full(problem, options)) {}
+          // The fused backward runs its own forward, inside the kernel.
+          forward_(grad.fast ? Trace{} : grad.tiled && !is_half(options.dtype) ? pipeline_fast(problem, options, {}) : pipeline_full(problem, options)) {}
 
     Trace run() {
         // What the forward pass noted holds for its gradients too, but for its fast path's
         // tiles: the tiled backward's own tiles are the ones to state (tiled_note).
         for (const Note& note : forward_.notes)
             if (note.kind != NoteKind::fast_path) trace_.notes.push_back(note);
+        if (grad_.fast) trace_.notes = problem_notes(p_, dtype_);
         const std::size_t width = p_.W_O ? p_.W_O->cols() : static_cast<std::size_t>(p_.heads) * p_.d_v;
         auto d_out = upstream(p_, grad_.d_out, width);
         if (is_half(dtype_))  // an input: stored in the type
@@ -94,6 +98,7 @@ public:
         if (grad_.row) trace_.numbers.push_back({"jacobian_row", static_cast<double>(*grad_.row)});
         record_weight_gradients();
         if (grad_.tiled) compare_with_untiled();
+        if (grad_.fast) fused_numbers();
         return std::move(trace_);
     }
 
@@ -122,11 +127,13 @@ private:
         if (p_.W_O) {
             steps_.record(StepName::grad_final, "∂L/∂Y (the given d_out)", d_out, std::nullopt, b, queries);
             grad_concat = times_transposed(d_out, *p_.W_O);  // d_out W_Oᵀ
-            const Matrix& concat = forward(StepName::concat, std::nullopt, b);
-            add_into(grad_W_O_, times(concat.transposed(), d_out, compute_), compute_);
-            if (p_.b_O) add_into(grad_b_O_, column_sums(d_out, compute_), compute_);
+            if (!grad_.fast) add_output_weight_gradients(forward(StepName::concat, std::nullopt, b), d_out);
         }
         steps_.record(StepName::grad_concat, p_.W_O ? "dY W_Oᵀ" : "∂L/∂O_cat (the given d_out)", grad_concat, std::nullopt, b, queries);
+        if (grad_.fast) {
+            run_sequence_fused(b, d_out, grad_concat);
+            return;
+        }
         Matrix grad_q(p_.n, static_cast<std::size_t>(p_.heads) * p_.d_k, 0.0);
         Matrix grad_k(p_.m, static_cast<std::size_t>(p_.kv_heads) * p_.d_k, 0.0), grad_v(p_.m, static_cast<std::size_t>(p_.kv_heads) * p_.d_v, 0.0);
         std::vector<Matrix> head_k(static_cast<std::size_t>(p_.kv_heads)), head_v(static_cast<std::size_t>(p_.kv_heads));
@@ -152,6 +159,59 @@ private:
             put_columns(grad_v, head_v[gs], gs * p_.d_v);
         }
         if (p_.from_tokens()) record_input_gradients(b, grad_q, grad_k, grad_v);
+    }
+
+    void add_output_weight_gradients(const Matrix& concat, const Matrix& d_out) {
+        add_into(grad_W_O_, times(concat.transposed(), d_out, compute_), compute_);
+        if (p_.b_O) add_into(grad_b_O_, column_sums(d_out, compute_), compute_);
+    }
+
+    // The fused backward of one sequence, every head at once: the kernel runs its own
+    // forward and returns out (for W_O's gradient), lse, delta and dQ, dK, dV.
+    void run_sequence_fused(std::size_t b, const Matrix& d_out, const Matrix& grad_concat) {
+        FusedInputs in(p_, b, *backend_, dtype_);
+        const FastPathOptions& fast = *grad_.fast;
+        in.call.threads = fast.threads > 0 ? fast.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+        in.call.block_q = fast.block_q;
+        in.call.block_k = fast.block_k;
+        const AttentionGradients g = attend_backward(*backend_, in.call, grad_concat);
+        if (p_.W_O) add_output_weight_gradients(g.out, d_out);
+        fused_stats_.tiles_computed += g.stats.tiles_computed;
+        fused_stats_.tiles_skipped += g.stats.tiles_skipped;
+        fused_stats_.workers = g.stats.workers;
+        fused_stats_.block_q = g.stats.block_q;
+        fused_stats_.block_k = g.stats.block_k;
+        const auto& queries = query_labels(p_);
+        Matrix grad_q(p_.n, static_cast<std::size_t>(p_.heads) * p_.d_k);
+        for (int h = 0; h < p_.heads; ++h) {
+            const std::size_t hs = static_cast<std::size_t>(h);
+            steps_.record(StepName::lse, "m + ln ℓ, kept from the fused forward pass", block_of(g.lse, hs, 1, 0, p_.n).transposed(), h, b, queries);
+            steps_.record(StepName::delta, "rowsum(dO ⊙ O)", block_of(g.delta, hs, 1, 0, p_.n).transposed(), h, b, queries);
+            Matrix q = g.grad_q.columns(hs * p_.d_k, p_.d_k);
+            if (p_.rope) q = apply_rope(q, *p_.rope, negated(query_positions(p_)), dtype_);
+            steps_.record(StepName::grad_q, "Σ over key tiles j of s · dZ_ij K_j" + std::string(p_.rope ? ", turned back by RoPE" : ""), q, h, b, queries);
+            put_columns(grad_q, q, hs * p_.d_k);
+        }
+        Matrix grad_k = g.grad_k, grad_v = g.grad_v;
+        const auto& keys = key_labels(p_);
+        for (int kv = 0; kv < p_.kv_heads; ++kv) {
+            const std::size_t gs = static_cast<std::size_t>(kv);
+            Matrix k = g.grad_k.columns(gs * p_.d_k, p_.d_k);
+            if (p_.rope) k = apply_rope(k, *p_.rope, negated(key_positions(p_)), dtype_);
+            const std::string sum = p_.kv_heads < p_.heads ? fmt::format(", summed over the {} query heads that read it", p_.heads / p_.kv_heads) : "";
+            steps_.record(StepName::grad_k, "Σ over query blocks i of s · dZ_ijᵀ Q_i" + std::string(p_.rope ? ", turned back by RoPE" : "") + sum, k, kv, b, keys);
+            steps_.record(StepName::grad_v, "Σ over query blocks i of A_ijᵀ dO_i" + sum, g.grad_v.columns(gs * p_.d_v, p_.d_v), kv, b, keys);
+            put_columns(grad_k, k, gs * p_.d_k);
+        }
+        if (p_.from_tokens()) record_input_gradients(b, grad_q, grad_k, grad_v);
+    }
+
+    // The fused backward's tiles, worded as the tiled backward's, and counts.
+    void fused_numbers() {
+        tiled_note(fused_stats_.block_q, fused_stats_.block_k, fused_stats_.tiles_skipped);
+        trace_.numbers.push_back({"tiles_computed", static_cast<double>(fused_stats_.tiles_computed)});
+        trace_.numbers.push_back({"tiles_skipped", static_cast<double>(fused_stats_.tiles_skipped)});
+        trace_.numbers.push_back({"workers", static_cast<double>(fused_stats_.workers)});
     }
 
     // q stored (rounded to the run's type); k and v in the arithmetic type, terms of the
@@ -294,12 +354,11 @@ private:
 
     // The backward's tiles, worded as tiled's forward words its own: Br × Bc as grad
     // used them, and the scores held counted in scores (docs/COMMANDS.md#grad).
-    void tiled_note() {
-        const std::size_t Br = std::min(grad_.tiled->block_q, p_.n), Bc = std::min(grad_.tiled->block_k, p_.m);
+    void tiled_note(std::size_t Br, std::size_t Bc, std::size_t skipped) {
         trace_.notes.insert(trace_.notes.begin(), Note{NoteKind::tiled,
                                                        {{"block_q", static_cast<double>(Br)}, {"block_k", static_cast<double>(Bc)},
                                                         {"Tr", static_cast<double>((p_.n + Br - 1) / Br)}, {"Tc", static_cast<double>((p_.m + Bc - 1) / Bc)},
-                                                        {"skipped", static_cast<double>(tiles_skipped_)},
+                                                        {"skipped", static_cast<double>(skipped)},
                                                         {"heads_run", static_cast<double>(p_.batch * static_cast<std::size_t>(p_.heads))},
                                                         {"held", static_cast<double>(Br * Bc)}, {"full", static_cast<double>(p_.n * p_.m)}},
                                                        {}});
@@ -307,7 +366,7 @@ private:
 
     // The tiled gradients against the untiled ones, where those fit.
     void compare_with_untiled() {
-        tiled_note();
+        tiled_note(std::min(grad_.tiled->block_q, p_.n), std::min(grad_.tiled->block_k, p_.m), tiles_skipped_);
         trace_.numbers.push_back({"tiles_computed", static_cast<double>(tiles_computed_)});
         trace_.numbers.push_back({"tiles_skipped", static_cast<double>(tiles_skipped_)});
         trace_.numbers.push_back({"scores_held", static_cast<double>(std::min(grad_.tiled->block_q, p_.n) * std::min(grad_.tiled->block_k, p_.m))});
@@ -398,6 +457,7 @@ private:
     const Dtype compute_ = compute_dtype(dtype_);
     Trace forward_;
     std::size_t tiles_computed_ = 0, tiles_skipped_ = 0;
+    AttentionStats fused_stats_;
     Matrix grad_W_O_, grad_b_O_, grad_W_[3], grad_b_[3];
 };
 
@@ -410,6 +470,14 @@ Trace pipeline_grad(const Problem& problem, const RunOptions& options, const Gra
         validate_tiles(*grad.tiled);
         if (grad.row) throw InputError("⟦row⟧ needs the whole weights of a row, which the tiled backward never holds: leave out ⟦tiled⟧ or ⟦row⟧");
         refuse_train_dropout(problem, "the tiled backward");
+    }
+    if (grad.fast) {
+        if (grad.tiled) throw InputError("⟦fast⟧ is the fused backward and ⟦tiled⟧ the step-by-step one: choose one");
+        if (grad.row) throw InputError("⟦row⟧ needs the whole weights of a row, which the fused backward never holds: leave out ⟦fast⟧ or ⟦row⟧");
+        refuse_train_dropout(problem, "the fused backward");
+        if (is_half(options.dtype))
+            throw InputError(fmt::format("{}: the fused backward computes in f64 or f32 only, and {} is traced step by step: leave out ⟦fast⟧ or use ⟦dtype⟧ f32",
+                                         problem.file, dtype_name(options.dtype)));
     }
     if (grad.row && *grad.row >= problem.n)
         throw InputError(fmt::format("⟦row⟧ {}: the problem has {} quer{} (0 to {})", *grad.row, problem.n, problem.n == 1 ? "y" : "ies", problem.n - 1));

@@ -68,4 +68,20 @@ expect_exit 2 "--row 2: the problem has 2 queries \(0 to 1\)" -- "$T" grad good.
 expect_exit 2 "--d-out twos: expected ones or random:SEED" -- "$T" grad good.json --d-out twos
 expect_exit 2 "--d-out random:-1" -- "$T" grad good.json --d-out random:-1
 expect_exit 2 "grad does not trace MLA problems yet" -- "$T" grad "$E/mla_small.json"
+
+# The fused backward (--fast): the same gradients as the step-by-step backward (every
+# number of grad_q, grad_k and grad_v, as printed), lse and delta, no (n, m) step.
+"$T" grad "$E/damaged_on_arrival.json" --mask causal --steps grad_q,grad_k,grad_v | grep -E '^[a-z]+ +[-0-9]' > untiled_numbers.txt
+"$T" grad "$E/damaged_on_arrival.json" --mask causal --fast --steps grad_q,grad_k,grad_v | grep -E '^[a-z]+ +[-0-9]' > fused_numbers.txt
+checks=$((checks + 1))
+[ "$(wc -l < fused_numbers.txt)" -eq 9 ] && cmp -s untiled_numbers.txt fused_numbers.txt || fail "grad --fast's gradients differ from grad's: $(diff untiled_numbers.txt fused_numbers.txt)"
+expect_exit 0 "^arrival  1\.3933$" -- "$T" grad "$E/damaged_on_arrival.json" --mask causal --fast --steps lse
+expect_exit 0 "tiles_skipped = 24" -- "$T" grad "$SOURCE_DIR/tests/golden/grad_gqa.json" --fast --mask causal --block-q 1 --block-k 1 --steps lse
+out=$("$T" grad "$E/damaged_on_arrival.json" --fast --format json)
+checks=$((checks + 1))
+! grep -Eq '"(grad_weights|grad_masked|grad_scores)"' <<<"$out" && grep -q '"lse"' <<<"$out" || fail "grad --fast keeps an (n, m) step or no lse"
+expect_exit 2 "the fused backward computes in f64 or f32 only, and f16 is traced step by step: leave out --fast or use --dtype f32" -- "$T" grad "$E/damaged_on_arrival.json" --fast --dtype f16
+expect_exit 2 "--fast is the fused backward and --tiled the step-by-step one: choose one" -- "$T" grad "$E/damaged_on_arrival.json" --fast --tiled
+expect_exit 2 "--row needs the whole weights of a row, which the fused backward never holds" -- "$T" grad "$E/damaged_on_arrival.json" --fast --row 1
+expect_exit 3 "cannot run this fused attention backward: it has no softcap" -- "$T" grad "$SOURCE_DIR/tests/golden/grad_causal_softcap.json" --fast
 finish

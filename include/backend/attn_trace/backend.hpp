@@ -22,6 +22,7 @@ enum class Operation {
     fused_attention,      // softmax(s·Q Kᵀ + M) V tile by tile with online softmax, never holding (n, m) scores
     unfused_attention,    // the same the straightforward way: the (n, m) scores, a full-row softmax, then P V
     tensor_core_attention,  // fused attention on tensor cores: Q, K, V rounded to AttentionCall::half, sums in float32
+    fused_attention_backward,  // the gradients of fused attention, FlashAttention-2's way: tiles recomputed from lse
 };
 std::string operation_name(Operation op);  // "fused attention"
 
@@ -89,6 +90,15 @@ struct AttentionResult {
     AttentionStats stats;
 };
 
+// The gradients of L = Σ d_out ⊙ out for every head of one call (docs/COMMANDS.md#grad).
+struct AttentionGradients {
+    Matrix out;             // (n, H·d_v): the forward's output, the concat step
+    Matrix lse, delta;      // (H, n): m + ln ℓ (−∞ for a row that reads no key) and rowsum(d_out ⊙ out)
+    Matrix grad_q;          // (n, H·d_k)
+    Matrix grad_k, grad_v;  // (m, H_kv·d_k), (m, H_kv·d_v): each KV head's summed over its query heads
+    AttentionStats stats;
+};
+
 class Backend {
 public:
     virtual ~Backend() = default;
@@ -105,12 +115,16 @@ public:
     virtual AttentionResult fused_attention(const AttentionCall& call) const = 0;
     virtual AttentionResult unfused_attention(const AttentionCall& call) const = 0;
     virtual AttentionResult tensor_core_attention(const AttentionCall& call) const = 0;
+    // d_out is (n, H·d_v), the upstream gradient of the heads' concatenated out.
+    virtual AttentionGradients fused_attention_backward(const AttentionCall& call, const Matrix& d_out) const = 0;
 };
 
 // `op` (one of the attention operations) of `call` on `backend`; throws
 // BackendUnavailable (exit 3) naming the backend, the operation and what is
 // missing when the backend does not support this call.
 AttentionResult attend(const Backend& backend, Operation op, const AttentionCall& call);
+// The fused backward of `call` on `backend`, asked and refused the same way.
+AttentionGradients attend_backward(const Backend& backend, const AttentionCall& call, const Matrix& d_out);
 
 // "cpu" always; "cuda" when built with CUDA and a GPU is present.
 // Throws BackendUnavailable (exit 3) otherwise, InputError for unknown names.

@@ -80,6 +80,9 @@ struct GradOptions {
     // FlashAttention-2's backward: the forward keeps only lse per row (the fast path's
     // m + ln ℓ), and each Br × Bc tile recomputes p, grad_p and grad_s.
     std::optional<TiledOptions> tiled;
+    // The fused backward (Backend::fused_attention_backward): FlashAttention-2's, on the
+    // backend's kernel, all heads at once; only O(n) steps per head are kept.
+    std::optional<FastPathOptions> fast;
 };
 // Steps (per batch; per head where per head): grad_final (with W_O), grad_concat,
 // grad_W_O, grad_b_O; grad_out, grad_dropped (dropout in train mode), grad_weights,
@@ -89,9 +92,13 @@ struct GradOptions {
 // batch), grad_x, grad_x_source. With `tiled`: lse and delta per head, p, grad_p
 // and grad_s per computed tile (kept while n · m ≤ 65 536 per head), then grad_q,
 // grad_k, grad_v and the input gradients, and max_abs_diff_vs_full against the
-// untiled gradients (computed while n · m ≤ 4 194 304 per head). Throws InputError
+// untiled gradients (computed while n · m ≤ 4 194 304 per head). With `fast`: grad_final,
+// grad_concat, lse and delta per head, grad_q per query head, grad_k and grad_v per KV
+// head and the input gradients, no (n, m) step; f32 or f64, masks by key ranges only
+// (else BackendUnavailable). Throws InputError
 // for a d_out of the wrong shape, a malformed option, a row out of range, MLA
-// problems (not traced backward yet), and --tiled with --row or train-mode dropout.
+// problems (not traced backward yet), ⟦tiled⟧ or ⟦fast⟧ with ⟦row⟧ or train-mode dropout,
+// and ⟦fast⟧ in a half type or with ⟦tiled⟧.
 Trace pipeline_grad(const Problem& problem, const RunOptions& options, const GradOptions& grad);
 
 // Runs the named pipeline (run, decode, tiled, grad) on the problem: what a file's

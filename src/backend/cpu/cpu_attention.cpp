@@ -7,6 +7,7 @@
 #include "backend_cpu.hpp"
 #include "blas_library.hpp"
 #include "fast_attention.hpp"
+#include "flash_backward.hpp"
 #include "naive_attention.hpp"
 
 namespace attn_trace {
@@ -85,12 +86,54 @@ AttentionResult unfused(const AttentionCall& call) {
     return buffers.result(call, stats);
 }
 
+// The backward's outputs in T, turned into matrices.
+template <typename T>
+AttentionGradients fused_backward(const AttentionCall& call, const Matrix& d_out) {
+    const std::size_t n = call.n(), m = call.m(), heads = static_cast<std::size_t>(call.heads), kv_heads = static_cast<std::size_t>(call.kv_heads);
+    std::vector<T> out(n * heads * call.d_v), lse(heads * n), delta(heads * n), grad_q(n * heads * call.d_k), grad_k(m * kv_heads * call.d_k),
+        grad_v(m * kv_heads * call.d_v);
+    FlashBackwardSettings settings;
+    settings.threads = call.threads;
+    if (call.block_q) settings.block_q = call.block_q;
+    if (call.block_k) settings.block_k = call.block_k;
+    const auto input = kernel_input<T, double>(call, call.q->data().data(), call.k->data().data(), call.v->data().data());
+    const FlashBackwardOutput<T> output{out.data(), lse.data(), delta.data(), grad_q.data(), grad_k.data(), grad_v.data()};
+    AttentionGradients g;
+    g.stats = flash_backward(input, d_out.data().data(), d_out.cols(), output, settings);
+    const auto matrix = [](std::size_t rows, std::size_t cols, const std::vector<T>& values) {
+        Matrix x(rows, cols);
+        std::copy(values.begin(), values.end(), x.data().begin());
+        return x;
+    };
+    g.out = matrix(n, heads * call.d_v, out);
+    g.lse = matrix(heads, n, lse);
+    g.delta = matrix(heads, n, delta);
+    g.grad_q = matrix(n, heads * call.d_k, grad_q);
+    g.grad_k = matrix(m, kv_heads * call.d_k, grad_k);
+    g.grad_v = matrix(m, kv_heads * call.d_v, grad_v);
+    return g;
+}
+
+// Why the fused backward cannot take this call, or "".
+std::string backward_refusal(const AttentionCall& call) {
+    if (call.dtype != Dtype::f32 && call.dtype != Dtype::f64) return "it computes in f32 or f64 only";
+    if (call.softcap) return "it has no softcap";
+    if (call.mask && call.mask->has_elementwise())
+        return "it masks by each row's key range only (causal, window, lengths), not by key_valid, dense masks, ALiBi or sparse patterns";
+    if (call.empty_rows_nan) return "it gives a row that reads no key a zero gradient only (the zero empty-row policy)";
+    return "";
+}
+
 }  // namespace
 
 bool CpuBackend::supports(Operation op, const AttentionCall* call, std::string& why) const {
     if (op == Operation::tensor_core_attention) {
         why = "it has no tensor cores (the tensor-core kernel is the cuda backend's)";
         return false;
+    }
+    if (op == Operation::fused_attention_backward) {
+        why = call ? backward_refusal(*call) : "";
+        return why.empty();
     }
     if (op != Operation::unfused_attention) return true;  // the fused kernel takes every mask, dtype and width
     // What the call asks for first, then whether this machine has OpenBLAS: the first
@@ -112,6 +155,10 @@ AttentionResult CpuBackend::fused_attention(const AttentionCall& call) const {
 
 AttentionResult CpuBackend::unfused_attention(const AttentionCall& call) const {
     return call.dtype == Dtype::f32 ? unfused<float>(call) : unfused<double>(call);
+}
+
+AttentionGradients CpuBackend::fused_attention_backward(const AttentionCall& call, const Matrix& d_out) const {
+    return call.dtype == Dtype::f32 ? fused_backward<float>(call, d_out) : fused_backward<double>(call, d_out);
 }
 
 AttentionResult CpuBackend::tensor_core_attention(const AttentionCall&) const {

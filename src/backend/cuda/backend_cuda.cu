@@ -157,6 +157,10 @@ bool CudaBackend::supports(Operation op, const AttentionCall* call, std::string&
         why = "it has no unfused attention (the baseline is the CPU's)";
         return false;
     }
+    if (op == Operation::fused_attention_backward) {
+        why = "it has no fused backward yet (the CPU's is FlashAttention-2's)";
+        return false;
+    }
     if (!call) return true;
     if (op == Operation::tensor_core_attention) return tensor_cores::takes(*call, why);
     const bool widths = call->d_k <= max_width && call->d_v <= max_width;
@@ -193,6 +197,10 @@ AttentionResult CudaBackend::fused_attention(const AttentionCall& call) const {
 
 AttentionResult CudaBackend::unfused_attention(const AttentionCall&) const {
     throw BackendUnavailable("the cuda backend has no unfused attention");
+}
+
+AttentionGradients CudaBackend::fused_attention_backward(const AttentionCall&, const Matrix&) const {
+    throw BackendUnavailable("the cuda backend has no fused attention backward");
 }
 
 }  // namespace attn_trace

@@ -14,7 +14,7 @@ public:
     // Products in either dtype; fused attention in float32 for head widths up to
     // 128, masks by key ranges (causal, window, `lengths`) only, no softcap; the
     // tensor-core attention for the calls tensor_cores::takes (tensor_core_tiling.hpp);
-    // no unfused attention. None of these answers asks the device.
+    // no unfused attention and no fused backward (the CPU's). None of these answers asks the device.
     bool supports(Operation op, const AttentionCall* call, std::string& why) const override;
     // CPU twin: CpuBackend::multiply
     Matrix multiply(const Matrix& a, const Matrix& b, Dtype dtype) const override;
@@ -31,6 +31,8 @@ public:
     // d_k = d_v = 64 or 128, masks by key ranges only, no softcap. CPU twin:
     // emulate_tensor_core_attention. No command calls it yet: its tests do, through attend().
     AttentionResult tensor_core_attention(const AttentionCall& call) const override;
+    // No fused backward yet: supports says so, and this is never reached through attend_backward.
+    AttentionGradients fused_attention_backward(const AttentionCall& call, const Matrix& d_out) const override;
 };
 
 // Whether a CUDA device can be used; when not, `why` says what is missing.
