@@ -38,6 +38,7 @@ std::string operation_name(Operation op) {
         case Operation::fused_attention: return "fused attention";
         case Operation::unfused_attention: return "unfused attention";
         case Operation::tensor_core_attention: return "tensor-core attention";
+        case Operation::decode_attention: return "decode attention";
     }
     return "an unknown operation";
 }
@@ -52,10 +53,15 @@ AttentionResult attend(const Backend& backend, Operation op, const AttentionCall
         case Operation::fused_attention: return backend.fused_attention(call);
         case Operation::unfused_attention: return backend.unfused_attention(call);
         case Operation::tensor_core_attention: return backend.tensor_core_attention(call);
+        case Operation::decode_attention: return backend.decode_attention(call);
         case Operation::multiply:
         case Operation::multiply_transposed: break;
     }
     throw std::logic_error("attend: " + operation_name(op) + " is not an attention operation");
+}
+
+AttentionResult Backend::decode_attention(const AttentionCall&) const {
+    throw BackendUnavailable(fmt::format("the {} backend has no decode attention", name()));
 }
 
 std::unique_ptr<Backend> make_backend(const std::string& name) {
