@@ -130,7 +130,14 @@ public:
         for (std::size_t j0 = c * chunk_; j0 < t1; j0 += block_keys) {
             const std::size_t count = std::min(block_keys, t1 - j0);
             // Row by row, every KV head of the row in turn: memory is read front to back.
-            for (std::size_t j = 0; j < count; ++j) {
+            std::size_t j = 0;
+            for (; j + 4 <= count; j += 4) {
+                const T* keys = in_.k + (j0 + j) * in_.k_stride;
+                for_each_group([&](std::size_t g, std::size_t h, auto rows) {
+                    score_four_keys<rows()>(scratch.q.data() + h * dk_pad_, keys + g * in_.d_k, scratch.scores.data() + h * stride + j, stride);
+                });
+            }
+            for (; j < count; ++j) {
                 const T* keys = in_.k + (j0 + j) * in_.k_stride;
                 for_each_group([&](std::size_t g, std::size_t h, auto rows) {
                     score_key<rows()>(scratch.q.data() + h * dk_pad_, keys + g * in_.d_k, scratch.scores.data() + h * stride + j, stride);
@@ -181,6 +188,46 @@ private:
             scores[r * stride] = sum;
         }
     }
+
+    // R queries against four consecutive keys (rows k_stride apart). On AVX-512 the 16
+    // accumulators fit the 32 registers, and the four sums of a query come out of one
+    // transposing reduction into one 4-float store; elsewhere it is four score_key calls.
+    template <std::size_t R>
+    void score_four_keys(const T* q, const T* key, T* scores, std::size_t stride) const {
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+        if constexpr (std::is_same_v<T, float>) {
+            if (in_.d_k % L == 0) {
+                Vec acc[4][R] = {};
+                for (std::size_t d = 0; d < in_.d_k; d += L) {
+                    const Vec k0 = S::load(key + d), k1 = S::load(key + in_.k_stride + d), k2 = S::load(key + 2 * in_.k_stride + d),
+                              k3 = S::load(key + 3 * in_.k_stride + d);
+#pragma GCC unroll 4
+                    for (std::size_t r = 0; r < R; ++r) {
+                        const Vec qr = S::load(q + r * dk_pad_ + d);
+                        acc[0][r] += qr * k0;
+                        acc[1][r] += qr * k1;
+                        acc[2][r] += qr * k2;
+                        acc[3][r] += qr * k3;
+                    }
+                }
+                for (std::size_t r = 0; r < R; ++r) _mm_storeu_ps(scores + r * stride, sum_four(acc[0][r], acc[1][r], acc[2][r], acc[3][r]));
+                return;
+            }
+        }
+#endif
+        for (std::size_t k = 0; k < 4; ++k) score_key<R>(q, key + k * in_.k_stride, scores + k, stride);
+    }
+
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+    // [Σ a, Σ b, Σ c, Σ d]: each halved to 4 lanes, then two rounds of pairwise sums.
+    static __m128 sum_four(__m512 a, __m512 b, __m512 c, __m512 d) {
+        auto quarter = [](__m512 x) {
+            const __m256 half = _mm256_add_ps(_mm512_castps512_ps256(x), _mm512_extractf32x8_ps(x, 1));
+            return _mm_add_ps(_mm256_castps256_ps128(half), _mm256_extractf128_ps(half, 1));
+        };
+        return _mm_hadd_ps(_mm_hadd_ps(quarter(a), quarter(b)), _mm_hadd_ps(quarter(c), quarter(d)));
+    }
+#endif
 
     // Scores → p = 2^(s − m') in place (−∞ past `count`, so the padding adds 0), and the
     // running m, ℓ and u of this query caught up with the new max.
