@@ -5,8 +5,15 @@ Runs `attn-trace bench --dump DIR` (which writes each n's Q, K, V and outputs as
 raw float32, or float64 with --dtype f64), loads those very inputs into PyTorch, times
 F.scaled_dot_product_attention and the readable matmul-softmax-matmul path,
 checks that every output agrees with attn-trace's, and prints the time ratio per
-n, next to the machine's sgemm rate (numpy's matmul) and its multiply-add peak
-(bench/fma_peak.cpp) as rooflines.
+n, next to the machine's sgemm rate (numpy's matmul) and the two roofs attn-trace's
+bench measures in the same run (its multiply-add peak and copy bandwidth, read from its
+JSON: docs/PERFORMANCE.md#the-roofline).
+
+With --decode it compares one decode step instead: `attn-trace bench --decode` (one query
+per query head over a KV cache of T tokens, GQA) against F.scaled_dot_product_attention
+with one query and enable_gqa=True, in bytes of KV cache read per second beside the
+copy bandwidth. Each comparison is one function in COMPARISONS (a later backward
+comparison is one more).
 
 The machine is shared and noisy, so the whole comparison runs --rounds times
 (default 3), attn-trace and PyTorch back to back for each n: a burst of noise
@@ -16,6 +23,7 @@ their range.
 
     python3 bench/compare_torch.py --n 1024,4096,8192 --threads 2
     python3 bench/compare_torch.py --n 1024,8192,16384 --causal --repeats 7
+    python3 bench/compare_torch.py --decode --cache 4096,32768 --heads 32 --kv-heads 8 --dk 128 --threads 2
 
 Thread counts are fixed for everyone before anything loads: OMP_NUM_THREADS,
 OPENBLAS_NUM_THREADS and MKL_NUM_THREADS, torch.set_num_threads, and
@@ -49,6 +57,9 @@ def parse_args():
     parser.add_argument("--warmup", type=int, default=1)
     parser.add_argument("--rounds", type=int, default=3, help="times the whole comparison is repeated, attn-trace and PyTorch back to back per n")
     parser.add_argument("--attn-trace", default=None, help="the binary (default: build/attn-trace, then build-*/attn-trace, then PATH)")
+    parser.add_argument("--decode", action="store_true", help="compare one decode step (one query per head over a KV cache) instead")
+    parser.add_argument("--cache", default="4096,32768", help="--decode: KV cache lengths T, comma-separated")
+    parser.add_argument("--kv-heads", type=int, default=None, help="--decode: KV heads (default: --heads)")
     parser.add_argument("--readable-limit-gib", type=float, default=2.0, help="skip the readable path when its (n, n) scores pass this")
     return parser.parse_args()
 
@@ -87,20 +98,13 @@ def sgemm_gflops(threads, dtype="float32", size=4096, repeats=5):
     return float(subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True, text=True).stdout)
 
 
-def build_fma_peak(directory):
-    """bench/fma_peak.cpp compiled with -march=native into `directory`, or None
-    without a C++ compiler (or where it does not compile)."""
-    source = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fma_peak.cpp")
-    compiler = shutil.which("c++") or shutil.which("g++")
-    program = os.path.join(directory, "fma_peak")
-    if not compiler or subprocess.run([compiler, "-std=c++20", "-O2", "-march=native", source, "-o", program]).returncode != 0:
-        return None
-    return program
-
-
-def fma_peak_gflops(program, threads):
-    """The machine's multiply-add peak on `threads` threads at once."""
-    return float(subprocess.run([program, str(threads)], check=True, capture_output=True, text=True).stdout)
+def run_bench(binary, arguments):
+    """One `attn-trace bench ... --format json` run: its whole report."""
+    command = [binary, "bench"] + arguments + ["--format", "json"]
+    run = subprocess.run(command, capture_output=True, text=True)
+    if run.returncode != 0:
+        sys.exit(f"compare_torch.py: {' '.join(command)} failed (exit {run.returncode}):\n{run.stderr}")
+    return json.loads(run.stdout)
 
 
 def timed(function, repeats, warmup):
@@ -114,38 +118,24 @@ def timed(function, repeats, warmup):
     return statistics.median(times), min(times), max(times), result
 
 
-def main():
-    args = parse_args()
-    fix_threads(args.threads)
-    try:
-        import numpy as np
-        import torch
-        import torch.nn.functional as F
-    except ImportError as missing:
-        sys.exit(f"compare_torch.py: {missing.name} is missing; it needs PyTorch and numpy: pip install torch numpy")
-    torch.set_num_threads(args.threads)
-
-    if args.rounds < 1 or args.repeats < 1:
-        sys.exit("compare_torch.py: --rounds and --repeats must be at least 1")
-    binary = find_binary(args.attn_trace)
+def compare_forward(args, binary, np, torch, F):
+    """Self-attention of n queries: bench's naive and fast against SDPA and the readable path."""
     lengths = [int(x) for x in args.n.split(",")]
 
     def repeats_for(n):
         return max(args.repeats, min(1000, -(-args.repeats * 4096**2 // n**2)))  # bench takes at most 1000
 
     def bench(n, impls, dump=None):
-        """One `attn-trace bench` run for one n: {impl: result}."""
-        command = [binary, "bench", "--n", str(n), "--dk", str(args.dk), "--heads", str(args.heads), "--threads", str(args.threads),
-                   "--impl", impls, "--repeats", str(repeats_for(n)), "--warmup", str(args.warmup), "--format", "json", "--dtype", args.dtype]
+        """One `attn-trace bench` run for one n: {impl: result}; its roofs go to `peaks`."""
+        command = ["--n", str(n), "--dk", str(args.dk), "--heads", str(args.heads), "--threads", str(args.threads),
+                   "--impl", impls, "--repeats", str(repeats_for(n)), "--warmup", str(args.warmup), "--dtype", args.dtype]
         if args.causal:
             command.append("--causal")
         if dump:
             command += ["--dump", dump]
-        run = subprocess.run(command, capture_output=True, text=True)
-        if run.returncode != 0:
-            sys.exit(f"compare_torch.py: {' '.join(command)} failed (exit {run.returncode}):\n{run.stderr}")
-        report = json.loads(run.stdout)
+        report = run_bench(binary, command)
         kernels.add(report.get("kernel", "?"))
+        peaks.append(report["roofs"]["fma_gflops"])
         return {r["impl"]: r for r in report["results"]}
 
     kernels = set()  # the CPU kernel target bench reports (avx512, avx2, baseline)
@@ -158,13 +148,10 @@ def main():
     failures = 0
     element = np.float32 if args.dtype == "f32" else np.float64  # what bench computes in and dumps
     agree = 1e-4 if args.dtype == "f32" else 1e-10
-    with tempfile.TemporaryDirectory() as dump, tempfile.TemporaryDirectory() as tools, torch.inference_mode():
-        fma_peak = build_fma_peak(tools)
+    with tempfile.TemporaryDirectory() as dump, torch.inference_mode():
         inputs = {}
         for round_index in range(args.rounds):
             rooflines.append(sgemm_gflops(args.threads, "float32" if args.dtype == "f32" else "float64"))
-            if fma_peak:
-                peaks.append(fma_peak_gflops(fma_peak, args.threads) / (1 if args.dtype == "f32" else 2))
             for n in lengths:
                 print(f"round {round_index + 1}/{args.rounds}, n = {n} ...", file=sys.stderr, flush=True)
                 # attn-trace and PyTorch back to back, so a burst of noise on this shared
@@ -203,10 +190,9 @@ def main():
           f"{'causal' if args.causal else 'no mask'}, {'float32' if args.dtype == 'f32' else 'float64'}; "
           f"{'sgemm' if args.dtype == 'f32' else 'dgemm'} (numpy 4096^3) {roofline:.1f} GFLOP/s "
           f"(median of {args.rounds}: {', '.join(f'{r:.0f}' for r in rooflines)})")
-    peak = statistics.median(peaks) if peaks else None
-    if peak:
-        print(f"multiply-add peak (bench/fma_peak.cpp, {args.threads} threads{', halved for float64' if args.dtype == 'f64' else ''}) "
-              f"{peak:.1f} GFLOP/s: no attention can pass this")
+    peak = statistics.median(peaks)
+    print(f"multiply-add peak (attn-trace bench's roof, {args.threads} threads{', halved for float64' if args.dtype == 'f64' else ''}) "
+          f"{peak:.1f} GFLOP/s (median of {len(peaks)} bench runs): no attention can pass this")
     print(f"attn-trace's CPU kernel: {', '.join(sorted(kernels))} (ATTN_TRACE_KERNEL={os.environ.get('ATTN_TRACE_KERNEL', '')!s})")
     print(f"repeats R per setting: {', '.join(f'{repeats_for(n)} at n = {n}' for n in lengths)}")
     print(f"{args.rounds} round(s); ms are medians over the rounds of each round's median; sdpa/fast is the median of the rounds' ratios")
@@ -220,10 +206,95 @@ def main():
         naive_text = f"{naive['median_ms']:9.2f}" if naive["status"] == "ok" else f"{'skipped':>9}"
         readable_text = f"{readable_ms:9.2f}" if readable_ms is not None else f"{'skipped':>9}"
         print(f"{n:>6} {fast:9.2f} {naive_text} {statistics.median(sdpa_ms[n]):9.2f} {readable_text} {statistics.median(ratios):9.2f} "
-              f"{f'{min(ratios):.2f}-{max(ratios):.2f}':>11} {gflops:9.1f} {100 * gflops / roofline:7.0f}% {f'{100 * gflops / peak:.0f}%' if peak else 'n/a':>7} {diff:10.2e}")
+              f"{f'{min(ratios):.2f}-{max(ratios):.2f}':>11} {gflops:9.1f} {100 * gflops / roofline:7.0f}% {f'{100 * gflops / peak:.0f}%':>7} {diff:10.2e}")
+    return failures, agree
+
+
+def compare_decode(args, binary, np, torch, F):
+    """One decode step: `bench --decode` against SDPA with one query and enable_gqa=True."""
+    caches = [int(x) for x in args.cache.split(",")]
+    kv_heads = args.kv_heads or args.heads
+    if args.heads % kv_heads:
+        sys.exit("compare_torch.py: --heads must be a multiple of --kv-heads")
+    group = args.heads // kv_heads
+    # enable_gqa arrived in torch 2.5; before it the cache is repeated once per query head
+    # up front (outside the timing, which then reads group times the bytes).
+    gqa = "enable_gqa" in (F.scaled_dot_product_attention.__doc__ or "")
+    element = np.float32 if args.dtype == "f32" else np.float64
+    agree = 1e-4 if args.dtype == "f32" else 1e-10
+    ours_ms = {t: [] for t in caches}
+    sdpa_ms = {t: [] for t in caches}
+    peaks, bandwidths, kernels, cache_bytes, diffs = [], [], set(), {}, {}
+    inputs = {}
+    with tempfile.TemporaryDirectory() as dump, torch.inference_mode():
+        for round_index in range(args.rounds):
+            for t in caches:
+                print(f"round {round_index + 1}/{args.rounds}, T = {t} ...", file=sys.stderr, flush=True)
+                command = ["--decode", "--cache", str(t), "--heads", str(args.heads), "--kv-heads", str(kv_heads), "--dk", str(args.dk),
+                           "--threads", str(args.threads), "--repeats", str(args.repeats), "--warmup", str(args.warmup), "--dtype", args.dtype]
+                report = run_bench(binary, command + (["--dump", dump] if round_index == 0 else []))
+                kernels.add(report.get("kernel", "?"))
+                peaks.append(report["roofs"]["fma_gflops"])
+                bandwidths.append(report["roofs"]["copy_gb_per_s"])
+                fast = report["results"][0]
+                ours_ms[t].append(fast["median_ms"])
+                cache_bytes[t] = fast["cache_bytes"]
+                if t not in inputs:
+                    load = lambda name, rows, heads: torch.from_numpy(
+                        np.fromfile(f"{dump}/decode{t}_{name}.bin", dtype=element).reshape(rows, heads, args.dk)).transpose(0, 1).unsqueeze(0).contiguous()
+                    q, k, v = load("q", 1, args.heads), load("k", t, kv_heads), load("v", t, kv_heads)  # (1, heads, rows, d)
+                    if not gqa:
+                        k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
+                    ours_out = np.fromfile(f"{dump}/decode{t}_out_fast.bin", dtype=element).reshape(args.heads, args.dk)
+                    inputs[t] = (q, k, v, ours_out)
+                q, k, v, ours_out = inputs[t]
+                step = (lambda: F.scaled_dot_product_attention(q, k, v, enable_gqa=True)) if gqa else (lambda: F.scaled_dot_product_attention(q, k, v))
+                ms, _, _, out = timed(step, args.repeats, args.warmup)
+                sdpa_ms[t].append(ms)
+                diffs[t] = float(np.abs(out[0, :, 0, :].numpy() - ours_out).max())
+    peak, bandwidth = statistics.median(peaks), statistics.median(bandwidths)
+    print(f"$ {binary} bench --decode --cache T --heads {args.heads} --kv-heads {kv_heads} --dk {args.dk} --threads {args.threads} "
+          f"--repeats {args.repeats} --warmup {args.warmup} --format json --dtype {args.dtype} [--dump DIR]")
+    print(f"torch {torch.__version__} (SDPA, one query, {'enable_gqa=True' if gqa else 'cache repeated per query head: no enable_gqa'}), "
+          f"numpy {np.__version__}, {args.threads} threads, {args.heads} query heads over {kv_heads} KV heads, d_k = d_v = {args.dk}, "
+          f"{'float32' if args.dtype == 'f32' else 'float64'}")
+    print(f"roofs (attn-trace bench, medians of {len(peaks)} runs): multiply-add peak {peak:.1f} GFLOP/s, copy bandwidth {bandwidth:.1f} GB/s "
+          f"(read + written)")
+    print(f"attn-trace's CPU kernel: {', '.join(sorted(kernels))}; {args.rounds} round(s), each side's median of {args.repeats} repeats per round; "
+          f"ms are medians over the rounds; GB/s counts the KV cache read once")
+    print(f"{'T':>7} {'cache MB':>9} {'fast ms':>9} {'sdpa ms':>9} {'sdpa/fast':>9} {'fast GB/s':>9} {'% copy':>7} {'sdpa GB/s':>9} {'% copy':>7} "
+          f"{'max |diff|':>10}")
+    failures = 0
+    for t in caches:
+        fast, sdpa = statistics.median(ours_ms[t]), statistics.median(sdpa_ms[t])
+        fast_gbs, sdpa_gbs = cache_bytes[t] / fast / 1e6, cache_bytes[t] / sdpa / 1e6
+        print(f"{t:>7} {cache_bytes[t] / 1e6:9.1f} {fast:9.3f} {sdpa:9.3f} {sdpa / fast:9.2f} {fast_gbs:9.1f} {100 * fast_gbs / bandwidth:6.0f}% "
+              f"{sdpa_gbs:9.1f} {100 * sdpa_gbs / bandwidth:6.0f}% {diffs[t]:10.2e}")
+        failures += not diffs[t] <= agree
+    return failures, agree
+
+
+# One function per kind of comparison, each (args, binary, numpy, torch, F) -> (failures, tolerance).
+COMPARISONS = {"decode": compare_decode, "forward": compare_forward}
+
+
+def main():
+    args = parse_args()
+    fix_threads(args.threads)
+    try:
+        import numpy as np
+        import torch
+        import torch.nn.functional as F
+    except ImportError as missing:
+        sys.exit(f"compare_torch.py: {missing.name} is missing; it needs PyTorch and numpy: pip install torch numpy")
+    torch.set_num_threads(args.threads)
+    if args.rounds < 1 or args.repeats < 1:
+        sys.exit("compare_torch.py: --rounds and --repeats must be at least 1")
+    binary = find_binary(args.attn_trace)
+    failures, agree = COMPARISONS["decode" if args.decode else "forward"](args, binary, np, torch, F)
     if failures:
         sys.exit(f"compare_torch.py: {failures} setting(s) where attn-trace and PyTorch differ by more than {agree:g}")
-    print(f"outputs agree (max |diff| <= {agree:g} against SDPA and the readable path)")
+    print(f"outputs agree (max |diff| <= {agree:g} against PyTorch)")
 
 
 if __name__ == "__main__":

@@ -39,6 +39,7 @@ std::string operation_name(Operation op) {
         case Operation::unfused_attention: return "unfused attention";
         case Operation::tensor_core_attention: return "tensor-core attention";
         case Operation::fused_attention_backward: return "fused attention backward";
+        case Operation::decode_attention: return "decode attention";
     }
     return "an unknown operation";
 }
@@ -66,11 +67,16 @@ AttentionResult attend(const Backend& backend, Operation op, const AttentionCall
         case Operation::fused_attention: return backend.fused_attention(call);
         case Operation::unfused_attention: return backend.unfused_attention(call);
         case Operation::tensor_core_attention: return backend.tensor_core_attention(call);
+        case Operation::decode_attention: return backend.decode_attention(call);
         case Operation::multiply:
         case Operation::multiply_transposed:
         case Operation::fused_attention_backward: break;
     }
     throw std::logic_error("attend: " + operation_name(op) + " is not an attention operation");
+}
+
+AttentionResult Backend::decode_attention(const AttentionCall&) const {
+    throw BackendUnavailable(fmt::format("the {} backend has no decode attention", name()));
 }
 
 std::unique_ptr<Backend> make_backend(const std::string& name) {

@@ -1,13 +1,15 @@
-// `bench`: the implementations of attention timed on identical inputs.
+// `bench`: the implementations timed on identical inputs.
 // Each implementation is one operation of one backend, reached through attend():
 //   naive  cpu, unfused attention: the whole (n, m) score matrix (OpenBLAS), split
 //          in one row block per thread, softmax over full rows, then P V: what a
 //          straightforward program does (src/backend/cpu/naive_attention.cpp).
-//   fast   cpu, fused attention: the tiled online-softmax kernel (fast_attention.cpp).
+//   fast   cpu, fused attention: the tiled online-softmax kernel (fast_attention.cpp);
+//          for decode settings the decode kernel (decode_attention.cpp, flash-decoding).
 //   cuda   cuda, fused attention (float32), one launch per head, timed with its
 //          host-device copies; "unavailable" without a CUDA build or GPU.
 // Every output is judged against the CPU reference pipeline (pipeline_full_rows)
-// on a few rows, never against another implementation.
+// on a few rows, never against another implementation. The roofs (roofline.hpp) are
+// measured first, before any setting's inputs take memory.
 #include "attn_trace/bench.hpp"
 
 #include <algorithm>
@@ -25,6 +27,7 @@
 #include "attn_trace/mask.hpp"
 #include "attn_trace/pipeline.hpp"
 #include "attn_trace/random.hpp"
+#include "attn_trace/roofline.hpp"
 #include "attn_trace/size_text.hpp"
 #include "attn_trace/tolerances.hpp"
 
@@ -43,9 +46,9 @@ struct Implementation {
     const char* backend;
     Operation op;
 };
-Implementation implementation(const std::string& impl) {
+Implementation implementation(const std::string& impl, BenchMode mode) {
     if (impl == "naive") return {"cpu", Operation::unfused_attention};
-    if (impl == "fast") return {"cpu", Operation::fused_attention};
+    if (impl == "fast") return {"cpu", mode == BenchMode::decode ? Operation::decode_attention : Operation::fused_attention};
     if (impl == "cuda") return {"cuda", Operation::fused_attention};
     throw InputError(fmt::format("unknown implementation '{}': expected naive, fast or cuda", impl));
 }
@@ -64,20 +67,29 @@ class BenchRunner {
 public:
     BenchRunner(const BenchConfig& config, const BenchProgress& progress) : c_(config), progress_(progress) {}
 
-    std::vector<BenchResult> run() {
-        std::vector<BenchResult> results;
-        for (std::size_t s = 0; s < c_.lengths.size(); ++s) run_setting(s, results);
-        return results;
+    BenchRun run() {
+        if (c_.heads % c_.kv_head_count() != 0)
+            throw InputError(fmt::format("⟦heads⟧ {} is not a multiple of ⟦kv_heads⟧ {}: each KV head serves the same number of query heads",
+                                         c_.heads, c_.kv_head_count()));
+        settings_ = bench_settings(c_);
+        const bool decoding = std::any_of(settings_.begin(), settings_.end(), [](const BenchSetting& s) { return s.mode == BenchMode::decode; });
+        if (decoding && c_.causal) throw InputError("⟦causal⟧ has no meaning for a decode step (⟦cache⟧): its one query reads every cached key");
+        BenchRun run;
+        if (c_.measure_roofs) run.roofs = measure_roofs(c_.threads);
+        for (std::size_t s = 0; s < settings_.size(); ++s) run_setting(s, run);
+        return run;
     }
 
 private:
+    bool decode() const { return mode_ == BenchMode::decode; }
+
     // Q, K, V as `attn-trace random` draws them (in float32 for --dtype f32, so
     // every implementation and the reference read the same numbers), and a
-    // problem holding them for the reference.
-    Problem setting_problem(std::size_t n) const {
-        const std::size_t width = static_cast<std::size_t>(c_.heads) * c_.d_k;
-        auto normal_matrix = [&](std::uint64_t seed) {
-            Matrix x(n, width);
+    // problem holding them for the reference. Decode: one query row over `length` cached rows.
+    Problem setting_problem(std::size_t length) const {
+        const std::size_t n = decode() ? 1 : length;
+        auto normal_matrix = [&](std::uint64_t seed, std::size_t rows, int heads) {
+            Matrix x(rows, static_cast<std::size_t>(heads) * c_.d_k);
             PortableRandom generator(seed);
             draw(generator, RandomDraw{}, x.data());
             if (c_.dtype == Dtype::f32)
@@ -85,12 +97,14 @@ private:
             return x;
         };
         Problem p;
-        p.file = fmt::format("bench n = {}", n);
-        p.Q = normal_matrix(c_.seed);
-        p.K = normal_matrix(c_.seed + 1);
-        p.V = normal_matrix(c_.seed + 2);
-        p.heads = p.kv_heads = c_.heads;
-        p.n = p.m = n;
+        p.file = decode() ? fmt::format("bench decode T = {}", length) : fmt::format("bench n = {}", n);
+        p.Q = normal_matrix(c_.seed, n, c_.heads);
+        p.K = normal_matrix(c_.seed + 1, length, c_.kv_head_count());
+        p.V = normal_matrix(c_.seed + 2, length, c_.kv_head_count());
+        p.heads = c_.heads;
+        p.kv_heads = c_.kv_head_count();
+        p.n = n;
+        p.m = length;
         p.d_k = p.d_v = c_.d_k;
         p.empty_rows = EmptyRows::zero;
         if (c_.causal) p.masks.push_back(parse_mask_string("causal", "bench"));
@@ -110,16 +124,29 @@ private:
         else dump<double>(name, x);
     }
 
-    void run_setting(std::size_t setting, std::vector<BenchResult>& results) {
-        const std::size_t n = c_.lengths[setting];
-        const Problem p = setting_problem(n);
+    // The dump files' prefix: n1024_ (forward), decode32768_ (decode).
+    std::string dump_prefix(std::size_t length) const { return fmt::format("{}{}_", decode() ? "decode" : "n", length); }
+
+    void run_setting(std::size_t setting, BenchRun& run) {
+        mode_ = settings_[setting].mode;
+        const std::size_t length = settings_[setting].length;
+        const Problem p = setting_problem(length);
+        const std::size_t n = p.n;
         if (!c_.dump_dir.empty()) {
-            dump(fmt::format("n{}_q.bin", n), *p.Q);
-            dump(fmt::format("n{}_k.bin", n), *p.K);
-            dump(fmt::format("n{}_v.bin", n), *p.V);
+            dump(dump_prefix(length) + "q.bin", *p.Q);
+            dump(dump_prefix(length) + "k.bin", *p.K);
+            dump(dump_prefix(length) + "v.bin", *p.V);
+        }
+        // The decode kernel reads a float cache as it is: rounding the doubles on every
+        // call would add the cache's own traffic to what is measured.
+        std::vector<float> q32, k32, v32;
+        if (decode() && c_.dtype == Dtype::f32) {
+            q32.assign(p.Q->data().begin(), p.Q->data().end());
+            k32.assign(p.K->data().begin(), p.K->data().end());
+            v32.assign(p.V->data().begin(), p.V->data().end());
         }
         KeyMask causal;
-        if (c_.causal) {  // query i reads keys 0 … i
+        if (c_.causal) {  // query i reads keys 0 … i (run() refuses it for decode steps)
             causal.first_key.assign(n, 0);
             for (std::size_t i = 0; i < n; ++i) causal.end_key.push_back(i + 1);
         }
@@ -128,7 +155,13 @@ private:
         call.k = &*p.K;
         call.v = &*p.V;
         call.d_k = call.d_v = c_.d_k;
-        call.heads = call.kv_heads = c_.heads;
+        call.heads = c_.heads;
+        call.kv_heads = c_.kv_head_count();
+        if (!q32.empty()) {
+            call.q_f32 = q32.data();
+            call.k_f32 = k32.data();
+            call.v_f32 = v32.data();
+        }
         call.scale = p.scale_factor();
         call.mask = c_.causal ? &causal : nullptr;
         call.dtype = c_.dtype;
@@ -139,9 +172,12 @@ private:
         std::vector<std::pair<QueryRows, Matrix>> reference;  // computed once, on the first implementation that ran
         for (const auto& impl : c_.impls) {
             BenchResult result;
-            result.n = result.m = n;
+            result.mode = mode_;
+            result.n = n;
+            result.m = length;
             result.impl = impl;
-            const Implementation which = implementation(impl);
+            result.work = bench_work(c_, mode_, length);
+            const Implementation which = implementation(impl, mode_);
             std::unique_ptr<Backend> backend;
             std::string why;
             try {
@@ -149,7 +185,7 @@ private:
             } catch (const BackendUnavailable& error) {
                 why = error.marked();  // the caller words its settings
             }
-            const double naive_bytes = static_cast<double>(n) * static_cast<double>(n) * (c_.dtype == Dtype::f32 ? 4 : 8);
+            const double naive_bytes = static_cast<double>(n) * static_cast<double>(length) * (c_.dtype == Dtype::f32 ? 4 : 8);
             if (backend && !backend->supports(which.op, &call, why)) why = fmt::format("the {} backend: {}", backend->name(), why);
             if (!why.empty()) {
                 result.status = "unavailable";
@@ -162,11 +198,13 @@ private:
                 AttentionResult out;
                 time_runs(setting, impl, result, [&] { out = attend(*backend, which.op, call); });
                 result.score_bytes = out.stats.score_bytes_held;
-                if (!c_.dump_dir.empty()) dump(fmt::format("n{}_out_{}.bin", n, impl), out.out);
+                if (!c_.dump_dir.empty()) dump(dump_prefix(length) + fmt::format("out_{}.bin", impl), out.out);
                 if (reference.empty()) reference = reference_outputs(p);
                 judge(out.out, reference, result);
+                if (run.roofs) result.roofline = place_on_roofline(result.work.flops, result.work.bytes, result.gflops, *run.roofs, c_.dtype);
+                result.cache_gb_per_s = result.work.cache_bytes / (result.median_ms * 1e6);
             }
-            results.push_back(std::move(result));
+            run.results.push_back(std::move(result));
         }
     }
 
@@ -206,7 +244,7 @@ private:
     void time_runs(std::size_t setting, const std::string& impl, BenchResult& result, Once once) {
         const int runs = c_.warmup + c_.repeats;
         for (int run = 0; run < runs; ++run) {
-            if (progress_) progress_(setting, c_.lengths.size(), impl, run + 1, runs);
+            if (progress_) progress_(setting, settings_.size(), impl, run + 1, runs);
             const auto start = std::chrono::steady_clock::now();
             once();
             const auto stop = std::chrono::steady_clock::now();
@@ -215,12 +253,13 @@ private:
         result.median_ms = median(result.times_ms);
         result.min_ms = *std::min_element(result.times_ms.begin(), result.times_ms.end());
         result.max_ms = *std::max_element(result.times_ms.begin(), result.times_ms.end());
-        const std::size_t n = c_.lengths[setting];
-        result.gflops = attention_flops(n, n, c_.d_k, c_.heads, c_.causal) / (result.median_ms * 1e6);
+        result.gflops = result.work.flops / (result.median_ms * 1e6);
     }
 
     const BenchConfig& c_;
     const BenchProgress& progress_;
+    std::vector<BenchSetting> settings_;
+    BenchMode mode_ = BenchMode::forward;  // the setting's running now
 };
 
 }  // namespace
@@ -231,7 +270,34 @@ double attention_flops(std::size_t n, std::size_t m, std::size_t d_k, int heads,
     return causal ? full / 2 : full;
 }
 
-std::vector<BenchResult> run_bench(const BenchConfig& config, const BenchProgress& progress) {
+std::string bench_mode_name(BenchMode mode) { return mode == BenchMode::decode ? "decode" : "forward"; }
+
+std::vector<BenchSetting> bench_settings(const BenchConfig& c) {
+    std::vector<BenchSetting> settings;
+    for (const std::size_t n : c.lengths) settings.push_back({BenchMode::forward, n});
+    for (const std::size_t t : c.cache_lengths) settings.push_back({BenchMode::decode, t});
+    return settings;
+}
+
+BenchWork bench_work(const BenchConfig& c, BenchMode mode, std::size_t length) {
+    const double element = c.dtype == Dtype::f64 ? 8 : 4;
+    const double heads = c.heads, kv_heads = c.kv_head_count(), d = static_cast<double>(c.d_k), t = static_cast<double>(length);
+    BenchWork work;
+    switch (mode) {
+        case BenchMode::forward:  // Q and out (n, H·d), K and V (n, H_kv·d)
+            work.flops = attention_flops(length, length, c.d_k, c.heads, c.causal);
+            work.bytes = (2 * t * heads * d + 2 * t * kv_heads * d) * element;
+            break;
+        case BenchMode::decode:  // q and out (H·d), the cache (T, H_kv·(d_k + d_v))
+            work.flops = attention_flops(1, length, c.d_k, c.heads, false);
+            work.cache_bytes = 2 * t * kv_heads * d * element;
+            work.bytes = work.cache_bytes + 2 * heads * d * element;
+            break;
+    }
+    return work;
+}
+
+BenchRun run_bench(const BenchConfig& config, const BenchProgress& progress) {
     return BenchRunner(config, progress).run();
 }
 

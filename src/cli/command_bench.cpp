@@ -20,7 +20,9 @@ struct BenchOptions {
     BenchConfig config;
     std::string dtype = "f32";
     Format format = Format::text;
-    std::string svg;
+    std::string svg, roofline;
+    bool decode = false;
+    std::vector<std::size_t> cache{4096};
 };
 
 // "\r[2/3] n = 8192  fast  run 4/6" on standard error, only when it is a terminal.
@@ -42,20 +44,39 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   fast   the cpu backend's fused attention: the tiled kernel with online softmax
          (what `run --fast` uses)
   cuda   the cuda backend's fused attention (f32): unavailable without CUDA or a GPU
+--cache T adds decode settings after the --n ones: one decode step, one query per
+query head over a KV cache of T tokens, query heads sharing KV heads (--kv-heads,
+GQA); fast is then the cpu backend's decode kernel (flash-decoding), naive the
+unfused baseline with n = 1; their table shows the bytes of cache read per second
+beside the copy bandwidth. --decode runs decode settings only (fast by default).
 Each setting prints the median of the repeats after the warm-up runs with min–max,
 GFLOP/s counting 4·n·m·d_k per head (half when causal), the bytes of scores held at
 once, and the largest difference from the CPU reference pipeline (the plain-loop
-`run` computation) on 24 query rows: the first, middle and last 8.
+`run` computation) on 24 query rows: the first, middle and last 8 (decode: the one
+query row). First it measures the two roofs on --threads threads: the multiply-add
+peak of the kernel's vectors and the copy bandwidth of a 256 MiB buffer; each setting
+then shows its FLOPs per byte, its bound min(peak, FLOP/B × bandwidth), which roof that
+is, and the share of the bound it reached (docs/PERFORMANCE.md#the-roofline).
 
 Examples:
   attn-trace bench --n 128,1024,8192 --dk 64 --heads 1 --threads 2
   attn-trace bench --n 1024,4096,16384 --causal --impl naive,fast --repeats 5 --svg time.svg
   attn-trace bench --n 65536 --impl fast --repeats 1 --warmup 0 --format json
-  attn-trace bench --n 1024,8192 --dtype f64 --format csv > f64.csv)");
-    bench->add_option("--n", o.config.lengths, "sequence lengths n (= m), comma-separated")
+  attn-trace bench --n 1024,8192 --dtype f64 --format csv > f64.csv
+  attn-trace bench --decode --cache 4096,32768 --heads 32 --kv-heads 8 --dk 128 --threads 2
+  attn-trace bench --n 1024,2048 --cache 4096,32768 --heads 32 --kv-heads 8 --dk 128 --impl fast --roofline roofline.svg)");
+    auto* lengths = bench->add_option("--n", o.config.lengths, "sequence lengths n (= m), comma-separated")
         ->delimiter(',')
         ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 20))
         ->capture_default_str();
+    auto* decode = bench->add_flag("--decode", o.decode,
+                                   "decode steps only: one query per head over a KV cache of --cache tokens, fast = the decode kernel");
+    bench->add_option("--cache", o.cache, "decode steps over caches of these lengths T, comma-separated (after the --n settings)")
+        ->delimiter(',')
+        ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 24))
+        ->capture_default_str();
+    lengths->excludes(decode);
+    bench->add_option("--kv-heads", o.config.kv_heads, "KV heads (GQA: --heads must be a multiple; default: --heads)")->check(CLI::Range(1, 1024));
     bench->add_option("--dk", o.config.d_k, "width per head (d_k = d_v)")->check(CLI::Range(1, 4096))->capture_default_str();
     bench->add_option("--heads", o.config.heads, "heads")->check(CLI::Range(1, 1024))->capture_default_str();
     bench->add_flag("--causal", o.config.causal, "causal mask (tiles above the diagonal are skipped)");
@@ -72,21 +93,30 @@ Examples:
     bench->add_option("--block-k", o.config.block_k, "fast: keys per tile Bc (default 256)");
     add_format_option(*bench, o.format, formats_of(for_bench), "text, json or csv");
     bench->add_option("--svg", o.svg, "also draw time vs n (log-log, with an n² line) to this file");
+    bench->add_option("--roofline", o.roofline, "also draw the roofline (GFLOP/s vs FLOP per byte, log-log, both roofs and every setting) to this file");
     bench->add_option("--dump", o.config.dump_dir,
                       "write each n's inputs and outputs to this directory as raw little-endian arrays (nN_q.bin, nN_out_fast.bin, ...) "
                       "for bench/compare_torch.py");
-    bench->callback([&exit_code] {
+    bench->callback([&exit_code, bench] {
         o.config.dtype = parse_dtype(o.dtype, "--dtype");
-        const BenchProgress progress = progress_line();
-        const std::vector<BenchResult> results = run_bench(o.config, progress);
-        if (progress) std::cerr << "\r\x1b[K" << std::flush;
-        if (o.format == Format::json) std::cout << bench_json(o.config, results);
-        else if (o.format == Format::csv) std::cout << bench_csv(o.config, results);
-        else std::cout << bench_text(o.config, results);
-        if (!o.svg.empty()) {
-            std::ofstream out(o.svg);
-            if (!out || !(out << bench_svg(o.config, results))) throw InputError(fmt::format("--svg {}: cannot write the chart", o.svg));
+        if (bench->count("--cache")) o.config.cache_lengths = o.cache;
+        if (o.decode) {  // decode settings only: the default cache and the decode kernel alone
+            o.config.lengths.clear();
+            o.config.cache_lengths = o.cache;
+            if (bench->count("--impl") == 0) o.config.impls = {"fast"};
         }
+        const BenchProgress progress = progress_line();
+        const BenchRun run = run_bench(o.config, progress);
+        if (progress) std::cerr << "\r\x1b[K" << std::flush;
+        if (o.format == Format::json) std::cout << bench_json(o.config, run);
+        else if (o.format == Format::csv) std::cout << bench_csv(o.config, run);
+        else std::cout << bench_text(o.config, run);
+        auto write_chart = [](const std::string& path, const char* flag, const std::string& svg) {
+            std::ofstream out(path);
+            if (!out || !(out << svg)) throw InputError(fmt::format("{} {}: cannot write the chart", flag, path));
+        };
+        if (!o.svg.empty()) write_chart(o.svg, "--svg", bench_svg(o.config, run));
+        if (!o.roofline.empty()) write_chart(o.roofline, "--roofline", bench_roofline_svg(o.config, run));
         exit_code = 0;
     });
 }

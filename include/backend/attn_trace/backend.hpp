@@ -23,6 +23,8 @@ enum class Operation {
     unfused_attention,    // the same the straightforward way: the (n, m) scores, a full-row softmax, then P V
     tensor_core_attention,  // fused attention on tensor cores: Q, K, V rounded to AttentionCall::half, sums in float32
     fused_attention_backward,  // the gradients of fused attention, FlashAttention-2's way: tiles recomputed from lse
+    decode_attention,     // one decode step: one query per head (n = 1) over a KV cache, the cache split in chunks across
+                          // threads and each chunk's partial softmaxes merged (flash-decoding); no mask
 };
 std::string operation_name(Operation op);  // "fused attention"
 
@@ -72,6 +74,13 @@ struct AttentionCall {
     bool empty_rows_nan = false;    // out of a row that reads no key: NaN, else 0 (the empty-row policy)
     int threads = 1;
     std::size_t block_q = 0, block_k = 0;  // Br, Bc; 0 = the kernel's own
+    // decode_attention in float32: optional float copies of q, k and v (same layout). A decode
+    // step reads each cached key and value once, so rounding the double matrices on every
+    // call would cost as much memory traffic as the step itself; bench keeps a float cache.
+    const float* q_f32 = nullptr;
+    const float* k_f32 = nullptr;
+    const float* v_f32 = nullptr;
+    std::size_t decode_chunk = 0;  // keys per chunk of the cache; 0 = the kernel's own
 
     std::size_t n() const { return q->rows(); }
     std::size_t m() const { return k->rows(); }
@@ -117,6 +126,8 @@ public:
     virtual AttentionResult tensor_core_attention(const AttentionCall& call) const = 0;
     // d_out is (n, H·d_v), the upstream gradient of the heads' concatenated out.
     virtual AttentionGradients fused_attention_backward(const AttentionCall& call, const Matrix& d_out) const = 0;
+    // Not pure: a backend without a decode kernel answers `supports` with false and never gets here.
+    virtual AttentionResult decode_attention(const AttentionCall& call) const;
 };
 
 // `op` (one of the attention operations) of `call` on `backend`; throws

@@ -19,4 +19,9 @@ std::string kernel_target_description(const std::string& target);
 std::vector<std::string> compiled_kernel_target_names();
 std::vector<std::string> supported_kernel_target_names();
 
+// The compute roof of that target (docs/PERFORMANCE.md#the-roofline): float32 GFLOP/s of
+// fused multiply-adds on its widest vectors, all `threads` threads together, the best of
+// several short runs (about 0.1 s in all).
+double fma_peak_gflops(int threads);
+
 }  // namespace attn_trace

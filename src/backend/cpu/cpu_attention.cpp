@@ -1,11 +1,14 @@
 // The CPU backend's attention operations: an AttentionCall in the kernels' form
 // (strided views, the dtype as a type), their output back as matrices.
 #include <limits>
+#include <string>
+#include <type_traits>
 #include <vector>
 
 #include "attn_trace/errors.hpp"
 #include "backend_cpu.hpp"
 #include "blas_library.hpp"
+#include "decode_attention.hpp"
 #include "fast_attention.hpp"
 #include "flash_backward.hpp"
 #include "naive_attention.hpp"
@@ -124,6 +127,42 @@ std::string backward_refusal(const AttentionCall& call) {
     return "";
 }
 
+// The call's q, k and v as T: the float copies the caller holds, or rounded copies made here.
+template <typename T>
+struct DecodeOperands {
+    std::vector<T> q, k, v;
+    const T* pointer(const Matrix& x, const float* given, std::vector<T>& copy) {
+        if constexpr (std::is_same_v<T, float>)
+            if (given) return given;
+        if constexpr (std::is_same_v<T, double>) return x.data().data();
+        copy.assign(x.data().begin(), x.data().end());
+        return copy.data();
+    }
+};
+
+template <typename T>
+AttentionResult decode(const AttentionCall& call) {
+    DecodeOperands<T> operands;
+    const T* q = operands.pointer(*call.q, call.q_f32, operands.q);
+    const T* k = operands.pointer(*call.k, call.k_f32, operands.k);
+    const T* v = operands.pointer(*call.v, call.v_f32, operands.v);
+    const FastAttentionInput<T> input = kernel_input<T, T>(call, q, k, v);
+    std::vector<T> out(static_cast<std::size_t>(call.heads) * call.d_v);
+    const AttentionStats stats = decode_attention(input, out.data(), DecodeSettings{call.threads, call.decode_chunk});
+    AttentionResult r{Matrix(1, out.size()), Matrix(), Matrix(), stats};
+    std::copy(out.begin(), out.end(), r.out.data().begin());
+    return r;
+}
+
+// What the decode kernel does not take, in words; empty when it takes the call.
+std::string decode_refusal(const AttentionCall& call) {
+    if (call.n() != 1) return "it takes one query per head (n = 1), found n = " + std::to_string(call.n());
+    if (call.m() == 0) return "it needs a cache of at least one token";
+    if (call.mask || call.softcap) return "it takes no mask and no softcap (every cached key is visible)";
+    if (call.q->cols() != static_cast<std::size_t>(call.heads) * call.d_k) return "its query row must hold exactly H·d_k values";
+    return "";
+}
+
 }  // namespace
 
 bool CpuBackend::supports(Operation op, const AttentionCall* call, std::string& why) const {
@@ -133,6 +172,10 @@ bool CpuBackend::supports(Operation op, const AttentionCall* call, std::string& 
     }
     if (op == Operation::fused_attention_backward) {
         why = call ? backward_refusal(*call) : "";
+        return why.empty();
+    }
+    if (op == Operation::decode_attention && call) {
+        why = decode_refusal(*call);
         return why.empty();
     }
     if (op != Operation::unfused_attention) return true;  // the fused kernel takes every mask, dtype and width
@@ -159,6 +202,10 @@ AttentionResult CpuBackend::unfused_attention(const AttentionCall& call) const {
 
 AttentionGradients CpuBackend::fused_attention_backward(const AttentionCall& call, const Matrix& d_out) const {
     return call.dtype == Dtype::f32 ? fused_backward<float>(call, d_out) : fused_backward<double>(call, d_out);
+}
+
+AttentionResult CpuBackend::decode_attention(const AttentionCall& call) const {
+    return call.dtype == Dtype::f32 ? decode<float>(call) : decode<double>(call);
 }
 
 AttentionResult CpuBackend::tensor_core_attention(const AttentionCall&) const {

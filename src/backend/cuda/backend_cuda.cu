@@ -161,6 +161,10 @@ bool CudaBackend::supports(Operation op, const AttentionCall* call, std::string&
         why = "it has no fused backward yet (the CPU's is FlashAttention-2's)";
         return false;
     }
+    if (op == Operation::decode_attention) {
+        why = "it has no decode kernel (its fused attention takes n = 1)";
+        return false;
+    }
     if (!call) return true;
     if (op == Operation::tensor_core_attention) return tensor_cores::takes(*call, why);
     const bool widths = call->d_k <= max_width && call->d_v <= max_width;
