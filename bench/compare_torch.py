@@ -12,8 +12,10 @@ JSON: docs/PERFORMANCE.md#the-roofline).
 With --decode it compares one decode step instead: `attn-trace bench --decode` (one query
 per query head over a KV cache of T tokens, GQA) against F.scaled_dot_product_attention
 with one query and enable_gqa=True, in bytes of KV cache read per second beside the
-copy bandwidth. Each comparison is one function in COMPARISONS (a later backward
-comparison is one more).
+copy bandwidth. With --grad it compares the backward: `attn-trace bench --grad` (the
+fused backward, its forward included) against SDPA's forward and backward through
+autograd, every gradient checked against attn-trace's. Each comparison is one
+function in COMPARISONS.
 
 The machine is shared and noisy, so the whole comparison runs --rounds times
 (default 3), attn-trace and PyTorch back to back for each n: a burst of noise
@@ -24,6 +26,7 @@ their range.
     python3 bench/compare_torch.py --n 1024,4096,8192 --threads 2
     python3 bench/compare_torch.py --n 1024,8192,16384 --causal --repeats 7
     python3 bench/compare_torch.py --decode --cache 4096,32768 --heads 32 --kv-heads 8 --dk 128 --threads 2
+    python3 bench/compare_torch.py --grad --n 1024,4096 --threads 2 --rounds 3
 
 Thread counts are fixed for everyone before anything loads: OMP_NUM_THREADS,
 OPENBLAS_NUM_THREADS and MKL_NUM_THREADS, torch.set_num_threads, and
@@ -57,6 +60,7 @@ def parse_args():
     parser.add_argument("--warmup", type=int, default=1)
     parser.add_argument("--rounds", type=int, default=3, help="times the whole comparison is repeated, attn-trace and PyTorch back to back per n")
     parser.add_argument("--attn-trace", default=None, help="the binary (default: build/attn-trace, then build-*/attn-trace, then PATH)")
+    parser.add_argument("--grad", action="store_true", help="compare the backward (forward included): bench --grad against SDPA + autograd")
     parser.add_argument("--decode", action="store_true", help="compare one decode step (one query per head over a KV cache) instead")
     parser.add_argument("--cache", default="4096,32768", help="--decode: KV cache lengths T, comma-separated")
     parser.add_argument("--kv-heads", type=int, default=None, help="--decode: KV heads (default: --heads)")
@@ -274,8 +278,66 @@ def compare_decode(args, binary, np, torch, F):
     return failures, agree
 
 
+def compare_backward(args, binary, np, torch, F):
+    """The backward: `bench --grad` (the fused backward, its forward included) against SDPA's
+    forward and its backward through autograd, on the same inputs and upstream gradient."""
+    lengths = [int(x) for x in args.n.split(",")]
+    element = np.float32 if args.dtype == "f32" else np.float64
+    agree = 1e-3 if args.dtype == "f32" else 1e-9  # gradients sum n terms more than out does
+    ours_ms = {n: [] for n in lengths}
+    sdpa_ms = {n: [] for n in lengths}
+    peaks, kernels, flops, diffs, inputs = [], set(), {}, {}, {}
+    with tempfile.TemporaryDirectory() as dump:
+        for round_index in range(args.rounds):
+            for n in lengths:
+                print(f"round {round_index + 1}/{args.rounds}, backward n = {n} ...", file=sys.stderr, flush=True)
+                command = ["--grad", "--n", str(n), "--dk", str(args.dk), "--heads", str(args.heads), "--threads", str(args.threads),
+                           "--repeats", str(args.repeats), "--warmup", str(args.warmup), "--dtype", args.dtype]
+                if args.causal:
+                    command.append("--causal")
+                report = run_bench(binary, command + (["--dump", dump] if round_index == 0 else []))
+                kernels.add(report.get("kernel", "?"))
+                peaks.append(report["roofs"]["fma_gflops"])
+                fast = report["results"][0]
+                ours_ms[n].append(fast["median_ms"])
+                flops[n] = fast["gflops"] * fast["median_ms"] * 1e6
+                if n not in inputs:
+                    load = lambda name: torch.from_numpy(
+                        np.fromfile(f"{dump}/grad{n}_{name}.bin", dtype=element).reshape(n, args.heads, args.dk)).transpose(0, 1).contiguous()
+                    q, k, v, d_out = (load(name) for name in ("q", "k", "v", "do"))  # (H, n, d)
+                    ours = {name: load(f"{name}_fast") for name in ("grad_q", "grad_k", "grad_v")}
+                    inputs[n] = (q.requires_grad_(), k.requires_grad_(), v.requires_grad_(), d_out, ours)
+                q, k, v, d_out, ours = inputs[n]
+
+                def forward_backward():
+                    q.grad = k.grad = v.grad = None
+                    F.scaled_dot_product_attention(q, k, v, is_causal=args.causal).backward(d_out)
+                    return q.grad, k.grad, v.grad
+
+                ms, _, _, grads = timed(forward_backward, args.repeats, args.warmup)
+                sdpa_ms[n].append(ms)
+                diffs[n] = max(float((got - ours[name]).abs().max()) for name, got in zip(("grad_q", "grad_k", "grad_v"), grads))
+    peak = statistics.median(peaks)
+    print(f"$ {binary} bench --grad --n N --dk {args.dk} --heads {args.heads} --threads {args.threads} --repeats {args.repeats} "
+          f"--warmup {args.warmup} --format json --dtype {args.dtype}{' --causal' if args.causal else ''} [--dump DIR]")
+    print(f"torch {torch.__version__} (SDPA forward + backward through autograd), {args.threads} threads, d_k = {args.dk}, heads = {args.heads}, "
+          f"{'causal' if args.causal else 'no mask'}, {'float32' if args.dtype == 'f32' else 'float64'}; "
+          f"multiply-add peak (attn-trace bench's roof) {peak:.1f} GFLOP/s (median of {len(peaks)} runs)")
+    print(f"attn-trace's CPU kernel: {', '.join(sorted(kernels))}; {args.rounds} round(s), each side's median of {args.repeats} repeats per round; "
+          f"ms are medians over the rounds; GFLOP/s counts 14·n²·d_k per head (4 forward + 10 backward, half when causal) for both")
+    print(f"{'n':>6} {'fast ms':>9} {'sdpa ms':>9} {'sdpa/fast':>9} {'rounds':>11} {'fast GF/s':>9} {'% peak':>7} {'sdpa GF/s':>9} {'max |diff|':>10}")
+    failures = 0
+    for n in lengths:
+        ratios = [s_ / f for s_, f in zip(sdpa_ms[n], ours_ms[n])]
+        fast, sdpa = statistics.median(ours_ms[n]), statistics.median(sdpa_ms[n])
+        print(f"{n:>6} {fast:9.2f} {sdpa:9.2f} {statistics.median(ratios):9.2f} {f'{min(ratios):.2f}-{max(ratios):.2f}':>11} "
+              f"{flops[n] / fast / 1e6:9.1f} {100 * flops[n] / fast / 1e6 / peak:6.0f}% {flops[n] / sdpa / 1e6:9.1f} {diffs[n]:10.2e}")
+        failures += not diffs[n] <= agree
+    return failures, agree
+
+
 # One function per kind of comparison, each (args, binary, numpy, torch, F) -> (failures, tolerance).
-COMPARISONS = {"decode": compare_decode, "forward": compare_forward}
+COMPARISONS = {"backward": compare_backward, "decode": compare_decode, "forward": compare_forward}
 
 
 def main():
@@ -291,7 +353,9 @@ def main():
     if args.rounds < 1 or args.repeats < 1:
         sys.exit("compare_torch.py: --rounds and --repeats must be at least 1")
     binary = find_binary(args.attn_trace)
-    failures, agree = COMPARISONS["decode" if args.decode else "forward"](args, binary, np, torch, F)
+    if args.decode and args.grad:
+        sys.exit("compare_torch.py: --decode and --grad are two comparisons: choose one")
+    failures, agree = COMPARISONS["decode" if args.decode else "backward" if args.grad else "forward"](args, binary, np, torch, F)
     if failures:
         sys.exit(f"compare_torch.py: {failures} setting(s) where attn-trace and PyTorch differ by more than {agree:g}")
     print(f"outputs agree (max |diff| <= {agree:g} against PyTorch)")

@@ -80,3 +80,34 @@ TEST_CASE("bench without roofs leaves the roofline out; decode settings follow f
     c.kv_heads = 3;
     REQUIRE_THROWS(run_bench(c, nullptr));
 }
+
+TEST_CASE("backward settings: 14·n²·d flops (forward included), eight matrices once, and grad_q judged by the reference", "[bench][roofline][grad]") {
+    BenchConfig c;
+    c.d_k = 64;
+    c.backward = true;
+    const BenchWork work = bench_work(c, BenchMode::backward, 1024);
+    REQUIRE(work.flops == 14.0 * 1024 * 1024 * 64);
+    REQUIRE(work.bytes == 8.0 * 1024 * 64 * 4);  // Q, K, V, dO in; out, dQ, dK, dV out
+    c.causal = true;
+    REQUIRE(bench_work(c, BenchMode::backward, 1024).flops == 7.0 * 1024 * 1024 * 64);
+    c.lengths = {37};
+    c.d_k = 12;
+    c.heads = 4;
+    c.kv_heads = 2;
+    c.impls = {"fast"};
+    c.repeats = 1;
+    c.warmup = 0;
+    c.threads = 2;
+    c.measure_roofs = false;
+    const BenchRun run = run_bench(c, nullptr);
+    REQUIRE(run.results.size() == 1);
+    const BenchResult& r = run.results[0];
+    REQUIRE(r.mode == BenchMode::backward);
+    REQUIRE(bench_mode_name(r.mode) == "backward");
+    REQUIRE(r.status == "ok");
+    REQUIRE(r.compared_with == "cpu reference grad_q (24 rows)");
+    REQUIRE(*r.max_abs_diff < 1e-5);
+    REQUIRE(*r.max_abs_diff > 0);  // float32 against the double reference: a judge that compared nothing would give 0
+    c.impls = {"naive"};
+    REQUIRE_THROWS_WITH(run_bench(c, nullptr), Catch::Contains("no unfused backward"));
+}

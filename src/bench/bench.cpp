@@ -4,7 +4,9 @@
 //          in one row block per thread, softmax over full rows, then P V: what a
 //          straightforward program does (src/backend/cpu/naive_attention.cpp).
 //   fast   cpu, fused attention: the tiled online-softmax kernel (fast_attention.cpp);
-//          for decode settings the decode kernel (decode_attention.cpp, flash-decoding).
+//          for decode settings the decode kernel (decode_attention.cpp, flash-decoding);
+//          for backward settings the fused backward (flash_backward.cpp), its forward
+//          included, judged by grad_q's rows (grad_reference.hpp).
 //   cuda   cuda, fused attention (float32), one launch per head, timed with its
 //          host-device copies; "unavailable" without a CUDA build or GPU.
 // Every output is judged against the CPU reference pipeline (pipeline_full_rows)
@@ -30,6 +32,7 @@
 #include "attn_trace/roofline.hpp"
 #include "attn_trace/size_text.hpp"
 #include "attn_trace/tolerances.hpp"
+#include "grad_reference.hpp"
 
 namespace attn_trace {
 
@@ -48,6 +51,7 @@ struct Implementation {
 };
 Implementation implementation(const std::string& impl, BenchMode mode) {
     if (impl == "naive") return {"cpu", Operation::unfused_attention};
+    if (mode == BenchMode::backward) return {impl == "fast" ? "cpu" : "cuda", Operation::fused_attention_backward};
     if (impl == "fast") return {"cpu", mode == BenchMode::decode ? Operation::decode_attention : Operation::fused_attention};
     if (impl == "cuda") return {"cuda", Operation::fused_attention};
     throw InputError(fmt::format("unknown implementation '{}': expected naive, fast or cuda", impl));
@@ -74,6 +78,8 @@ public:
         settings_ = bench_settings(c_);
         const bool decoding = std::any_of(settings_.begin(), settings_.end(), [](const BenchSetting& s) { return s.mode == BenchMode::decode; });
         if (decoding && c_.causal) throw InputError("⟦causal⟧ has no meaning for a decode step (⟦cache⟧): its one query reads every cached key");
+        if (c_.backward && std::find(c_.impls.begin(), c_.impls.end(), "naive") != c_.impls.end())
+            throw InputError("⟦grad⟧ times the fused backward (fast, or cuda where it has one): there is no unfused backward kernel to time as naive");
         BenchRun run;
         if (c_.measure_roofs) run.roofs = measure_roofs(c_.threads);
         for (std::size_t s = 0; s < settings_.size(); ++s) run_setting(s, run);
@@ -82,6 +88,7 @@ public:
 
 private:
     bool decode() const { return mode_ == BenchMode::decode; }
+    bool backward() const { return mode_ == BenchMode::backward; }
 
     // Q, K, V as `attn-trace random` draws them (in float32 for --dtype f32, so
     // every implementation and the reference read the same numbers), and a
@@ -124,8 +131,34 @@ private:
         else dump<double>(name, x);
     }
 
-    // The dump files' prefix: n1024_ (forward), decode32768_ (decode).
-    std::string dump_prefix(std::size_t length) const { return fmt::format("{}{}_", decode() ? "decode" : "n", length); }
+    // The dump files' prefix: n1024_ (forward), decode32768_ (decode), grad1024_ (backward).
+    std::string dump_prefix(std::size_t length) const { return fmt::format("{}{}_", decode() ? "decode" : backward() ? "grad" : "n", length); }
+
+    // The backward's upstream gradient: (n, H·d_v) from the generator with seed + 3, in float32 for f32.
+    Matrix upstream(std::size_t n) const {
+        Matrix d(n, static_cast<std::size_t>(c_.heads) * c_.d_k);
+        PortableRandom generator(c_.seed + 3);
+        draw(generator, RandomDraw{}, d.data());
+        if (c_.dtype == Dtype::f32)
+            for (double& value : d.data()) value = static_cast<float>(value);
+        return d;
+    }
+
+    // One timed backward: grad_q judged on the reference rows (grad_reference.hpp).
+    void time_backward(std::size_t setting, const Problem& p, const Backend& backend, const AttentionCall& call, BenchResult& result) {
+        const Matrix d_out = upstream(p.n);
+        AttentionGradients g;
+        time_runs(setting, result.impl, result, [&] { g = attend_backward(backend, call, d_out); });
+        result.score_bytes = g.stats.score_bytes_held;
+        if (!c_.dump_dir.empty()) {
+            dump(dump_prefix(p.n) + "do.bin", d_out);
+            for (const auto& [name, x] : {std::pair{"grad_q", &g.grad_q}, {"grad_k", &g.grad_k}, {"grad_v", &g.grad_v}})
+                dump(dump_prefix(p.n) + fmt::format("{}_{}.bin", name, result.impl), *x);
+        }
+        std::vector<std::pair<QueryRows, Matrix>> reference;
+        for (const QueryRows rows : reference_blocks(p.n)) reference.emplace_back(rows, reference_grad_q_rows(p, RunOptions{c_.dtype, "cpu"}, d_out, rows));
+        judge(g.grad_q, reference, result, "cpu reference grad_q");
+    }
 
     void run_setting(std::size_t setting, BenchRun& run) {
         mode_ = settings_[setting].mode;
@@ -194,6 +227,9 @@ private:
                 result.status = "skipped";
                 result.reason = fmt::format("one (n, m) score matrix would take {}, over the {} budget", size_text(naive_bytes),
                                             size_text(c_.naive_budget_bytes, ByteUnit::GiB));
+            } else if (backward()) {
+                time_backward(setting, p, *backend, call, result);
+                if (run.roofs) result.roofline = place_on_roofline(result.work.flops, result.work.bytes, result.gflops, *run.roofs, c_.dtype);
             } else {
                 AttentionResult out;
                 time_runs(setting, impl, result, [&] { out = attend(*backend, which.op, call); });
@@ -221,7 +257,8 @@ private:
     }
 
     // The largest difference from the reference over its rows (compare_matrices: the one judge).
-    static void judge(const Matrix& out, const std::vector<std::pair<QueryRows, Matrix>>& reference, BenchResult& result) {
+    static void judge(const Matrix& out, const std::vector<std::pair<QueryRows, Matrix>>& reference, BenchResult& result,
+                      const char* judged_by = "cpu reference") {
         double worst = 0;
         std::size_t rows = 0;
         for (const auto& [block, want] : reference) {
@@ -230,7 +267,7 @@ private:
             rows += block.count;
         }
         result.max_abs_diff = worst;
-        result.compared_with = fmt::format("cpu reference ({} rows)", rows);
+        result.compared_with = fmt::format("{} ({} rows)", judged_by, rows);
     }
 
     static Matrix block_rows(const Matrix& x, QueryRows rows) {
@@ -270,11 +307,18 @@ double attention_flops(std::size_t n, std::size_t m, std::size_t d_k, int heads,
     return causal ? full / 2 : full;
 }
 
-std::string bench_mode_name(BenchMode mode) { return mode == BenchMode::decode ? "decode" : "forward"; }
+std::string bench_mode_name(BenchMode mode) {
+    switch (mode) {
+        case BenchMode::decode: return "decode";
+        case BenchMode::backward: return "backward";
+        case BenchMode::forward: break;
+    }
+    return "forward";
+}
 
 std::vector<BenchSetting> bench_settings(const BenchConfig& c) {
     std::vector<BenchSetting> settings;
-    for (const std::size_t n : c.lengths) settings.push_back({BenchMode::forward, n});
+    for (const std::size_t n : c.lengths) settings.push_back({c.backward ? BenchMode::backward : BenchMode::forward, n});
     for (const std::size_t t : c.cache_lengths) settings.push_back({BenchMode::decode, t});
     return settings;
 }
@@ -287,6 +331,13 @@ BenchWork bench_work(const BenchConfig& c, BenchMode mode, std::size_t length) {
         case BenchMode::forward:  // Q and out (n, H·d), K and V (n, H_kv·d)
             work.flops = attention_flops(length, length, c.d_k, c.heads, c.causal);
             work.bytes = (2 * t * heads * d + 2 * t * kv_heads * d) * element;
+            break;
+        case BenchMode::backward:
+            // The timed run is the forward (4·n·m·d_k per head) and the backward's five products
+            // (10·n·m·d_k: S again, dV, dP, dK, dQ), half of each when causal. Q, dO, out and dQ
+            // (n, H·d); K, V, dK and dV (n, H_kv·d).
+            work.flops = attention_flops(length, length, c.d_k, c.heads, c.causal) * 14 / 4;
+            work.bytes = (4 * t * heads * d + 4 * t * kv_heads * d) * element;
             break;
         case BenchMode::decode:  // q and out (H·d), the cache (T, H_kv·(d_k + d_v))
             work.flops = attention_flops(1, length, c.d_k, c.heads, false);

@@ -68,7 +68,7 @@ std::string svg_chart_head(double width, double height, double left, const std::
 std::string bench_text(const BenchConfig& c, const BenchRun& run) {
     std::string out = fmt::format("attn-trace bench: {}\n", bench_setting_text(c));
     if (run.roofs) out += describe_roofs(c, *run.roofs) + "\n";
-    for (const BenchMode mode : {BenchMode::forward, BenchMode::decode})
+    for (const BenchMode mode : {BenchMode::forward, BenchMode::backward, BenchMode::decode})
         if (std::any_of(run.results.begin(), run.results.end(), [mode](const BenchResult& r) { return r.mode == mode; }))
             out += "\n" + bench_text_table(run, mode);
     return out;
@@ -76,11 +76,11 @@ std::string bench_text(const BenchConfig& c, const BenchRun& run) {
 
 namespace {
 
-// One table per mode: forward settings by n with the scores held, decode settings by T
-// with the cache read per second and its share of the copy bandwidth.
+// One table per mode: forward and backward settings by n with the scores held, decode
+// settings by T with the cache read per second and its share of the copy bandwidth.
 std::string bench_text_table(const BenchRun& run, BenchMode mode) {
     const bool decode = mode == BenchMode::decode;
-    std::string out;
+    std::string out = mode == BenchMode::backward ? "backward (forward included; GFLOP/s counts 14·n·m·d_k per head):\n" : "";
     const std::string roofline_head = run.roofs ? fmt::format("{:>7}  {:>8}  {:<7} {:>5}", "FLOP/B", "bound", "roof", "of it") : "";
     const std::string middle_head = decode ? fmt::format("{:>10}  {:>6}", "cache GB/s", "% copy") : fmt::format("{:>12}", "scores held");
     out += fmt::format("{:>7}  {:<6} {:>10}  {:>19}  {:>8}  {}  {}  {}\n", decode ? "T" : "n", "impl", "ms", "min–max", "GFLOP/s", middle_head,
@@ -177,7 +177,7 @@ std::string bench_svg(const BenchConfig& c, const BenchRun& run) {
     double n_low = INFINITY, n_high = 0, ms_low = INFINITY, ms_high = 0;
     for (const auto& r : results) {
         if (r.status != "ok" || r.median_ms <= 0) continue;
-        lines[r.mode == BenchMode::decode ? r.impl + " decode" : r.impl].emplace_back(static_cast<double>(r.m), r.median_ms);  // m = n, or T
+        lines[r.mode == BenchMode::forward ? r.impl : r.impl + " " + bench_mode_name(r.mode)].emplace_back(static_cast<double>(r.m), r.median_ms);  // m = n, or T
         n_low = std::min(n_low, static_cast<double>(r.m));
         n_high = std::max(n_high, static_cast<double>(r.m));
         ms_low = std::min(ms_low, r.median_ms);

@@ -15,9 +15,10 @@ namespace attn_trace::cli {
 
 namespace {
 
-// "fast n=8192", "fast decode T=32768".
+// "fast n=8192", "fast backward n=4096", "fast decode T=32768".
 std::string point_label(const BenchResult& r) {
-    return r.mode == BenchMode::decode ? fmt::format("{} decode T={}", r.impl, r.m) : fmt::format("{} n={}", r.impl, r.n);
+    if (r.mode == BenchMode::decode) return fmt::format("{} decode T={}", r.impl, r.m);
+    return fmt::format("{}{} n={}", r.impl, r.mode == BenchMode::backward ? " backward" : "", r.n);
 }
 
 }  // namespace

@@ -49,6 +49,10 @@ query head over a KV cache of T tokens, query heads sharing KV heads (--kv-heads
 GQA); fast is then the cpu backend's decode kernel (flash-decoding), naive the
 unfused baseline with n = 1; their table shows the bytes of cache read per second
 beside the copy bandwidth. --decode runs decode settings only (fast by default).
+--grad times the backward instead of the forward at each --n: fast is the cpu
+backend's fused backward (what `grad --fast` runs: FlashAttention-2's, its forward
+included), credited with 14·n·m·d_k per head (4 forward, 10 backward; half when
+causal) and judged by grad_q on the reference rows; cuda has no backward yet.
 Each setting prints the median of the repeats after the warm-up runs with min–max,
 GFLOP/s counting 4·n·m·d_k per head (half when causal), the bytes of scores held at
 once, and the largest difference from the CPU reference pipeline (the plain-loop
@@ -64,6 +68,7 @@ Examples:
   attn-trace bench --n 65536 --impl fast --repeats 1 --warmup 0 --format json
   attn-trace bench --n 1024,8192 --dtype f64 --format csv > f64.csv
   attn-trace bench --decode --cache 4096,32768 --heads 32 --kv-heads 8 --dk 128 --threads 2
+  attn-trace bench --grad --n 1024,4096 --impl fast --threads 2
   attn-trace bench --n 1024,2048 --cache 4096,32768 --heads 32 --kv-heads 8 --dk 128 --impl fast --roofline roofline.svg)");
     auto* lengths = bench->add_option("--n", o.config.lengths, "sequence lengths n (= m), comma-separated")
         ->delimiter(',')
@@ -76,6 +81,8 @@ Examples:
         ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 24))
         ->capture_default_str();
     lengths->excludes(decode);
+    bench->add_flag("--grad", o.config.backward, "time the fused backward (forward included) at each --n instead of the forward; fast by default")
+        ->excludes(decode);
     bench->add_option("--kv-heads", o.config.kv_heads, "KV heads (GQA: --heads must be a multiple; default: --heads)")->check(CLI::Range(1, 1024));
     bench->add_option("--dk", o.config.d_k, "width per head (d_k = d_v)")->check(CLI::Range(1, 4096))->capture_default_str();
     bench->add_option("--heads", o.config.heads, "heads")->check(CLI::Range(1, 1024))->capture_default_str();
@@ -89,8 +96,8 @@ Examples:
     bench->add_option("--warmup", o.config.warmup, "untimed runs first")->check(CLI::Range(0, 1000))->capture_default_str();
     bench->add_option("--dtype", o.dtype, "f32 or f64")->check(CLI::IsMember({"f32", "f64"}))->capture_default_str();
     bench->add_option("--seed", o.config.seed, "seed of Q; K and V use seed+1, seed+2")->capture_default_str();
-    bench->add_option("--block-q", o.config.block_q, "fast: query rows per block Br (default 256; smaller for short sequences)");
-    bench->add_option("--block-k", o.config.block_k, "fast: keys per tile Bc (default 256)");
+    bench->add_option("--block-q", o.config.block_q, "fast: query rows per block Br (default 256; smaller for short sequences; --grad: 64)");
+    bench->add_option("--block-k", o.config.block_k, "fast: keys per tile Bc (default 256; --grad: 64)");
     add_format_option(*bench, o.format, formats_of(for_bench), "text, json or csv");
     bench->add_option("--svg", o.svg, "also draw time vs n (log-log, with an n² line) to this file");
     bench->add_option("--roofline", o.roofline, "also draw the roofline (GFLOP/s vs FLOP per byte, log-log, both roofs and every setting) to this file");
@@ -100,6 +107,7 @@ Examples:
     bench->callback([&exit_code, bench] {
         o.config.dtype = parse_dtype(o.dtype, "--dtype");
         if (bench->count("--cache")) o.config.cache_lengths = o.cache;
+        if (o.config.backward && bench->count("--impl") == 0) o.config.impls = {"fast"};
         if (o.decode) {  // decode settings only: the default cache and the decode kernel alone
             o.config.lengths.clear();
             o.config.cache_lengths = o.cache;

@@ -64,4 +64,12 @@ expect_exit 0 'fast decode T=64' -- cat both.svg
 expect_exit 0 '^ +T  impl' -- "$ATTN_TRACE" bench --n 48 --cache 64 --dk 8 --impl fast --repeats 1 --warmup 0
 expect_exit 2 '--causal has no meaning for a decode step \(--cache\)' -- "$ATTN_TRACE" bench --decode --cache 8 --causal
 expect_exit 0 'bench --decode --cache' -- "$ATTN_TRACE" bench --help
+# bench --grad: the fused backward, forward included, judged by grad_q's reference rows.
+expect_exit 0 'backward \(forward included; GFLOP/s counts 14·n·m·d_k per head\)' -- "$ATTN_TRACE" bench --grad --n 40 --dk 8 --causal --repeats 1 --warmup 0
+expect_exit 0 '^ +40  fast .*e-0[6-9] vs cpu reference grad_q \(24 rows\)' -- "$ATTN_TRACE" bench --grad --n 40 --dk 8 --causal --repeats 1 --warmup 0
+expect_exit 0 '"mode": ?"backward"' -- "$ATTN_TRACE" bench --grad --n 40 --dk 8 --repeats 1 --warmup 0 --format json
+expect_exit 0 '' -- "$ATTN_TRACE" bench --grad --n 40 --dk 8 --repeats 1 --warmup 0 --roofline grad_roofline.svg
+expect_exit 0 'fast backward n=40' -- cat grad_roofline.svg
+expect_exit 2 '--grad times the fused backward .*no unfused backward' -- "$ATTN_TRACE" bench --grad --n 40 --impl naive,fast
+expect_exit 2 'excludes' -- "$ATTN_TRACE" bench --grad --decode
 finish

@@ -19,11 +19,13 @@ namespace attn_trace {
 enum class BenchMode {
     forward,  // self-attention of n queries over n keys (n = m)
     decode,   // one decode step: one query per head over a KV cache of T tokens
+    backward, // the fused backward of self-attention of n queries (forward included): dQ, dK, dV
 };
-std::string bench_mode_name(BenchMode mode);  // "forward", "decode"
+std::string bench_mode_name(BenchMode mode);  // "forward", "decode", "backward"
 
 struct BenchConfig {
-    std::vector<std::size_t> lengths{128, 1024, 8192};  // forward settings: n (= m)
+    std::vector<std::size_t> lengths{128, 1024, 8192};  // forward (or backward) settings: n (= m)
+    bool backward = false;                               // the lengths time the fused backward, not the forward
     std::vector<std::size_t> cache_lengths;              // decode settings: the cache length T (after the forward ones)
     std::size_t d_k = 64;                                // d_v = d_k
     int heads = 1;
