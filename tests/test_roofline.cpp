@@ -7,6 +7,24 @@
 
 using namespace attn_trace;
 
+namespace {
+
+// A setting small enough to run in the tests: GQA 4:2, one fast run, no roofs.
+BenchConfig tiny(std::size_t n, std::size_t d_k) {
+    BenchConfig c;
+    c.lengths = {n};
+    c.d_k = d_k;
+    c.heads = 4;
+    c.kv_heads = 2;
+    c.impls = {"fast"};
+    c.repeats = 1;
+    c.warmup = 0;
+    c.measure_roofs = false;
+    return c;
+}
+
+}  // namespace
+
 TEST_CASE("forward intensity: 4·n²·d flops over Q, K, V and out once", "[bench][roofline]") {
     BenchConfig c;
     c.d_k = 64;
@@ -53,15 +71,7 @@ TEST_CASE("a point is bound by the lower roof, and its fraction is of that bound
 }
 
 TEST_CASE("bench without roofs leaves the roofline out; decode settings follow forward ones; heads a multiple of kv_heads", "[bench][roofline]") {
-    BenchConfig c;
-    c.lengths = {20};
-    c.d_k = 8;
-    c.heads = 4;
-    c.kv_heads = 2;
-    c.impls = {"fast"};
-    c.repeats = 1;
-    c.warmup = 0;
-    c.measure_roofs = false;
+    BenchConfig c = tiny(20, 8);
     const BenchRun run = run_bench(c, nullptr);
     REQUIRE_FALSE(run.roofs);
     REQUIRE(run.results.size() == 1);
@@ -90,15 +100,10 @@ TEST_CASE("backward settings: 14·n²·d flops (forward included), eight matrice
     REQUIRE(work.bytes == 8.0 * 1024 * 64 * 4);  // Q, K, V, dO in; out, dQ, dK, dV out
     c.causal = true;
     REQUIRE(bench_work(c, BenchMode::backward, 1024).flops == 7.0 * 1024 * 1024 * 64);
-    c.lengths = {37};
-    c.d_k = 12;
-    c.heads = 4;
-    c.kv_heads = 2;
-    c.impls = {"fast"};
-    c.repeats = 1;
-    c.warmup = 0;
+    c = tiny(37, 12);
+    c.backward = true;
+    c.causal = true;
     c.threads = 2;
-    c.measure_roofs = false;
     const BenchRun run = run_bench(c, nullptr);
     REQUIRE(run.results.size() == 1);
     const BenchResult& r = run.results[0];
