@@ -286,7 +286,7 @@ def compare_backward(args, binary, np, torch, F):
     agree = 1e-3 if args.dtype == "f32" else 1e-9  # gradients sum n terms more than out does
     ours_ms = {n: [] for n in lengths}
     sdpa_ms = {n: [] for n in lengths}
-    peaks, kernels, flops, diffs, inputs = [], set(), {}, {}, {}
+    peaks, bandwidths, kernels, flops, diffs, inputs = [], [], set(), {}, {}, {}
     with tempfile.TemporaryDirectory() as dump:
         for round_index in range(args.rounds):
             for n in lengths:
@@ -298,6 +298,7 @@ def compare_backward(args, binary, np, torch, F):
                 report = run_bench(binary, command + (["--dump", dump] if round_index == 0 else []))
                 kernels.add(report.get("kernel", "?"))
                 peaks.append(report["roofs"]["fma_gflops"])
+                bandwidths.append(report["roofs"]["copy_gb_per_s"])
                 fast = report["results"][0]
                 ours_ms[n].append(fast["median_ms"])
                 flops[n] = fast["gflops"] * fast["median_ms"] * 1e6
@@ -322,7 +323,8 @@ def compare_backward(args, binary, np, torch, F):
           f"--warmup {args.warmup} --format json --dtype {args.dtype}{' --causal' if args.causal else ''} [--dump DIR]")
     print(f"torch {torch.__version__} (SDPA forward + backward through autograd), {args.threads} threads, d_k = {args.dk}, heads = {args.heads}, "
           f"{'causal' if args.causal else 'no mask'}, {'float32' if args.dtype == 'f32' else 'float64'}; "
-          f"multiply-add peak (attn-trace bench's roof) {peak:.1f} GFLOP/s (median of {len(peaks)} runs)")
+          f"roofs (attn-trace bench, medians of {len(peaks)} runs): multiply-add peak {peak:.1f} GFLOP/s, copy bandwidth "
+          f"{statistics.median(bandwidths):.1f} GB/s (read + written); the backward is compute-bound (FLOP/B = 14·n·d_k / (8·d_k·4) in float32)")
     print(f"attn-trace's CPU kernel: {', '.join(sorted(kernels))}; {args.rounds} round(s), each side's median of {args.repeats} repeats per round; "
           f"ms are medians over the rounds; GFLOP/s counts 14·n²·d_k per head (4 forward + 10 backward, half when causal) for both")
     print(f"{'n':>6} {'fast ms':>9} {'sdpa ms':>9} {'sdpa/fast':>9} {'rounds':>11} {'fast GF/s':>9} {'% peak':>7} {'sdpa GF/s':>9} {'max |diff|':>10}")
