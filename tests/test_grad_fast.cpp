@@ -49,8 +49,10 @@ GradOptions fused(std::size_t block_q, std::size_t block_k, int threads) {
 }  // namespace
 
 TEST_CASE("the fused backward equals the step-by-step one: GQA, key-range masks, widths off the vector, tiles and threads", "[grad][fast]") {
-    const ProblemShape shape{37, 53, 4, 2, 20, 12};
-    for (const char* mask : {"none", "causal", "causal-bottom-right"}) {
+    // n > m under causal-bottom-right leaves the first rows empty (zero policy: no gradient).
+    for (const auto& [shape, mask] : {std::pair{ProblemShape{37, 53, 4, 2, 20, 12}, nlohmann::json("none")}, {ProblemShape{37, 53, 4, 2, 20, 12}, "causal"},
+                                      {ProblemShape{53, 37, 4, 2, 20, 12}, "causal-bottom-right"},
+                                      {ProblemShape{53, 37, 4, 2, 20, 12}, {{"window", {{"left", 5}, {"right", 3}}}}}}) {
         nlohmann::json json = random_qkv(shape, 11);
         json["mask"] = mask;
         const Problem p = parse_problem(json.dump(), "t.json");
@@ -58,11 +60,13 @@ TEST_CASE("the fused backward equals the step-by-step one: GQA, key-range masks,
         untiled.d_out = "random:5";
         for (const Dtype dtype : {Dtype::f64, Dtype::f32}) {
             const Trace want = pipeline_grad(p, RunOptions{dtype, "cpu"}, untiled);
-            for (const auto& [bq, bk, threads] : {std::tuple{16, 8, 1}, std::tuple{7, 64, 2}, std::tuple{0, 0, 2}}) {
-                INFO("mask " << mask << ", " << dtype_name(dtype) << ", Br " << bq << " Bc " << bk << ", " << threads << " threads");
+            // Bc = 8 with 2 threads: several key tiles, so both workers sum into dQ and own dK, dV tiles.
+            for (const auto& [bq, bk, threads] : {std::tuple{16, 8, 1}, std::tuple{16, 8, 2}, std::tuple{7, 5, 2}, std::tuple{0, 0, 2}}) {
+                INFO("mask " << mask.dump() << ", " << dtype_name(dtype) << ", Br " << bq << " Bc " << bk << ", " << threads << " threads");
                 const Trace got = pipeline_grad(p, RunOptions{dtype, "cpu"}, fused(static_cast<std::size_t>(bq), static_cast<std::size_t>(bk), threads));
                 require_same_gradients(got, want, dtype == Dtype::f64 ? tolerances::same_math_f64 : tolerances::same_math_f32);
-                if (std::string(mask) == "none") CHECK(trace_number(got, "tiles_skipped") == 0);
+                if (mask == "none") CHECK(trace_number(got, "tiles_skipped") == 0);
+                if (threads == 2 && bk == 8) CHECK(trace_number(got, "workers") == 2);
             }
         }
     }
@@ -134,4 +138,13 @@ TEST_CASE("bench's judge of the fused backward, grad_q from the reference weight
         for (std::size_t r = 0; r < 5; ++r)
             for (std::size_t c = 0; c < 5; ++c) CHECK(got(r, static_cast<std::size_t>(h) * 5 + c) == Approx(head(3 + r, c)).margin(1e-13));
     }
+}
+
+TEST_CASE("the fused backward applies the empty-row policy as grad does", "[grad][fast][errors]") {
+    nlohmann::json json = random_qkv({6, 4, 1, 1, 4, 4}, 1);
+    json["mask"] = "causal-bottom-right";  // n > m: rows 0 and 1 read no key
+    json.erase("empty_rows");                // the default policy: an error
+    const Problem p = parse_problem(json.dump(), "t.json");
+    CHECK_THROWS_AS(pipeline_grad(p, {}, GradOptions{}), InputError);
+    CHECK_THROWS_WITH(pipeline_grad(p, {}, fused(0, 0, 1)), Catch::Contains("reads no key") || Catch::Contains("empty"));
 }

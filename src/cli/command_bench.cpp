@@ -82,7 +82,8 @@ Examples:
         ->capture_default_str();
     lengths->excludes(decode);
     bench->add_flag("--grad", o.config.backward, "time the fused backward (forward included) at each --n instead of the forward; fast by default")
-        ->excludes(decode);
+        ->excludes(decode)
+        ->excludes("--cache");
     bench->add_option("--kv-heads", o.config.kv_heads, "KV heads (GQA: --heads must be a multiple; default: --heads)")->check(CLI::Range(1, 1024));
     bench->add_option("--dk", o.config.d_k, "width per head (d_k = d_v)")->check(CLI::Range(1, 4096))->capture_default_str();
     bench->add_option("--heads", o.config.heads, "heads")->check(CLI::Range(1, 1024))->capture_default_str();

@@ -32,7 +32,7 @@ tile recomputes p = exp(z − lse), grad_p = grad_out V_tᵀ and grad_s = p ⊙ 
 are kept while n · m ≤ 65 536 per head); max_abs_diff_vs_full compares with the untiled gradients.
 --fast runs the same backward fused on the fast path's kernels (64 × 64 tiles, vectorised, one thread
 per core over key tiles): no (n, m) step, only lse, delta, grad_q, grad_k, grad_v and the input
-gradients; f32 or f64, masks by key ranges (causal, window, lengths); n = 65 536 fits in under 1 GB.
+gradients; f32 or f64, masks by key ranges (causal, window, lengths); n = 65 536, d_k = 64, one head on 2 threads took 0.6-0.7 GB.
 
 Examples:
   attn-trace grad examples/damaged_on_arrival.json

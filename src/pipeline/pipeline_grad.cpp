@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <thread>
 
 #include <fmt/format.h>
@@ -185,6 +186,10 @@ private:
         Matrix grad_q(p_.n, static_cast<std::size_t>(p_.heads) * p_.d_k);
         for (int h = 0; h < p_.heads; ++h) {
             const std::size_t hs = static_cast<std::size_t>(h);
+            std::vector<std::size_t> empty;  // rows that read no key: the empty-row policy applies as in `grad`
+            for (std::size_t i = 0; i < p_.n; ++i)
+                if (g.lse(hs, i) == -std::numeric_limits<double>::infinity()) empty.push_back(i);
+            steps_.note_empty_rows(empty, h, b);
             steps_.record(StepName::lse, "m + ln ℓ, kept from the fused forward pass", block_of(g.lse, hs, 1, 0, p_.n).transposed(), h, b, queries);
             steps_.record(StepName::delta, "rowsum(dO ⊙ O)", block_of(g.delta, hs, 1, 0, p_.n).transposed(), h, b, queries);
             Matrix q = g.grad_q.columns(hs * p_.d_k, p_.d_k);

@@ -84,4 +84,7 @@ expect_exit 2 "the fused backward computes in f64 or f32 only, and f16 is traced
 expect_exit 2 "--fast is the fused backward and --tiled the step-by-step one: choose one" -- "$T" grad "$E/damaged_on_arrival.json" --fast --tiled
 expect_exit 2 "--row needs the whole weights of a row, which the fused backward never holds" -- "$T" grad "$E/damaged_on_arrival.json" --fast --row 1
 expect_exit 3 "cannot run this fused attention backward: it has no softcap" -- "$T" grad "$SOURCE_DIR/tests/golden/grad_causal_softcap.json" --fast
+printf '%s' '{"Q": [[1, 0], [0, 1], [1, 1]], "K": [[1, 0], [0, 1]], "V": [[1, 2], [3, 4]], "mask": "causal-bottom-right"}' > empty_row.json
+expect_exit 2 "empty" -- "$T" grad empty_row.json --fast
+expect_exit 2 "--grad" -- "$ATTN_TRACE" bench --grad --n 8 --cache 8
 finish

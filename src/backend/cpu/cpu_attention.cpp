@@ -5,6 +5,8 @@
 #include <type_traits>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "attn_trace/errors.hpp"
 #include "backend_cpu.hpp"
 #include "blas_library.hpp"
@@ -93,6 +95,9 @@ AttentionResult unfused(const AttentionCall& call) {
 template <typename T>
 AttentionGradients fused_backward(const AttentionCall& call, const Matrix& d_out) {
     const std::size_t n = call.n(), m = call.m(), heads = static_cast<std::size_t>(call.heads), kv_heads = static_cast<std::size_t>(call.kv_heads);
+    if (d_out.rows() != n || d_out.cols() < heads * call.d_v)
+        throw InputError(fmt::format("the upstream gradient of the fused backward is ({}, {}); it must be (n, ≥ H·d_v) = ({}, {})", d_out.rows(),
+                                     d_out.cols(), n, heads * call.d_v));
     std::vector<T> out(n * heads * call.d_v), lse(heads * n), delta(heads * n), grad_q(n * heads * call.d_k), grad_k(m * kv_heads * call.d_k),
         grad_v(m * kv_heads * call.d_v);
     FlashBackwardSettings settings;

@@ -10,7 +10,7 @@
 //     dP = dO_b V_tᵀ;  dS = s·P ⊙ (dP − delta_b)                        (Br, Bc)
 //     dK_t += dSᵀ Q_b;  dQ_b += dS K_t (the worker's own dQ buffer)     (Bc, d_k), (Br, d_k)
 // and after each KV head the workers' dQ buffers are added up. So each tile is recomputed once, the five
-// products are 10·Br·Bc·d multiply-adds per tile, and no two workers write one value.
+// products are 5·Br·Bc·d multiply-adds (10·Br·Bc·d FLOPs) per tile, and no two workers write one value.
 //
 // The products are register-tiled like the forward's micro-kernels (MR rows by two
 // vectors, panel_kernels-inl.hpp), but on row-major operands: B's rows are vectors
@@ -324,6 +324,7 @@ namespace {
 template <typename T, typename Dispatch>
 AttentionStats backward(const FastAttentionInput<T, double>& input, const double* d_out, std::size_t d_out_stride, const FlashBackwardOutput<T>& output,
                         const FlashBackwardSettings& settings, Dispatch dispatch) {
+    settle_kernel_target();  // ATTN_TRACE_KERNEL applies to the backward whatever ran before it
     const std::size_t rows = input.n * static_cast<std::size_t>(input.heads);
     std::vector<T> row_max(rows), row_sum(rows);
     FastAttentionSettings forward;
