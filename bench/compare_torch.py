@@ -111,6 +111,28 @@ def run_bench(binary, arguments):
     return json.loads(run.stdout)
 
 
+class BenchRuns:
+    """Every `attn-trace bench` run of one comparison, and what each reports besides its
+    timings: the CPU kernel target and both roofs (their medians are printed)."""
+
+    def __init__(self, binary):
+        self.binary, self.kernels, self.peaks, self.bandwidths = binary, set(), [], []
+
+    def run(self, command, dump=None):
+        """One run: its results, {impl: result}."""
+        report = run_bench(self.binary, command + (["--dump", dump] if dump else []))
+        self.kernels.add(report.get("kernel", "?"))
+        self.peaks.append(report["roofs"]["fma_gflops"])
+        self.bandwidths.append(report["roofs"]["copy_gb_per_s"])
+        return {r["impl"]: r for r in report["results"]}
+
+    def peak(self):
+        return statistics.median(self.peaks)
+
+    def bandwidth(self):
+        return statistics.median(self.bandwidths)
+
+
 def timed(function, repeats, warmup):
     for _ in range(warmup):
         result = function()
@@ -130,25 +152,17 @@ def compare_forward(args, binary, np, torch, F):
         return max(args.repeats, min(1000, -(-args.repeats * 4096**2 // n**2)))  # bench takes at most 1000
 
     def bench(n, impls, dump=None):
-        """One `attn-trace bench` run for one n: {impl: result}; its roofs go to `peaks`."""
+        """One `attn-trace bench` run for one n: {impl: result}."""
         command = ["--n", str(n), "--dk", str(args.dk), "--heads", str(args.heads), "--threads", str(args.threads),
                    "--impl", impls, "--repeats", str(repeats_for(n)), "--warmup", str(args.warmup), "--dtype", args.dtype]
-        if args.causal:
-            command.append("--causal")
-        if dump:
-            command += ["--dump", dump]
-        report = run_bench(binary, command)
-        kernels.add(report.get("kernel", "?"))
-        peaks.append(report["roofs"]["fma_gflops"])
-        return {r["impl"]: r for r in report["results"]}
+        return runs.run(command + (["--causal"] if args.causal else []), dump)
 
-    kernels = set()  # the CPU kernel target bench reports (avx512, avx2, baseline)
+    runs = BenchRuns(binary)
     fast_ms = {n: [] for n in lengths}
     sdpa_ms = {n: [] for n in lengths}
     flops = {}  # n -> the work of one run, as bench counts it (its GFLOP/s times its time)
     first = {}  # n -> the first round's naive result, readable time and largest difference
     rooflines = []
-    peaks = []
     failures = 0
     element = np.float32 if args.dtype == "f32" else np.float64  # what bench computes in and dumps
     agree = 1e-4 if args.dtype == "f32" else 1e-10
@@ -194,10 +208,10 @@ def compare_forward(args, binary, np, torch, F):
           f"{'causal' if args.causal else 'no mask'}, {'float32' if args.dtype == 'f32' else 'float64'}; "
           f"{'sgemm' if args.dtype == 'f32' else 'dgemm'} (numpy 4096^3) {roofline:.1f} GFLOP/s "
           f"(median of {args.rounds}: {', '.join(f'{r:.0f}' for r in rooflines)})")
-    peak = statistics.median(peaks)
+    peak = runs.peak()
     print(f"multiply-add peak (attn-trace bench's roof, {args.threads} threads{', halved for float64' if args.dtype == 'f64' else ''}) "
-          f"{peak:.1f} GFLOP/s (median of {len(peaks)} bench runs): no attention can pass this")
-    print(f"attn-trace's CPU kernel: {', '.join(sorted(kernels))} (ATTN_TRACE_KERNEL={os.environ.get('ATTN_TRACE_KERNEL', '')!s})")
+          f"{peak:.1f} GFLOP/s (median of {len(runs.peaks)} bench runs): no attention can pass this")
+    print(f"attn-trace's CPU kernel: {', '.join(sorted(runs.kernels))} (ATTN_TRACE_KERNEL={os.environ.get('ATTN_TRACE_KERNEL', '')!s})")
     print(f"repeats R per setting: {', '.join(f'{repeats_for(n)} at n = {n}' for n in lengths)}")
     print(f"{args.rounds} round(s); ms are medians over the rounds of each round's median; sdpa/fast is the median of the rounds' ratios")
     print(f"{'n':>6} {'fast ms':>9} {'naive ms':>9} {'sdpa ms':>9} {'readable':>9} {'sdpa/fast':>9} {'rounds':>11} {'fast GF/s':>9} "
@@ -228,19 +242,14 @@ def compare_decode(args, binary, np, torch, F):
     agree = 1e-4 if args.dtype == "f32" else 1e-10
     ours_ms = {t: [] for t in caches}
     sdpa_ms = {t: [] for t in caches}
-    peaks, bandwidths, kernels, cache_bytes, diffs = [], [], set(), {}, {}
-    inputs = {}
+    runs, cache_bytes, diffs, inputs = BenchRuns(binary), {}, {}, {}
     with tempfile.TemporaryDirectory() as dump, torch.inference_mode():
         for round_index in range(args.rounds):
             for t in caches:
                 print(f"round {round_index + 1}/{args.rounds}, T = {t} ...", file=sys.stderr, flush=True)
                 command = ["--decode", "--cache", str(t), "--heads", str(args.heads), "--kv-heads", str(kv_heads), "--dk", str(args.dk),
                            "--threads", str(args.threads), "--repeats", str(args.repeats), "--warmup", str(args.warmup), "--dtype", args.dtype]
-                report = run_bench(binary, command + (["--dump", dump] if round_index == 0 else []))
-                kernels.add(report.get("kernel", "?"))
-                peaks.append(report["roofs"]["fma_gflops"])
-                bandwidths.append(report["roofs"]["copy_gb_per_s"])
-                fast = report["results"][0]
+                fast = runs.run(command, dump if round_index == 0 else None)["fast"]
                 ours_ms[t].append(fast["median_ms"])
                 cache_bytes[t] = fast["cache_bytes"]
                 if t not in inputs:
@@ -256,15 +265,15 @@ def compare_decode(args, binary, np, torch, F):
                 ms, _, _, out = timed(step, args.repeats, args.warmup)
                 sdpa_ms[t].append(ms)
                 diffs[t] = float(np.abs(out[0, :, 0, :].numpy() - ours_out).max())
-    peak, bandwidth = statistics.median(peaks), statistics.median(bandwidths)
+    peak, bandwidth = runs.peak(), runs.bandwidth()
     print(f"$ {binary} bench --decode --cache T --heads {args.heads} --kv-heads {kv_heads} --dk {args.dk} --threads {args.threads} "
           f"--repeats {args.repeats} --warmup {args.warmup} --format json --dtype {args.dtype} [--dump DIR]")
     print(f"torch {torch.__version__} (SDPA, one query, {'enable_gqa=True' if gqa else 'cache repeated per query head: no enable_gqa'}), "
           f"numpy {np.__version__}, {args.threads} threads, {args.heads} query heads over {kv_heads} KV heads, d_k = d_v = {args.dk}, "
           f"{'float32' if args.dtype == 'f32' else 'float64'}")
-    print(f"roofs (attn-trace bench, medians of {len(peaks)} runs): multiply-add peak {peak:.1f} GFLOP/s, copy bandwidth {bandwidth:.1f} GB/s "
+    print(f"roofs (attn-trace bench, medians of {len(runs.peaks)} runs): multiply-add peak {peak:.1f} GFLOP/s, copy bandwidth {bandwidth:.1f} GB/s "
           f"(read + written)")
-    print(f"attn-trace's CPU kernel: {', '.join(sorted(kernels))}; {args.rounds} round(s), each side's median of {args.repeats} repeats per round; "
+    print(f"attn-trace's CPU kernel: {', '.join(sorted(runs.kernels))}; {args.rounds} round(s), each side's median of {args.repeats} repeats per round; "
           f"ms are medians over the rounds; GB/s counts the KV cache read once")
     print(f"{'T':>7} {'cache MB':>9} {'fast ms':>9} {'sdpa ms':>9} {'sdpa/fast':>9} {'fast GB/s':>9} {'% copy':>7} {'sdpa GB/s':>9} {'% copy':>7} "
           f"{'max |diff|':>10}")
@@ -286,7 +295,7 @@ def compare_backward(args, binary, np, torch, F):
     agree = 1e-3 if args.dtype == "f32" else 1e-9  # gradients sum n terms more than out does
     ours_ms = {n: [] for n in lengths}
     sdpa_ms = {n: [] for n in lengths}
-    peaks, bandwidths, kernels, flops, diffs, inputs = [], [], set(), {}, {}, {}
+    runs, flops, diffs, inputs = BenchRuns(binary), {}, {}, {}
     with tempfile.TemporaryDirectory() as dump:
         for round_index in range(args.rounds):
             for n in lengths:
@@ -295,11 +304,7 @@ def compare_backward(args, binary, np, torch, F):
                            "--repeats", str(args.repeats), "--warmup", str(args.warmup), "--dtype", args.dtype]
                 if args.causal:
                     command.append("--causal")
-                report = run_bench(binary, command + (["--dump", dump] if round_index == 0 else []))
-                kernels.add(report.get("kernel", "?"))
-                peaks.append(report["roofs"]["fma_gflops"])
-                bandwidths.append(report["roofs"]["copy_gb_per_s"])
-                fast = report["results"][0]
+                fast = runs.run(command, dump if round_index == 0 else None)["fast"]
                 ours_ms[n].append(fast["median_ms"])
                 flops[n] = fast["gflops"] * fast["median_ms"] * 1e6
                 if n not in inputs:
@@ -318,14 +323,14 @@ def compare_backward(args, binary, np, torch, F):
                 ms, _, _, grads = timed(forward_backward, args.repeats, args.warmup)
                 sdpa_ms[n].append(ms)
                 diffs[n] = max(float((got - ours[name]).abs().max()) for name, got in zip(("grad_q", "grad_k", "grad_v"), grads))
-    peak = statistics.median(peaks)
+    peak = runs.peak()
     print(f"$ {binary} bench --grad --n N --dk {args.dk} --heads {args.heads} --threads {args.threads} --repeats {args.repeats} "
           f"--warmup {args.warmup} --format json --dtype {args.dtype}{' --causal' if args.causal else ''} [--dump DIR]")
     print(f"torch {torch.__version__} (SDPA forward + backward through autograd), {args.threads} threads, d_k = {args.dk}, heads = {args.heads}, "
           f"{'causal' if args.causal else 'no mask'}, {'float32' if args.dtype == 'f32' else 'float64'}; "
-          f"roofs (attn-trace bench, medians of {len(peaks)} runs): multiply-add peak {peak:.1f} GFLOP/s, copy bandwidth "
-          f"{statistics.median(bandwidths):.1f} GB/s (read + written); the backward is compute-bound (FLOP/B = 14·n·d_k / (8·d_k·4) in float32)")
-    print(f"attn-trace's CPU kernel: {', '.join(sorted(kernels))}; {args.rounds} round(s), each side's median of {args.repeats} repeats per round; "
+          f"roofs (attn-trace bench, medians of {len(runs.peaks)} runs): multiply-add peak {peak:.1f} GFLOP/s, copy bandwidth "
+          f"{runs.bandwidth():.1f} GB/s (read + written); the backward is compute-bound (FLOP/B = 14·n·d_k / (8·d_k·4) in float32)")
+    print(f"attn-trace's CPU kernel: {', '.join(sorted(runs.kernels))}; {args.rounds} round(s), each side's median of {args.repeats} repeats per round; "
           f"ms are medians over the rounds; GFLOP/s counts 14·n²·d_k per head (4 forward + 10 backward, half when causal) for both")
     print(f"{'n':>6} {'fast ms':>9} {'sdpa ms':>9} {'sdpa/fast':>9} {'rounds':>11} {'fast GF/s':>9} {'% peak':>7} {'sdpa GF/s':>9} {'max |diff|':>10}")
     failures = 0
