@@ -103,11 +103,14 @@ TEST_CASE("fast path equals the full trace with the kernel's default blocks", "[
     require_fast_equals_full(causal, Dtype::f64, FastPathOptions{.threads = 2, .reason = ""});
     // A window wider than a panel: each panel's keys split into a masked left edge, an
     // unmasked middle and a masked right edge, over several key tiles.
-    json window = qkv_problem(300, 300, 8, 8);
-    window["mask"] = {{"window", {{"left", 70}, {"right", 20}}}};
-    for (const Dtype dtype : {Dtype::f32, Dtype::f64})
-        for (const std::size_t block_k : {std::size_t{0}, std::size_t{24}})
-            require_fast_equals_full(window, dtype, FastPathOptions{.threads = 2, .block_q = 0, .block_k = block_k, .reason = ""});
+    // Also with more keys than queries (the window aligned to the last key).
+    for (const std::size_t m : {std::size_t{300}, std::size_t{340}}) {
+        json window = qkv_problem(300, m, 8, 8);
+        window["mask"] = {{"window", {{"left", 70}, {"right", 20}}}};
+        for (const Dtype dtype : {Dtype::f32, Dtype::f64})
+            for (const std::size_t block_k : {std::size_t{0}, std::size_t{24}})
+                require_fast_equals_full(window, dtype, FastPathOptions{.threads = 2, .block_q = 0, .block_k = block_k, .reason = ""});
+    }
 }
 
 TEST_CASE("fast path equals the full trace under every mask form", "[fast]") {

@@ -120,7 +120,7 @@ private:
         // take the unmasked way, and only the edges (a causal diagonal, a window's
         // ends: fewer than NR keys each) are masked row by row. Without the split a
         // causal diagonal tile went the masked way whole: 13 % of the causal kernel's
-        // samples at n = 8192, 2 % of its time (docs/PERFORMANCE.md#the-causal-pass).
+        // samples at n = 8192, though at most 2 % of its time (docs/PERFORMANCE.md#the-causal-pass).
         const std::size_t c0 = std::clamp(range.all.first, lo, hi), c1 = std::clamp(range.all.end, c0, hi);
         if (lo < c0) attend_keys(tile, lo - j0, c0 - j0, true, false, scratch);
         if (c0 < c1) attend_keys(tile, c0 - j0, c1 - j0, false, false, scratch);
