@@ -13,6 +13,7 @@
 #include "attn_trace/attention_parts.hpp"
 #include "attn_trace/errors.hpp"
 #include "attn_trace/explain.hpp"
+#include "stepwise_test_problems.hpp"
 #include "test_helpers.hpp"
 
 using namespace attn_trace;
@@ -163,6 +164,30 @@ TEST_CASE("the tiled backward (FlashAttention-2) equals the untiled one and reco
     const Problem with_dropout = parse_problem(direct, "t.json");
     CHECK_THROWS_WITH(pipeline_grad(with_dropout, {}, GradOptions{"", std::nullopt, TiledOptions{}, std::nullopt}), Catch::Contains("dropout in train mode"));
     CHECK_THROWS_WITH(pipeline_grad(parse_problem(projected, "t.json"), {}, GradOptions{"", 1, TiledOptions{}, std::nullopt}), Catch::Contains("row"));
+}
+
+TEST_CASE("the tiled backward keeps the nan empty-row policy: its NaN is where the untiled one's is, skipped tiles or not", "[grad][tiled]") {
+    // n = 6 > m = 4 under causal-bottom-right: rows 0 and 1 read no key, so with Br = 2 their
+    // block's tiles are all masked. Their NaN weights still reach every dK and dV entry, as in
+    // the untiled backward (itself checked against torch.autograd: tests/golden/grad_empty_rows_nan.json).
+    nlohmann::json json = random_qkv({6, 4, 2, 1, 3, 3}, 4);
+    json["mask"] = "causal-bottom-right";
+    json["empty_rows"] = "nan";
+    const Problem p = parse_problem(json.dump(), "t.json");
+    const Trace untiled = pipeline_grad(p, {}, GradOptions{"random:2", std::nullopt, std::nullopt, std::nullopt});
+    for (const TiledOptions tiles : {TiledOptions{2, 2}, TiledOptions{1, 3}, TiledOptions{4, 4}}) {
+        INFO("Br " << tiles.block_q << " Bc " << tiles.block_k);
+        const Trace tiled = pipeline_grad(p, {}, GradOptions{"random:2", std::nullopt, tiles, std::nullopt});
+        CHECK(trace_number(tiled, "max_abs_diff_vs_full") < 1e-13);
+        for (const char* name : {"grad_q", "grad_k", "grad_v"})
+            for (int h = 0; h < (name == std::string("grad_q") ? 2 : 1); ++h) {
+                INFO(name << " head " << h);
+                CHECK(compare_matrices(step_values(tiled, name, h), step_values(untiled, name, h), tolerances::same_math_f64).passed());
+            }
+        CHECK(std::isnan(step_values(tiled, "grad_v", 0)(3, 1)));
+        CHECK(std::isnan(step_values(tiled, "grad_q", 1)(1, 0)));
+        CHECK(std::isfinite(step_values(tiled, "grad_q", 1)(2, 0)));
+    }
 }
 
 namespace {

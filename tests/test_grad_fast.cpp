@@ -1,5 +1,6 @@
 // grad's fused backward (docs/COMMANDS.md#grad, fast) against the step-by-step backward, the
 // judge (itself checked against finite differences in test_grad.cpp and torch.autograd's goldens).
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -147,4 +148,30 @@ TEST_CASE("the fused backward applies the empty-row policy as grad does", "[grad
     const Problem p = parse_problem(json.dump(), "t.json");
     CHECK_THROWS_AS(pipeline_grad(p, {}, GradOptions{}), InputError);
     CHECK_THROWS_WITH(pipeline_grad(p, {}, fused(0, 0, 1)), Catch::Contains("reads no key") || Catch::Contains("empty"));
+}
+
+TEST_CASE("under the nan empty-row policy the fused backward's NaN is where grad's is", "[grad][fast]") {
+    // n > m under causal-bottom-right: rows 0 to 2 read no key. Their NaN weights (grad's A)
+    // make their dQ rows NaN and, summed over every query row, all of dK and dV; the other
+    // dQ rows stay finite (docs/PROBLEM.md#scale-softcap-empty-rows).
+    nlohmann::json json = random_qkv({8, 5, 4, 2, 4, 3}, 2);
+    json["mask"] = "causal-bottom-right";
+    json["empty_rows"] = "nan";
+    const Problem p = parse_problem(json.dump(), "t.json");
+    GradOptions untiled;
+    untiled.d_out = "random:5";
+    for (const Dtype dtype : {Dtype::f64, Dtype::f32})
+        for (const int threads : {1, 2}) {
+            INFO(dtype_name(dtype) << ", " << threads << " threads");
+            const Trace want = pipeline_grad(p, RunOptions{dtype, "cpu"}, untiled);
+            const Trace got = pipeline_grad(p, RunOptions{dtype, "cpu"}, fused(2, 2, threads));
+            require_same_gradients(got, want, dtype == Dtype::f64 ? tolerances::same_math_f64 : tolerances::same_math_f32);
+            const Matrix& grad_q = step_values(got, "grad_q", 3);
+            CHECK(std::isnan(grad_q(2, 0)));
+            CHECK(std::isfinite(grad_q(3, 0)));
+            CHECK(std::isnan(step_values(got, "grad_k", 1)(4, 2)));
+            CHECK(std::isnan(step_values(got, "grad_v", 0)(0, 0)));
+            CHECK(std::isnan(step_values(got, "delta", 0)(1, 0)));
+            CHECK(std::isfinite(step_values(got, "delta", 0)(3, 0)));
+        }
 }

@@ -302,16 +302,21 @@ private:
         steps_.record(StepName::lse, "m + ln ℓ, kept from the forward pass", lse, h, b, queries);
         steps_.record(StepName::delta, "rowsum(dO ⊙ O)", delta, h, b, queries);
         const bool keep_tiles = p_.n * p_.m <= 65536;
+        const bool nan_rows = p_.empty_rows == EmptyRows::nan;
         const double s = p_.scale_factor();
         HeadGradients g{Matrix(p_.n, p_.d_k, 0.0), Matrix(p_.m, p_.d_k, 0.0), Matrix(p_.m, p_.d_v, 0.0)};
         for (std::size_t i0 = 0, qb = 0; i0 < p_.n; i0 += tiles.block_q, ++qb) {
             const std::size_t rows = std::min(tiles.block_q, p_.n - i0);
             const Matrix mask = head_mask(p_, b, h, {i0, rows});  // this block's rows only
             const Matrix q_b = block_of(in.q, i0, rows, 0, p_.d_k), grad_out_b = block_of(grad_out, i0, rows, 0, p_.d_v);
+            bool block_has_nan_row = false;
+            for (std::size_t r = 0; r < rows; ++r) block_has_nan_row = block_has_nan_row || (nan_rows && std::isinf(lse(i0 + r, 0)));
             for (std::size_t j0 = 0, kt = 0; j0 < p_.m; j0 += tiles.block_k, ++kt) {
                 const std::size_t cols = std::min(tiles.block_k, p_.m - j0);
                 const Matrix m_tile = block_of(mask, 0, rows, j0, cols);
-                if (std::all_of(m_tile.data().begin(), m_tile.data().end(), [](double x) { return std::isinf(x) && x < 0; })) {
+                // Under the nan policy a row that reads no key has NaN weights in every tile (as
+                // untiled grad's A has), so its tiles are not skipped: the NaN reaches dK and dV.
+                if (std::all_of(m_tile.data().begin(), m_tile.data().end(), [](double x) { return std::isinf(x) && x < 0; }) && !block_has_nan_row) {
                     ++tiles_skipped_;
                     continue;
                 }
@@ -326,7 +331,9 @@ private:
                 for (std::size_t r = 0; r < rows; ++r)
                     for (std::size_t c = 0; c < cols; ++c) {
                         const double l = lse(i0 + r, 0);
-                        p(r, c) = std::isinf(z(r, c)) || std::isinf(l) ? 0.0 : round_to(dtype_, f(std::exp(f(z(r, c) - l))));
+                        p(r, c) = std::isinf(l) && nan_rows ? std::numeric_limits<double>::quiet_NaN()
+                                  : std::isinf(z(r, c)) || std::isinf(l) ? 0.0
+                                                                          : round_to(dtype_, f(std::exp(f(z(r, c) - l))));
                         grad_s(r, c) = round_to(dtype_, f(p(r, c) * f(grad_p(r, c) - delta(i0 + r, 0))));
                         grad_scaled(r, c) = p_.softcap ? round_to(dtype_, f(grad_s(r, c) * softcap_slope(scaled(r, c)))) : grad_s(r, c);
                     }

@@ -86,5 +86,10 @@ expect_exit 2 "--row needs the whole weights of a row, which the fused backward 
 expect_exit 3 "cannot run this fused attention backward: it has no softcap" -- "$T" grad "$SOURCE_DIR/tests/golden/grad_causal_softcap.json" --fast
 printf '%s' '{"Q": [[1, 0], [0, 1], [1, 1]], "K": [[1, 0], [0, 1]], "V": [[1, 2], [3, 4]], "mask": "causal-bottom-right"}' > empty_row.json
 expect_exit 2 "empty" -- "$T" grad empty_row.json --fast
+# Under the nan policy the empty row 0's NaN reaches grad_v, --fast and --tiled as in grad.
+for way in "" --fast --tiled; do
+  expect_exit 0 "^1 +nan +nan$" -- "$T" grad empty_row.json --empty-rows nan $way --steps grad_v
+  expect_exit 0 "^2 +-0\.7071 +0\.7071$" -- "$T" grad empty_row.json --empty-rows nan $way --steps grad_q
+done
 expect_exit 2 "--grad" -- "$ATTN_TRACE" bench --grad --n 8 --cache 8
 finish

@@ -1,5 +1,6 @@
 // The CPU backend's attention operations: an AttentionCall in the kernels' form
 // (strided views, the dtype as a type), their output back as matrices.
+#include <algorithm>
 #include <limits>
 #include <string>
 #include <type_traits>
@@ -91,6 +92,39 @@ AttentionResult unfused(const AttentionCall& call) {
     return buffers.result(call, stats);
 }
 
+// Where the backward's outputs are written, in T (row-major, heads side by side).
+template <typename T>
+struct BackwardBuffers {
+    T *out, *delta, *grad_q, *grad_k, *grad_v;
+};
+
+// The nan empty-row policy (docs/PROBLEM.md#scale-softcap-empty-rows) on the kernel's
+// zero-policy result: a row that reads no key has NaN weights in the step-by-step
+// backward, so its out, delta and dQ row are NaN, and, summed over every query row,
+// all of dK and dV of the KV head it reads (what torch.autograd gives through a NaN row).
+template <typename T>
+void spread_empty_rows_nan(const AttentionCall& call, const std::vector<T>& lse, const BackwardBuffers<T>& to) {
+    const std::size_t n = call.n(), m = call.m(), heads = static_cast<std::size_t>(call.heads), kv_heads = static_cast<std::size_t>(call.kv_heads);
+    const std::size_t group = heads / kv_heads;
+    constexpr T nan = std::numeric_limits<T>::quiet_NaN();
+    std::vector<bool> kv_nan(kv_heads, false);
+    for (std::size_t h = 0; h < heads; ++h)
+        for (std::size_t i = 0; i < n; ++i) {
+            if (lse[h * n + i] != -std::numeric_limits<T>::infinity()) continue;
+            std::fill_n(to.out + i * heads * call.d_v + h * call.d_v, call.d_v, nan);
+            to.delta[h * n + i] = nan;
+            std::fill_n(to.grad_q + i * heads * call.d_k + h * call.d_k, call.d_k, nan);
+            kv_nan[h / group] = true;
+        }
+    for (std::size_t g = 0; g < kv_heads; ++g) {
+        if (!kv_nan[g]) continue;
+        for (std::size_t j = 0; j < m; ++j) {
+            std::fill_n(to.grad_k + j * kv_heads * call.d_k + g * call.d_k, call.d_k, nan);
+            std::fill_n(to.grad_v + j * kv_heads * call.d_v + g * call.d_v, call.d_v, nan);
+        }
+    }
+}
+
 // The backward's outputs in T, turned into matrices.
 template <typename T>
 AttentionGradients fused_backward(const AttentionCall& call, const Matrix& d_out) {
@@ -108,6 +142,7 @@ AttentionGradients fused_backward(const AttentionCall& call, const Matrix& d_out
     const FlashBackwardOutput<T> output{out.data(), lse.data(), delta.data(), grad_q.data(), grad_k.data(), grad_v.data()};
     AttentionGradients g;
     g.stats = flash_backward(input, d_out.data().data(), d_out.cols(), output, settings);
+    if (call.empty_rows_nan) spread_empty_rows_nan(call, lse, {out.data(), delta.data(), grad_q.data(), grad_k.data(), grad_v.data()});
     const auto matrix = [](std::size_t rows, std::size_t cols, const std::vector<T>& values) {
         Matrix x(rows, cols);
         std::copy(values.begin(), values.end(), x.data().begin());
@@ -128,7 +163,6 @@ std::string backward_refusal(const AttentionCall& call) {
     if (call.softcap) return "it has no softcap";
     if (call.mask && call.mask->has_elementwise())
         return "it masks by each row's key range only (causal, window, lengths), not by key_valid, dense masks, ALiBi or sparse patterns";
-    if (call.empty_rows_nan) return "it gives a row that reads no key a zero gradient only (the zero empty-row policy)";
     return "";
 }
 
