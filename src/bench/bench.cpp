@@ -80,6 +80,7 @@ public:
         if (decoding && c_.causal) throw InputError("⟦causal⟧ has no meaning for a decode step (⟦cache⟧): its one query reads every cached key");
         if (c_.backward && std::find(c_.impls.begin(), c_.impls.end(), "naive") != c_.impls.end())
             throw InputError("⟦grad⟧ times the fused backward (fast, or cuda where it has one): there is no unfused backward kernel to time as naive");
+        refuse_over_budget();
         BenchRun run;
         if (c_.measure_roofs) run.roofs = measure_roofs(c_.threads);
         for (std::size_t s = 0; s < settings_.size(); ++s) run_setting(s, run);
@@ -87,6 +88,24 @@ public:
     }
 
 private:
+    // Before anything is measured or allocated: the first setting and implementation whose
+    // estimate (bench_memory) passes the budget stops the run, with the estimate's parts.
+    void refuse_over_budget() const {
+        for (const BenchSetting& setting : settings_)
+            for (const auto& impl : c_.impls) {
+                const bool decoding = setting.mode == BenchMode::decode;
+                if (impl == "naive" && naive_score_bytes(c_, decoding ? 1 : setting.length, setting.length) > c_.naive_budget_bytes) continue;
+                const BenchMemory memory = bench_memory(c_, setting, impl);
+                if (memory.total() <= c_.memory_budget_bytes) continue;
+                throw InputError(fmt::format(
+                    "the {} setting {} = {} with {} would hold about {} (inputs {}, the kernel's buffers {}, results {}, reference rows {}), "
+                    "over the ⟦max_memory⟧ budget of {}: lower {}, ⟦heads⟧ or ⟦dk⟧, or raise ⟦max_memory⟧",
+                    bench_mode_name(setting.mode), decoding ? "T" : "n", setting.length, impl, size_text(memory.total()), size_text(memory.inputs),
+                    size_text(memory.kernel), size_text(memory.results), size_text(memory.reference), size_text(c_.memory_budget_bytes),
+                    decoding ? "⟦cache⟧" : "⟦n⟧"));
+            }
+    }
+
     bool decode() const { return mode_ == BenchMode::decode; }
     bool backward() const { return mode_ == BenchMode::backward; }
 
@@ -218,14 +237,13 @@ private:
             } catch (const BackendUnavailable& error) {
                 why = error.marked();  // the caller words its settings
             }
-            const double naive_bytes = static_cast<double>(n) * static_cast<double>(length) * (c_.dtype == Dtype::f32 ? 4 : 8);
             if (backend && !backend->supports(which.op, &call, why)) why = fmt::format("the {} backend: {}", backend->name(), why);
             if (!why.empty()) {
                 result.status = "unavailable";
                 result.reason = why;
-            } else if (which.op == Operation::unfused_attention && naive_bytes > c_.naive_budget_bytes) {
+            } else if (which.op == Operation::unfused_attention && naive_score_bytes(c_, n, length) > c_.naive_budget_bytes) {
                 result.status = "skipped";
-                result.reason = fmt::format("one (n, m) score matrix would take {}, over the {} budget", size_text(naive_bytes),
+                result.reason = fmt::format("one (n, m) score matrix would take {}, over the {} budget", size_text(naive_score_bytes(c_, n, length)),
                                             size_text(c_.naive_budget_bytes, ByteUnit::GiB));
             } else if (backward()) {
                 time_backward(setting, p, *backend, call, result);

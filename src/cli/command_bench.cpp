@@ -11,6 +11,7 @@
 #include "attn_trace/errors.hpp"
 #include "bench_report.hpp"
 #include "commands.hpp"
+#include "trace_budget.hpp"
 
 namespace attn_trace::cli {
 
@@ -23,6 +24,7 @@ struct BenchOptions {
     std::string svg, roofline;
     bool decode = false;
     std::vector<std::size_t> cache{4096};
+    Budget budget;
 };
 
 // "\r[2/3] n = 8192  fast  run 4/6" on standard error, only when it is a terminal.
@@ -61,6 +63,9 @@ query row). First it measures the two roofs on --threads threads: the multiply-a
 peak of the kernel's vectors and the copy bandwidth of a 256 MiB buffer; each setting
 then shows its FLOPs per byte, its bound min(peak, FLOP/B × bandwidth), which roof that
 is, and the share of the bound it reached (docs/PERFORMANCE.md#the-roofline).
+Before that, each setting's memory is estimated (its inputs, the kernel's buffers,
+two results, the reference rows): a run with one past --max-memory is refused
+(exit 2) with the figures, before anything is measured.
 
 Examples:
   attn-trace bench --n 128,1024,8192 --dk 64 --heads 1 --threads 2
@@ -69,7 +74,8 @@ Examples:
   attn-trace bench --n 1024,8192 --dtype f64 --format csv > f64.csv
   attn-trace bench --decode --cache 4096,32768 --heads 32 --kv-heads 8 --dk 128 --threads 2
   attn-trace bench --grad --n 1024,4096 --impl fast --threads 2
-  attn-trace bench --n 1024,2048 --cache 4096,32768 --heads 32 --kv-heads 8 --dk 128 --impl fast --roofline roofline.svg)");
+  attn-trace bench --n 1024,2048 --cache 4096,32768 --heads 32 --kv-heads 8 --dk 128 --impl fast --roofline roofline.svg
+  attn-trace bench --decode --cache 262144 --heads 32 --kv-heads 8 --dk 128 --max-memory 12G)");
     auto* lengths = bench->add_option("--n", o.config.lengths, "sequence lengths n (= m), comma-separated")
         ->delimiter(',')
         ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 20))
@@ -100,6 +106,7 @@ Examples:
     bench->add_option("--block-q", o.config.block_q, "fast: query rows per block Br (default 256; smaller for short sequences; --grad: 64)");
     bench->add_option("--block-k", o.config.block_k, "fast: keys per tile Bc (default 256; --grad: 64)");
     add_format_option(*bench, o.format, formats_of(for_bench), "text, json or csv");
+    add_memory_option(*bench, o.budget);
     bench->add_option("--svg", o.svg, "also draw time vs n (log-log, with an n² line) to this file");
     bench->add_option("--roofline", o.roofline, "also draw the roofline (GFLOP/s vs FLOP per byte, log-log, both roofs and every setting) to this file");
     bench->add_option("--dump", o.config.dump_dir,
@@ -107,6 +114,7 @@ Examples:
                       "for bench/compare_torch.py");
     bench->callback([&exit_code, bench] {
         o.config.dtype = parse_dtype(o.dtype, "--dtype");
+        o.config.memory_budget_bytes = static_cast<double>(o.budget.memory);
         if (bench->count("--cache")) o.config.cache_lengths = o.cache;
         if (o.config.backward && bench->count("--impl") == 0) o.config.impls = {"fast"};
         if (o.decode) {  // decode settings only: the default cache and the decode kernel alone

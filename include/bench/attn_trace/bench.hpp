@@ -39,6 +39,9 @@ struct BenchConfig {
     std::size_t block_q = 0, block_k = 0;                // 0 = the kernel's defaults
     // naive holds the whole (n, m) score matrix: skipped above this many bytes.
     double naive_budget_bytes = 2.0 * (1 << 30);
+    // A run with a setting whose estimate (bench_memory) passes this is refused before anything is
+    // measured; 4 GiB, the default memory budget of every command.
+    double memory_budget_bytes = 4.0 * (1 << 30);
     std::string dump_dir;                                // raw inputs and outputs go here when set
     bool measure_roofs = true;                           // false: no roofs, no roofline figures (tests)
 
@@ -59,6 +62,20 @@ struct BenchSetting {
 };
 // The settings of a run in order: forward ones (lengths), then decode ones (cache_lengths).
 std::vector<BenchSetting> bench_settings(const BenchConfig& config);
+
+// What one setting holds at its peak with one implementation, in bytes, estimated from the
+// configuration alone (src/bench/bench_memory.cpp counts each term): the inputs (Q, K, V as
+// doubles, and what bench adds beside them), what one call of the kernel allocates, the results
+// (two at once: a repeat's is assigned over the last) and the reference rows' trace.
+struct BenchMemory {
+    double inputs = 0, kernel = 0, results = 0, reference = 0;
+    // The inputs, and the larger of the kernel's buffers with two results (while timing) and one
+    // result with the reference rows (after); a sixteenth more for what is not counted.
+    double total() const;
+};
+BenchMemory bench_memory(const BenchConfig& config, const BenchSetting& setting, const std::string& impl);
+// The bytes of naive's (n, m) score matrix: a setting where it passes naive_budget_bytes is skipped for naive.
+double naive_score_bytes(const BenchConfig& config, std::size_t n, std::size_t m);
 
 struct BenchResult {
     BenchMode mode = BenchMode::forward;

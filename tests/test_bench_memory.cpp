@@ -1,0 +1,157 @@
+// bench's memory estimate (docs/COMMANDS.md#bench): a run with a setting past the budget is
+// refused before anything is measured, and the estimate bounds what a setting really holds,
+// measured as the peak resident memory of a child process that runs it.
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+
+#include "attn_trace/bench.hpp"
+#include "attn_trace/errors.hpp"
+
+using namespace attn_trace;
+
+namespace {
+
+// Peak resident memory is what the test measures, and a sanitizer's shadow memory and
+// quarantine change it beyond any estimate: there the measuring test only says so.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool sanitized = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+constexpr bool sanitized = true;
+#else
+constexpr bool sanitized = false;
+#endif
+#else
+constexpr bool sanitized = false;
+#endif
+
+BenchConfig quiet(std::vector<std::string> impls) {
+    BenchConfig c;
+    c.lengths.clear();
+    c.impls = std::move(impls);
+    c.threads = 2;
+    c.repeats = 2;  // two results exist at once only from the second run on
+    c.warmup = 0;
+    c.measure_roofs = false;
+    return c;
+}
+
+// The peak resident bytes of a child process that runs `work` (fork, then wait4's rusage).
+template <typename Work>
+double child_peak_bytes(Work work) {
+    const pid_t child = fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+        int status = 0;
+        try {
+            work();
+        } catch (...) {
+            status = 1;
+        }
+        _exit(status);
+    }
+    int status = 0;
+    rusage usage{};
+    REQUIRE(wait4(child, &status, 0, &usage) == child);
+    REQUIRE(WIFEXITED(status));
+    REQUIRE(WEXITSTATUS(status) == 0);
+    return static_cast<double>(usage.ru_maxrss) * 1024;  // kilobytes on Linux
+}
+
+}  // namespace
+
+TEST_CASE("bench refuses a run with a setting past --max-memory, before measuring, with the estimate's parts", "[bench][memory]") {
+    BenchConfig c = quiet({"fast"});
+    c.backward = true;
+    c.lengths = {1024, 1048576};
+    c.heads = 8;
+    try {
+        run_bench(c, [](std::size_t, std::size_t, const std::string&, int, int) { FAIL("a setting ran before the refusal"); });
+        FAIL("no refusal");
+    } catch (const InputError& e) {
+        CHECK(e.exit_code() == 2);
+        const std::string text = e.marked();
+        CHECK_THAT(text, Catch::Contains("the backward setting n = 1048576 with fast would hold about"));
+        CHECK_THAT(text, Catch::Contains("inputs 16.0 GiB"));  // Q, K, V and d_out: 2^20 · 8 · 64 doubles each
+        CHECK_THAT(text, Catch::Contains("over the ⟦max_memory⟧ budget of 4.0 GiB"));
+        CHECK_THAT(text, Catch::Contains("lower ⟦n⟧, ⟦heads⟧ or ⟦dk⟧"));
+    }
+    // The same run under a larger budget gets past the check (and is stopped at its first setting here).
+    c.lengths = {256};
+    CHECK_NOTHROW(run_bench(c, nullptr));
+    // A decode cache names --cache; a naive setting skipped for its scores is not counted.
+    BenchConfig d = quiet({"fast"});
+    d.cache_lengths = {1u << 24};
+    d.heads = 32;
+    d.kv_heads = 8;
+    d.d_k = 128;
+    REQUIRE_THROWS_WITH(run_bench(d, nullptr), Catch::Contains("the decode setting T = 16777216 with fast") && Catch::Contains("lower cache, heads"));
+    BenchConfig naive = quiet({"naive"});
+    naive.lengths = {1024};  // 4 MiB of scores, over a 1 MiB naive budget: skipped, so not counted
+    naive.naive_budget_bytes = 1 << 20;
+    naive.memory_budget_bytes = 2 << 20;
+    REQUIRE(bench_memory(naive, {BenchMode::forward, 1024}, "naive").total() > naive.memory_budget_bytes);
+    const BenchRun run = run_bench(naive, nullptr);
+    REQUIRE(run.results.size() == 1);
+    CHECK(run.results[0].status == "skipped");
+}
+
+TEST_CASE("bench's memory estimate bounds the measured peak of each kind of setting, within 1.5x", "[bench][memory]") {
+    if (sanitized) {
+        WARN("built with a sanitizer: peak resident memory is not the program's own, not measured");
+        return;
+    }
+    const double baseline = child_peak_bytes([] {});
+    struct Case {
+        const char* name;
+        BenchConfig config;
+    };
+    std::vector<Case> cases;
+    {
+        BenchConfig c = quiet({"fast"});  // forward, f32: inputs 192 MiB
+        c.lengths = {2048};
+        c.heads = 64;
+        cases.push_back({"forward fast f32", c});
+        c.dtype = Dtype::f64;
+        c.lengths = {1024};
+        cases.push_back({"forward fast f64", c});
+    }
+    {
+        BenchConfig c = quiet({"naive"});  // 64 MiB of scores beside 96 MiB of inputs
+        c.lengths = {4096};
+        c.heads = 8;
+        cases.push_back({"forward naive f32", c});
+    }
+    {
+        BenchConfig c = quiet({"fast"});  // backward under GQA: per-worker dQ for 4 query heads
+        c.backward = true;
+        c.lengths = {2048};
+        c.heads = 32;
+        c.kv_heads = 8;
+        cases.push_back({"backward fast f32", c});
+        c.dtype = Dtype::f64;
+        c.lengths = {1024};
+        cases.push_back({"backward fast f64", c});
+    }
+    {
+        BenchConfig c = quiet({"fast"});  // decode: the cache dominates, with its float copy
+        c.cache_lengths = {16384};
+        c.heads = 32;
+        c.kv_heads = 8;
+        c.d_k = 128;
+        cases.push_back({"decode fast f32", c});
+        c.dtype = Dtype::f64;
+        cases.push_back({"decode fast f64", c});
+    }
+    for (const Case& item : cases) {
+        const BenchSetting setting = bench_settings(item.config).front();
+        const double estimate = bench_memory(item.config, setting, item.config.impls.front()).total();
+        const double held = child_peak_bytes([&] { run_bench(item.config, nullptr); }) - baseline;
+        INFO(item.name << ": estimate " << estimate / (1 << 20) << " MiB, measured " << held / (1 << 20) << " MiB above the baseline");
+        CHECK(held <= estimate);
+        CHECK(estimate <= 1.5 * held);
+    }
+}
