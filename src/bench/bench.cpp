@@ -90,20 +90,27 @@ public:
 private:
     // Before anything is measured or allocated: the first setting and implementation whose
     // estimate (bench_memory) passes the budget stops the run, with the estimate's parts.
+    // An implementation whose backend cannot be made here (cuda without a GPU) allocates nothing.
     void refuse_over_budget() const {
-        for (const BenchSetting& setting : settings_)
-            for (const auto& impl : c_.impls) {
+        for (const auto& impl : c_.impls) {
+            try {
+                make_backend(implementation(impl, BenchMode::forward).backend);
+            } catch (const BackendUnavailable&) {
+                continue;
+            }
+            for (const BenchSetting& setting : settings_) {
                 const bool decoding = setting.mode == BenchMode::decode;
                 if (impl == "naive" && naive_score_bytes(c_, decoding ? 1 : setting.length, setting.length) > c_.naive_budget_bytes) continue;
                 const BenchMemory memory = bench_memory(c_, setting, impl);
                 if (memory.total() <= c_.memory_budget_bytes) continue;
                 throw InputError(fmt::format(
-                    "the {} setting {} = {} with {} would hold about {} (inputs {}, the kernel's buffers {}, results {}, reference rows {}), "
-                    "over the ⟦max_memory⟧ budget of {}: lower {}, ⟦heads⟧ or ⟦dk⟧, or raise ⟦max_memory⟧",
+                    "the {} setting {} = {} with {} would hold about {} (inputs {}, the kernel's buffers {}, results {}, reference rows {}); "
+                    "the limit is {} (⟦max_memory⟧): lower {}, ⟦heads⟧, ⟦kv_heads⟧ or ⟦dk⟧{}, or raise ⟦max_memory⟧",
                     bench_mode_name(setting.mode), decoding ? "T" : "n", setting.length, impl, size_text(memory.total()), size_text(memory.inputs),
                     size_text(memory.kernel), size_text(memory.results), size_text(memory.reference), size_text(c_.memory_budget_bytes),
-                    decoding ? "⟦cache⟧" : "⟦n⟧"));
+                    decoding ? "⟦cache⟧" : "⟦n⟧", setting.mode == BenchMode::backward ? " (or ⟦threads⟧, ⟦block_q⟧ and ⟦block_k⟧)" : ""));
             }
+        }
     }
 
     bool decode() const { return mode_ == BenchMode::decode; }

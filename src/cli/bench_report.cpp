@@ -169,22 +169,29 @@ std::string bench_csv(const BenchConfig& c, const BenchRun& run) {
 }
 
 // Median time against n, log-log, one line per implementation, and a dashed
-// n² line through the last point of the first implementation: where the
-// measured line runs parallel to it, cost grows as n².
+// n² line through the last point of the first implementation that is not a
+// decode step: where the measured line runs parallel to it, cost grows as n².
+// A run of decode steps alone is drawn against T with a T line (one query reads
+// each cached key once: linear).
 std::string bench_svg(const BenchConfig& c, const BenchRun& run) {
     const std::vector<BenchResult>& results = run.results;
     std::map<std::string, std::vector<std::pair<double, double>>> lines;  // impl -> (n, ms)
+    std::map<std::string, BenchMode> line_modes;
     double n_low = INFINITY, n_high = 0, ms_low = INFINITY, ms_high = 0;
     for (const auto& r : results) {
         if (r.status != "ok" || r.median_ms <= 0) continue;
-        lines[r.mode == BenchMode::forward ? r.impl : r.impl + " " + bench_mode_name(r.mode)].emplace_back(static_cast<double>(r.m), r.median_ms);  // m = n, or T
+        const std::string line = r.mode == BenchMode::forward ? r.impl : r.impl + " " + bench_mode_name(r.mode);
+        lines[line].emplace_back(static_cast<double>(r.m), r.median_ms);  // m = n, or T
+        line_modes[line] = r.mode;
         n_low = std::min(n_low, static_cast<double>(r.m));
         n_high = std::max(n_high, static_cast<double>(r.m));
         ms_low = std::min(ms_low, r.median_ms);
         ms_high = std::max(ms_high, r.median_ms);
     }
     const double width = 640, height = 430, left = 70, right = 150, top = 50, bottom = 50;
-    std::string svg = svg_chart_head(width, height, left, "attention time vs n", bench_setting_text(c));
+    const bool decode_only = !line_modes.empty() && std::all_of(line_modes.begin(), line_modes.end(), [](const auto& m) { return m.second == BenchMode::decode; });
+    const bool some_decode = std::any_of(line_modes.begin(), line_modes.end(), [](const auto& m) { return m.second == BenchMode::decode; });
+    std::string svg = svg_chart_head(width, height, left, decode_only ? "decode step time vs T" : "attention time vs n", bench_setting_text(c));
     if (lines.empty()) return svg + "<text x=\"70\" y=\"200\">no timings</text>\n</svg>\n";
     const double x0 = std::log10(n_low) - 0.1, x1 = std::log10(n_high) + 0.1;
     const double y0 = std::floor(std::log10(ms_low)), y1 = std::ceil(std::log10(ms_high)) + (ms_high == ms_low ? 1 : 0);
@@ -197,16 +204,19 @@ std::string bench_svg(const BenchConfig& c, const BenchRun& run) {
         if (std::find(ticks.begin(), ticks.end(), r.m) == ticks.end()) ticks.push_back(r.m);
     for (const std::size_t n : ticks)
         svg += fmt::format(R"(<text x="{:.1f}" y="{}" text-anchor="middle">{}</text>)" "\n", px(static_cast<double>(n)), height - bottom + 18, n);
-    svg += fmt::format(R"(<text x="{}" y="{}" text-anchor="middle">n (log scale)</text>)" "\n", left + (width - left - right) / 2, height - 10);
+    const char* x_label = decode_only ? "T, cached tokens (log scale)" : some_decode ? "n, or T for decode steps (log scale)" : "n (log scale)";
+    svg += fmt::format(R"(<text x="{}" y="{}" text-anchor="middle">{}</text>)" "\n", left + (width - left - right) / 2, height - 10, x_label);
 
-    // The n² reference: ms = ms_ref · (n / n_ref)², clipped to the plot.
+    // The reference: ms = ms_ref · (n / n_ref)^power, clipped to the plot.
     // Plain variables, not a structured binding: the lambda below captures them (clang < 16 refuses bindings).
-    const double n_ref = lines.begin()->second.back().first, ms_ref = lines.begin()->second.back().second;
-    auto reference = [&](double n) { return ms_ref * (n / n_ref) * (n / n_ref); };
-    const double n_from = std::max(std::pow(10, x0), n_ref * std::sqrt(std::pow(10, y0) / ms_ref));
+    const auto through = std::find_if(line_modes.begin(), line_modes.end(), [&](const auto& m) { return decode_only || m.second != BenchMode::decode; });
+    const auto& points_ref = lines.at(through->first);
+    const double n_ref = points_ref.back().first, ms_ref = points_ref.back().second, power = decode_only ? 1 : 2;
+    auto reference = [&](double n) { return ms_ref * std::pow(n / n_ref, power); };
+    const double n_from = std::max(std::pow(10, x0), n_ref * std::pow(std::pow(10, y0) / ms_ref, 1 / power));
     svg += fmt::format(R"(<line x1="{:.1f}" y1="{:.1f}" x2="{:.1f}" y2="{:.1f}" stroke="#999" stroke-dasharray="5,4"/>)" "\n", px(n_from),
                        py(reference(n_from)), px(n_ref), py(ms_ref));
-    svg += fmt::format(R"(<text x="{:.1f}" y="{:.1f}" fill="#777">∝ n²</text>)" "\n", px(n_from) + 4, py(reference(n_from)) - 6);
+    svg += fmt::format(R"(<text x="{:.1f}" y="{:.1f}" fill="#777">{}</text>)" "\n", px(n_from) + 4, py(reference(n_from)) - 6, decode_only ? "∝ T" : "∝ n²");
 
     const char* colors[] = {"#d62728", "#1f77b4", "#2ca02c", "#9467bd"};
     std::size_t index = 0;

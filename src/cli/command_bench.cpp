@@ -82,10 +82,9 @@ Examples:
         ->capture_default_str();
     auto* decode = bench->add_flag("--decode", o.decode,
                                    "decode steps only: one query per head over a KV cache of --cache tokens, fast = the decode kernel");
-    bench->add_option("--cache", o.cache, "decode steps over caches of these lengths T, comma-separated (after the --n settings)")
+    bench->add_option("--cache", o.cache, "decode steps over caches of these lengths T, comma-separated (after the --n settings; none by default, 4096 with --decode)")
         ->delimiter(',')
-        ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 24))
-        ->capture_default_str();
+        ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 24));
     lengths->excludes(decode);
     bench->add_flag("--grad", o.config.backward, "time the fused backward (forward included) at each --n instead of the forward; fast by default")
         ->excludes(decode)
@@ -106,7 +105,7 @@ Examples:
     bench->add_option("--block-q", o.config.block_q, "fast: query rows per block Br (default 256; smaller for short sequences; --grad: 64)");
     bench->add_option("--block-k", o.config.block_k, "fast: keys per tile Bc (default 256; --grad: 64)");
     add_format_option(*bench, o.format, formats_of(for_bench), "text, json or csv");
-    add_memory_option(*bench, o.budget);
+    add_memory_option(*bench, o.budget, "a run with a setting whose estimate (inputs, kernel buffers, results, reference rows)");
     bench->add_option("--svg", o.svg, "also draw time vs n (log-log, with an n² line) to this file");
     bench->add_option("--roofline", o.roofline, "also draw the roofline (GFLOP/s vs FLOP per byte, log-log, both roofs and every setting) to this file");
     bench->add_option("--dump", o.config.dump_dir,

@@ -69,7 +69,7 @@ Examples:
     add_trace_options(*decode, options);
     decode->add_option("--prefill", o.prefill, "the first P queries as one causal block before decoding one at a time")->capture_default_str();
     decode->add_option("--layers", o.layers, "layers, for the cache size")->capture_default_str();
-    decode->add_option("--bytes", o.bytes, "bytes per cached number for the cache size (default 8 for f64, 4 for f32; 2 for fp16)");
+    decode->add_option("--bytes", o.bytes, "bytes per cached number for the cache size (default 8 for f64, 4 for f32, 2 for f16 and bf16)");
     decode->add_option("--tokens", o.tokens, "cache length for the total cache size (default m, the problem's keys)");
     decode->callback([&exit_code] {
         DecodeOptions decode_options;

@@ -64,11 +64,18 @@ Examples:
         if (!tiled && !fast) refuse_compared_over_budget(problem, "grad", 2 * full_trace_bytes(problem), run_options(options, problem).dtype, options.budget);
         // The page hatches grad_masked's zeros where the forward pass's mask blocked
         // the weight (a forward trace past the memory budget is not computed for it).
-        const bool page = options.format == Format::html && full_trace_bytes(problem) <= static_cast<double>(options.budget.memory);
-        const std::optional<Trace> forward = page ? std::optional(pipeline_full(problem, run_options(options, problem))) : std::nullopt;
+        // --heatmap and --svg draw the forward weights A, what the backward reads.
+        const bool within = full_trace_bytes(problem) <= static_cast<double>(options.budget.memory);
+        const bool page = options.format == Format::html && within, pictures = options.heatmap || !options.svg.empty();
+        if (pictures && !within)
+            throw InputError(fmt::format("{}: {} draws the forward weights A, whose full trace of n = {} × m = {} × {} head(s) would hold about {}; "
+                                         "the limit is {} (--max-memory): leave it out, or raise --max-memory",
+                                         problem.file, options.heatmap ? "--heatmap" : "--svg", problem.n, problem.m, problem.heads,
+                                         size_text(full_trace_bytes(problem)), size_text(static_cast<double>(options.budget.memory))));
+        const std::optional<Trace> forward = page || pictures ? std::optional(pipeline_full(problem, run_options(options, problem))) : std::nullopt;
         const Trace trace =
             traced_against_f64(run_options(options, problem), [&](const RunOptions& run) { return pipeline_grad(problem, run, grad_options); });
-        print_trace(trace, options, problem, nullptr, nullptr, forward ? &*forward : nullptr);
+        print_trace(trace, options, problem, nullptr, pictures ? &*forward : nullptr, page ? &*forward : nullptr);
         exit_code = 0;
     });
 }

@@ -21,8 +21,8 @@ std::size_t blocks(std::size_t count, std::size_t size) { return (count + size -
 
 }  // namespace
 
-void add_memory_option(CLI::App& command, Budget& budget) {
-    command.add_option("--max-memory", budget.memory, "refuse (exit 2) a problem whose trace would hold more: SIZE as 4G, 512M or bytes")
+void add_memory_option(CLI::App& command, Budget& budget, const std::string& refused) {
+    command.add_option("--max-memory", budget.memory, fmt::format("refuse (exit 2) {} would hold more: SIZE as 4G, 512M or bytes", refused))
         ->transform(CLI::AsSizeValue(false))
         ->default_str("4G");
 }

@@ -26,7 +26,8 @@ struct Budget {
 
 // --max-memory SIZE (every command that computes a trace) and --max-output SIZE
 // (those that print one); SIZE as 4G, 512M, 1000000 (bytes).
-void add_memory_option(CLI::App& command, Budget& budget);
+// `refused` names what is refused past the budget, as "a problem whose trace".
+void add_memory_option(CLI::App& command, Budget& budget, const std::string& refused = "a problem whose trace");
 void add_output_option(CLI::App& command, Budget& budget);
 
 // The bytes each pipeline's trace holds, estimated from the problem alone.

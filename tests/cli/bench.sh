@@ -19,14 +19,19 @@ expect_exit 0 'fast .*e-1[5-7] vs cpu reference \(24 rows\)' -- "${bench[@]}" --
 expect_exit 0 '' -- "${bench[@]}" --svg chart.svg
 expect_exit 0 '<polyline' -- cat chart.svg
 expect_exit 0 'n²' -- cat chart.svg
+# Decode steps alone are drawn against T, with a line ∝ T (each cached key is read once).
+expect_exit 0 '' -- "$ATTN_TRACE" bench --decode --cache 64,256 --heads 2 --dk 4 --threads 2 --repeats 2 --svg decode.svg
+expect_exit 0 '>T, cached tokens \(log scale\)<' -- cat decode.svg
+expect_exit 0 '>∝ T<' -- cat decode.svg
+expect_exit 0 'decode step time vs T' -- cat decode.svg
 expect_exit 2 'impl' -- "$ATTN_TRACE" bench --impl slow
 expect_exit 0 'Examples:' -- "$ATTN_TRACE" bench --help
 # A setting whose memory estimate passes --max-memory stops the run before anything is measured
 # (docs/COMMANDS.md#bench): exit 2, the setting, the estimate's parts and the flags to change.
-expect_exit 2 'the backward setting n = 1048576 with fast would hold about 69.0 GiB \(inputs 16.0 GiB, .*reference rows .*over the --max-memory budget of 4.0 GiB: lower --n, --heads or --dk, or raise --max-memory' -- \
-  "$ATTN_TRACE" bench --grad --n 1048576 --heads 8
-expect_exit 2 'the decode setting T = 1048576 .*lower --cache' -- "$ATTN_TRACE" bench --decode --cache 1048576 --heads 32 --kv-heads 8 --dk 128
-expect_exit 2 'the forward setting n = 8 with naive would hold about 12 KiB \(inputs 2 KiB, .*budget of 1 KiB' -- "${bench[@]}" --max-memory 1K
+expect_exit 2 'the backward setting n = 1048576 with fast would hold about 70.8 GiB \(inputs 16.0 GiB, .*reference rows .*\); the limit is 4.0 GiB \(--max-memory\): lower --n, --heads, --kv-heads or --dk \(or --threads, --block-q and --block-k\), or raise --max-memory' -- \
+  "$ATTN_TRACE" bench --grad --n 1048576 --heads 8 --threads 2
+expect_exit 2 'the decode setting T = 1048576 .*lower --cache' -- "$ATTN_TRACE" bench --decode --cache 1048576 --heads 32 --kv-heads 8 --dk 128 --threads 2
+expect_exit 2 'the forward setting n = 8 with naive would hold about 16 KiB \(inputs 2 KiB, .*the limit is 1 KiB' -- "${bench[@]}" --max-memory 1K
 expect_exit 0 '"impl": "fast"' -- "${bench[@]}" --format json --max-memory 64M
 
 # run --fast keeps row_max, row_sum and out, and says why it took the fast path.

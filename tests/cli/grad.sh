@@ -92,4 +92,13 @@ for way in "" --fast --tiled; do
   expect_exit 0 "^2 +-0\.7071 +0\.7071$" -- "$T" grad empty_row.json --empty-rows nan $way --steps grad_q
 done
 expect_exit 2 "--grad" -- "$ATTN_TRACE" bench --grad --n 8 --cache 8
+# --heatmap and --svg draw the forward weights (docs/COMMANDS.md#grad), with every way of the backward.
+for way in "" --fast --tiled; do
+  expect_exit 0 "^weights  head 0  \(2, 2\)" -- "$ATTN_TRACE" grad "$SOURCE_DIR/examples/two_tokens_causal.json" $way --heatmap --color never
+done
+expect_exit 0 "grad_q" -- "$ATTN_TRACE" grad "$SOURCE_DIR/examples/two_tokens_causal.json" --svg weights.svg
+expect_exit 0 "<rect" -- cat weights.svg
+"$ATTN_TRACE" random --n 3000 --dk 4 --seed 1 > long.json
+expect_exit 2 "long.json: --heatmap draws the forward weights A, whose full trace .* would hold about 549 MiB; the limit is 64 MiB \(--max-memory\)" -- \
+  "$ATTN_TRACE" grad long.json --fast --heatmap --max-memory 64M
 finish
