@@ -292,7 +292,7 @@ private:
             rows += block.count;
         }
         result.max_abs_diff = worst;
-        result.compared_with = fmt::format("{} ({} rows)", judged_by, rows);
+        result.compared_with = fmt::format("{} ({} row{})", judged_by, rows, rows == 1 ? "" : "s");
     }
 
     static Matrix block_rows(const Matrix& x, QueryRows rows) {

@@ -8,7 +8,7 @@ expect_exit 0 'roofs: multiply-add peak [0-9.]+ GFLOP/s .*copy bandwidth [0-9.]+
 expect_exit 0 'cache GB/s +% copy +FLOP/B +bound +roof' -- "${decode[@]}"
 # Which roof bounds a decode step depends on the machine (about 2 FLOP/B: memory on any
 # real one, compute under the sanitizers, whose multiply-add peak is a few GFLOP/s).
-expect_exit 0 '^ +97  fast .* (memory|compute) .*e-0[6-9] vs cpu reference \(1 rows\)' -- "${decode[@]}"
+expect_exit 0 '^ +97  fast .* (memory|compute) .*e-0[6-9] vs cpu reference \(1 row\)' -- "${decode[@]}"
 expect_exit 0 'heads = 8 over 2 KV heads' -- "${decode[@]}"
 
 # JSON: the new keys, with sane values.
