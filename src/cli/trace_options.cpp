@@ -91,8 +91,12 @@ void add_trace_options(CLI::App& command, TraceOptions& o) {
     command.add_option("--color", o.color, "auto (a terminal without NO_COLOR), always or never")
         ->check(CLI::IsMember({"auto", "always", "never"}))
         ->capture_default_str();
-    command.add_flag("--heatmap", o.heatmap, "draw the weights of each head as a coloured grid instead of the tables");
-    command.add_option("--svg", o.svg, "also write the weights of each head as an SVG heatmap to this file");
+    // permute's trace holds the two outputs, never a matrix of scores or weights to draw.
+    if (command.get_name() != "permute") {
+        const std::string drawn = command.get_name() == "grad" ? "the forward weights" : "the weights (or the first of scores, scaled, capped, masked in --steps)";
+        command.add_flag("--heatmap", o.heatmap, fmt::format("draw {} of each head as a coloured grid instead of the tables", drawn));
+        command.add_option("--svg", o.svg, fmt::format("also write {} of each head as an SVG heatmap to this file", drawn));
+    }
     add_output_option(command, o.budget);
     // A pitfall is a variation of the full computation: decode and tiled have no use for it.
     if (command.get_name() == "run")

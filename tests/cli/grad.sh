@@ -98,6 +98,8 @@ for way in "" --fast --tiled; do
 done
 expect_exit 0 "grad_q" -- "$ATTN_TRACE" grad "$SOURCE_DIR/examples/two_tokens_causal.json" --svg weights.svg
 expect_exit 0 "<rect" -- cat weights.svg
+# permute's trace holds no matrix to draw: it has neither option.
+expect_exit 2 "unknown option '--heatmap'" -- "$ATTN_TRACE" permute "$SOURCE_DIR/examples/two_tokens_causal.json" --heatmap
 "$ATTN_TRACE" random --n 3000 --dk 4 --seed 1 > long.json
 expect_exit 2 "long.json: --heatmap draws the forward weights A, whose full trace .* would hold about 549 MiB; the limit is 64 MiB \(--max-memory\)" -- \
   "$ATTN_TRACE" grad long.json --fast --heatmap --max-memory 64M
