@@ -91,6 +91,19 @@ TEST_CASE("bench refuses a run with a setting past --max-memory, before measurin
     d.kv_heads = 8;
     d.d_k = 128;
     REQUIRE_THROWS_WITH(run_bench(d, nullptr), Catch::Contains("the decode setting T = 16777216 with fast") && Catch::Contains("lower cache, heads"));
+    // An implementation that will be reported unavailable holds only the inputs, which are drawn all the same.
+    BenchConfig unavailable = quiet({"cuda"});  // no backward on the cuda backend, with or without a GPU
+    unavailable.backward = true;
+    unavailable.lengths = {1u << 20};
+    unavailable.heads = 8;
+    REQUIRE_THROWS_WITH(run_bench(unavailable, nullptr), Catch::Contains("with cuda would hold about 17.0 GiB (inputs 16.0 GiB, the kernel's buffers 0 KiB"));
+    unavailable.lengths = {4096};
+    unavailable.heads = 1;
+    unavailable.memory_budget_bytes = 9 << 20;  // the inputs' 8 MiB (and a sixteenth), not fast's buffers beside them
+    REQUIRE(bench_memory(unavailable, {BenchMode::backward, 4096}, "cuda").total() > unavailable.memory_budget_bytes);
+    const BenchRun none = run_bench(unavailable, nullptr);
+    REQUIRE(none.results.size() == 1);
+    CHECK(none.results[0].status == "unavailable");
     BenchConfig naive = quiet({"naive"});
     naive.lengths = {1024};  // 4 MiB of scores, over a 1 MiB naive budget: skipped, so not counted
     naive.naive_budget_bytes = 1 << 20;

@@ -90,18 +90,15 @@ public:
 private:
     // Before anything is measured or allocated: the first setting and implementation whose
     // estimate (bench_memory) passes the budget stops the run, with the estimate's parts.
-    // An implementation whose backend cannot be made here (cuda without a GPU) allocates nothing.
+    // An implementation that will only be reported unavailable (no such backend here, or it
+    // has no such operation) or skipped (naive past its score budget) holds only the
+    // setting's inputs, which are drawn all the same.
     void refuse_over_budget() const {
-        for (const auto& impl : c_.impls) {
-            try {
-                make_backend(implementation(impl, BenchMode::forward).backend);
-            } catch (const BackendUnavailable&) {
-                continue;
-            }
-            for (const BenchSetting& setting : settings_) {
+        for (const BenchSetting& setting : settings_)
+            for (const auto& impl : c_.impls) {
                 const bool decoding = setting.mode == BenchMode::decode;
-                if (impl == "naive" && naive_score_bytes(c_, decoding ? 1 : setting.length, setting.length) > c_.naive_budget_bytes) continue;
-                const BenchMemory memory = bench_memory(c_, setting, impl);
+                BenchMemory memory = bench_memory(c_, setting, impl);
+                if (!runs(impl, setting)) memory = BenchMemory{memory.inputs, 0, 0, 0};
                 if (memory.total() <= c_.memory_budget_bytes) continue;
                 throw InputError(fmt::format(
                     "the {} setting {} = {} with {} would hold about {} (inputs {}, the kernel's buffers {}, results {}, reference rows {}); "
@@ -110,6 +107,18 @@ private:
                     size_text(memory.kernel), size_text(memory.results), size_text(memory.reference), size_text(c_.memory_budget_bytes),
                     decoding ? "⟦cache⟧" : "⟦n⟧", setting.mode == BenchMode::backward ? " (or ⟦threads⟧, ⟦block_q⟧ and ⟦block_k⟧)" : ""));
             }
+    }
+
+    // Whether `impl` will compute `setting`, as far as is known before its inputs exist.
+    bool runs(const std::string& impl, const BenchSetting& setting) const {
+        if (impl == "naive" && naive_score_bytes(c_, setting.mode == BenchMode::decode ? 1 : setting.length, setting.length) > c_.naive_budget_bytes)
+            return false;
+        const Implementation which = implementation(impl, setting.mode);
+        std::string why;
+        try {
+            return make_backend(which.backend)->supports(which.op, nullptr, why);
+        } catch (const BackendUnavailable&) {
+            return false;
         }
     }
 

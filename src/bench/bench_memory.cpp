@@ -9,14 +9,15 @@
 //              a backward setting also d_out (n, H·d).
 //   kernel     what one call allocates and frees again: the packed or rounded copies of
 //              its inputs, its outputs in the dtype, each worker's tile scratch (which
-//              grows with --block-q × --block-k), and naive's score rows (n, m).
+//              grows with --block-q and --block-k, the backward's with their product),
+//              and naive's score rows (n, m).
 //   results    the result as double matrices, twice: a timed run's result is assigned
 //              over the previous one only after the call has returned.
 //   reference  the reference rows' trace: about eight rows × m matrices per head (as in
 //              the full pipeline's own estimate) and six more for the head at work, its
 //              k and v steps (K and V again) and one head's slices of them.
-// The kernels pad widths and tiles to whole vectors (at most 16 elements) and panels
-// (at most 32 rows): each padded size is counted as its bound, x + 16 or 32.
+// The kernels pad widths and tiles to whole vectors (at most 16 elements) and query rows
+// to panels (at most 32 rows): each padded size is counted as its bound, x + 16 or x + 32.
 #include <algorithm>
 #include <cmath>
 
@@ -32,8 +33,10 @@ constexpr double panel_rows = 32;  // the fused kernel's rows per panel, at most
 // The rows bench.cpp's reference computes at once: one block of at most 8, or all of a short sequence.
 double reference_rows(std::size_t n) { return n <= 24 ? static_cast<double>(n) : 8; }
 
-// A width or tile length rounded up to whole vectors or panels: at most 16 more.
+// A width or tile length rounded up to whole vectors: at most 16 more; query rows rounded up
+// to whole panels: at most 32 more.
 double padded(double x) { return x + 16; }
+double padded_rows(double x) { return x + panel_rows; }
 
 // Br or Bc as a kernel takes it: the option, else the kernel's default, at most the length.
 double block(std::size_t option, std::size_t fallback, double length) { return std::min(static_cast<double>(option ? option : fallback), length); }
@@ -44,7 +47,7 @@ double block(std::size_t option, std::size_t fallback, double length) { return s
 double forward_kernel_elements(double m, double d, double kv_heads, double workers, double block_q, double block_k) {
     const double tiles = std::ceil(m / block_k);
     const double packed = kv_heads * tiles * (padded(block_k) * d + padded(d) * block_k);
-    const double scratch = padded(block_q) * d + padded(block_k) * panel_rows + padded(block_q) * padded(d) + 3 * padded(block_q) + panel_rows;
+    const double scratch = padded_rows(block_q) * d + padded(block_k) * panel_rows + padded_rows(block_q) * padded(d) + 3 * padded_rows(block_q) + panel_rows;
     return packed + workers * scratch;
 }
 

@@ -199,11 +199,12 @@ std::string bench_svg(const BenchConfig& c, const BenchRun& run) {
     auto px = [&](double n) { return plot.px(n); };
     auto py = [&](double ms) { return plot.py(ms); };
     svg += plot.frame(" ms");
-    std::vector<std::size_t> ticks;
-    for (const auto& r : results)
-        if (std::find(ticks.begin(), ticks.end(), r.m) == ticks.end()) ticks.push_back(r.m);
-    for (const std::size_t n : ticks)
-        svg += fmt::format(R"(<text x="{:.1f}" y="{}" text-anchor="middle">{}</text>)" "\n", px(static_cast<double>(n)), height - bottom + 18, n);
+    std::vector<double> ticks;  // the plotted lengths only: a skipped or unavailable setting has no point
+    for (const auto& [line, points] : lines)
+        for (const auto& point : points)
+            if (std::find(ticks.begin(), ticks.end(), point.first) == ticks.end()) ticks.push_back(point.first);
+    for (const double n : ticks)
+        svg += fmt::format(R"(<text x="{:.1f}" y="{}" text-anchor="middle">{}</text>)" "\n", px(n), height - bottom + 18, n);
     const char* x_label = decode_only ? "T, cached tokens (log scale)" : some_decode ? "n, or T for decode steps (log scale)" : "n (log scale)";
     svg += fmt::format(R"(<text x="{}" y="{}" text-anchor="middle">{}</text>)" "\n", left + (width - left - right) / 2, height - 10, x_label);
 

@@ -106,7 +106,7 @@ Examples:
     bench->add_option("--block-k", o.config.block_k, "fast: keys per tile Bc (default 256; --grad: 64)");
     add_format_option(*bench, o.format, formats_of(for_bench), "text, json or csv");
     add_memory_option(*bench, o.budget, "a run with a setting whose estimate (inputs, kernel buffers, results, reference rows)");
-    bench->add_option("--svg", o.svg, "also draw time vs n (log-log, with an n² line) to this file");
+    bench->add_option("--svg", o.svg, "also draw time vs n (log-log, with an n² line; decode steps alone: vs T, with a T line) to this file");
     bench->add_option("--roofline", o.roofline, "also draw the roofline (GFLOP/s vs FLOP per byte, log-log, both roofs and every setting) to this file");
     bench->add_option("--dump", o.config.dump_dir,
                       "write each n's inputs and outputs to this directory as raw little-endian arrays (nN_q.bin, nN_out_fast.bin, ...) "

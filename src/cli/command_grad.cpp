@@ -61,17 +61,20 @@ Examples:
             if (block_k_option->count()) grad_options.fast->block_k = whole_number_option("--block-k", block_k, 1);
         }
         // Untiled: the forward trace and about as many (n, m) steps again. The fused backward holds O(n) per head.
-        if (!tiled && !fast) refuse_compared_over_budget(problem, "grad", 2 * full_trace_bytes(problem), run_options(options, problem).dtype, options.budget);
-        // The page hatches grad_masked's zeros where the forward pass's mask blocked
-        // the weight (a forward trace past the memory budget is not computed for it).
-        // --heatmap and --svg draw the forward weights A, what the backward reads.
-        const bool within = full_trace_bytes(problem) <= static_cast<double>(options.budget.memory);
-        const bool page = options.format == Format::html && within, pictures = options.heatmap || !options.svg.empty();
+        // --heatmap and --svg draw the forward weights A, what the backward reads: one more forward
+        // trace beside the gradients (`within` counts it; past the budget they are refused). The page hatches grad_masked's zeros where the
+        // forward pass's mask blocked the weight, from that forward trace when there is room for it.
+        const Dtype dtype = run_options(options, problem).dtype;
+        const double full = full_trace_bytes(problem), grad_bytes = tiled || fast ? 0 : 2 * full;
+        const bool pictures = options.heatmap || !options.svg.empty();
+        if (!tiled && !fast) refuse_compared_over_budget(problem, "grad", grad_bytes, dtype, options.budget);
+        const bool within = compared_trace_bytes(grad_bytes, dtype) + full <= static_cast<double>(options.budget.memory);
+        const bool page = options.format == Format::html && within;
         if (pictures && !within)
-            throw InputError(fmt::format("{}: {} draws the forward weights A, whose full trace of n = {} × m = {} × {} head(s) would hold about {}; "
-                                         "the limit is {} (--max-memory): leave it out, or raise --max-memory",
-                                         problem.file, options.heatmap ? "--heatmap" : "--svg", problem.n, problem.m, problem.heads,
-                                         size_text(full_trace_bytes(problem)), size_text(static_cast<double>(options.budget.memory))));
+            throw InputError(fmt::format("{}: {} draws the forward weights A, whose full trace of n = {} × m = {} × {} head(s) would hold about {} "
+                                         "beside the gradients'; the limit is {} (--max-memory): leave it out, or raise --max-memory",
+                                         problem.file, options.heatmap ? "--heatmap" : "--svg", problem.n, problem.m, problem.heads, size_text(full),
+                                         size_text(static_cast<double>(options.budget.memory))));
         const std::optional<Trace> forward = page || pictures ? std::optional(pipeline_full(problem, run_options(options, problem))) : std::nullopt;
         const Trace trace =
             traced_against_f64(run_options(options, problem), [&](const RunOptions& run) { return pipeline_grad(problem, run, grad_options); });

@@ -200,17 +200,35 @@ void check_steps_present(const Trace& trace, const RenderOptions& r, const Probl
     }
 }
 
+namespace {
+
+// What --heatmap and --svg draw with: the printed trace's options, or for a pictured trace of
+// other steps (grad's forward) --steps narrowed to the steps it has (none left: its weights).
+RenderOptions picture_options(const RenderOptions& r, const Trace* pictured) {
+    RenderOptions options = r;
+    if (pictured)
+        std::erase_if(options.steps, [&](StepName name) {
+            return std::none_of(pictured->steps.begin(), pictured->steps.end(), [&](const Step& step) { return step.name == name; });
+        });
+    return options;
+}
+
+}  // namespace
+
 void print_trace(const Trace& trace, const TraceOptions& o, const Problem& problem, const Pitfall* pitfall, const Trace* pictured, const Trace* forward) {
     const RenderOptions r = render_options(o, problem);
     check_steps_present(trace, r, problem);
     if (o.heatmap && o.format != Format::text) throw InputError(fmt::format("--heatmap draws in the terminal: leave out --format {}", o.format));
+    const Trace& drawn = pictured ? *pictured : trace;
+    const RenderOptions drawn_options = picture_options(r, pictured);
     // The SVG first: a bad --svg path fails before anything is printed.
-    if (!o.svg.empty()) write_file(o.svg, render_weights_svg(pictured ? *pictured : trace, r));
+    if (!o.svg.empty()) write_file(o.svg, render_weights_svg(drawn, drawn_options));
     if (pitfall) {
         std::cout << render_pitfall(*pitfall, r);
         return;
     }
-    refuse_large_output(problem, trace, o.heatmap ? Format::text : o.format, r, o.budget);
+    if (o.heatmap) refuse_large_output(problem, drawn, Format::text, drawn_options, o.budget);
+    else refuse_large_output(problem, trace, o.format, r, o.budget);
     if (o.format == Format::html) {
         // The page carries every cell's explanation (while the page is small
         // enough), which the estimate above did not count: the page is measured
@@ -224,7 +242,7 @@ void print_trace(const Trace& trace, const TraceOptions& o, const Problem& probl
         std::cout << page;
         return;
     }
-    std::cout << (o.heatmap ? render_heatmap(pictured ? *pictured : trace, r) : render(trace, o.format, r));
+    std::cout << (o.heatmap ? render_heatmap(drawn, drawn_options) : render(trace, o.format, r));
 }
 
 }  // namespace attn_trace::cli

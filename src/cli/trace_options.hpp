@@ -63,7 +63,8 @@ bool use_color(const std::string& setting);
 // Writes the trace in the chosen format (or --heatmap, or the pitfall `run
 // --pitfall` computed beside it) to standard output, and the --svg file when asked.
 // `pictured`: the trace --heatmap and --svg draw when it is not the printed one
-// (decode's text prints a summary). `forward`: grad's forward trace, for the page
+// (decode's text prints a summary; grad draws its forward, --steps narrowed to the
+// forward's own steps). `forward`: grad's forward trace, for the page
 // to hatch the gradients' zeros that the mask makes.
 void print_trace(const Trace& trace, const TraceOptions& options, const Problem& problem, const Pitfall* pitfall = nullptr,
                  const Trace* pictured = nullptr, const Trace* forward = nullptr);

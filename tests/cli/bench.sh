@@ -24,6 +24,9 @@ expect_exit 0 '' -- "$ATTN_TRACE" bench --decode --cache 64,256 --heads 2 --dk 4
 expect_exit 0 '>T, cached tokens \(log scale\)<' -- cat decode.svg
 expect_exit 0 '>∝ T<' -- cat decode.svg
 expect_exit 0 'decode step time vs T' -- cat decode.svg
+# Only plotted lengths get a tick: naive skips n = 65536 (16 GiB of scores), so the chart is the decode step's.
+expect_exit 0 '' -- "$ATTN_TRACE" bench --impl naive --n 65536 --cache 64 --heads 2 --dk 4 --threads 2 --repeats 1 --svg skipped.svg
+expect_exit 1 '' -- grep -q 65536 skipped.svg
 expect_exit 2 'impl' -- "$ATTN_TRACE" bench --impl slow
 expect_exit 0 'Examples:' -- "$ATTN_TRACE" bench --help
 # A setting whose memory estimate passes --max-memory stops the run before anything is measured

@@ -98,9 +98,17 @@ for way in "" --fast --tiled; do
 done
 expect_exit 0 "grad_q" -- "$ATTN_TRACE" grad "$SOURCE_DIR/examples/two_tokens_causal.json" --svg weights.svg
 expect_exit 0 "<rect" -- cat weights.svg
+# --steps names the printed (gradient) steps; the picture is then of the weights, with any format.
+expect_exit 0 "^grad_q,0,1$" -- "$ATTN_TRACE" grad "$SOURCE_DIR/examples/two_tokens_causal.json" --steps grad_q --format csv --svg csv_weights.svg
+expect_exit 0 "weights" -- cat csv_weights.svg
+# Untiled, the drawn forward trace sits beside the gradients' own (two full traces): counted.
+"$ATTN_TRACE" random --n 500 --dk 4 --seed 1 > m500.json
+expect_exit 0 "grad_q" -- "$ATTN_TRACE" grad m500.json --steps grad_q --max-memory 32M --max-output 64M
+expect_exit 2 "m500.json: --heatmap draws the forward weights A, .* about 15 MiB beside the gradients'; the limit is 32 MiB" -- \
+  "$ATTN_TRACE" grad m500.json --heatmap --max-memory 32M
 # permute's trace holds no matrix to draw: it has neither option.
 expect_exit 2 "unknown option '--heatmap'" -- "$ATTN_TRACE" permute "$SOURCE_DIR/examples/two_tokens_causal.json" --heatmap
 "$ATTN_TRACE" random --n 3000 --dk 4 --seed 1 > long.json
-expect_exit 2 "long.json: --heatmap draws the forward weights A, whose full trace .* would hold about 549 MiB; the limit is 64 MiB \(--max-memory\)" -- \
+expect_exit 2 "long.json: --heatmap draws the forward weights A, whose full trace .* would hold about 549 MiB beside the gradients'; the limit is 64 MiB \(--max-memory\)" -- \
   "$ATTN_TRACE" grad long.json --fast --heatmap --max-memory 64M
 finish
