@@ -117,6 +117,9 @@ TEST_CASE("expect entries are validated too") {
     REQUIRE_THAT(error_of("{" + qkv + R"(, "expect": [{"name": "weight", "data": [[1]]}]})"), Contains("$.expect[0].name: unknown step \"weight\" (did you mean \"weights\"?)"));
     REQUIRE_THAT(error_of("{" + qkv + R"(, "expect": [{"name": "weights"}]})"), Contains("$.expect[0]: needs \"data\""));
     REQUIRE_THAT(error_of("{" + qkv + R"(, "expect": [{"name": "weights", "head": 1, "data": [[1]]}]})"), Contains("$.expect[0].head: expected a whole number from 0 to 0"));
+    // A bad tolerance names its own key (docs/PROBLEM.md#expect-values-for-attn-trace-check).
+    REQUIRE_THAT(error_of("{" + qkv + R"(, "expect": [{"name": "weights", "data": [[1]], "atol": -1}]})"), Contains("$.expect[0].atol: a tolerance must be >= 0, found -1"));
+    REQUIRE_THAT(error_of("{" + qkv + R"(, "expect": [{"name": "weights", "data": [[1]], "rtol": -0.5}]})"), Contains("$.expect[0].rtol: a tolerance must be >= 0, found -0.5"));
 }
 
 TEST_CASE("the strings inf, -inf and nan are numbers where non-finite inputs are allowed") {

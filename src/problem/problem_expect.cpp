@@ -57,7 +57,8 @@ void ProblemLoader::read_expectations() {
         x.data.data() = array.data;
         if (item.contains("atol")) x.atol = reader_.number(item["atol"], path + ".atol");
         if (item.contains("rtol")) x.rtol = reader_.number(item["rtol"], path + ".rtol");
-        need(x.atol >= 0 && x.rtol >= 0, path, "atol and rtol must be >= 0");
+        need(x.atol >= 0, path + ".atol", fmt::format("a tolerance must be >= 0, found {}", x.atol));
+        need(x.rtol >= 0, path + ".rtol", fmt::format("a tolerance must be >= 0, found {}", x.rtol));
         problem_.expect.push_back(std::move(x));
     }
 }
