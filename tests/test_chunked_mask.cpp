@@ -90,7 +90,7 @@ TEST_CASE("chunked masks equal the rule written out as an allowed matrix, in run
         }
 }
 
-TEST_CASE("chunked masks: the fast path, decode and tiled equal the full trace; tiles outside every chunk are skipped", "[masks][chunked][fast]") {
+TEST_CASE("chunked masks: the fast path, decode and tiled equal the full trace, tiles outside every chunk are skipped", "[masks][chunked][fast]") {
     const Problem p = parse_problem(problem(16, 16, R"("chunked:4")", 4, 2), "t.json");
     const Trace full = pipeline_full(p, {});
     const Trace fast = pipeline_fast(p, {}, FastPathOptions{2, 4, 4, "test"});

@@ -49,7 +49,7 @@ TEST_CASE("decode: the causal weights and outputs of damaged on arrival, one ste
     REQUIRE(trace_number(trace, "max_abs_diff_vs_full") == 0.0);
 }
 
-TEST_CASE("decode: the cache grows by one row per step; steps carry t") {
+TEST_CASE("decode: the cache grows by one row per step, steps carry t") {
     const Trace trace = decode(damaged);
     for (int t = 0; t < 3; ++t) {
         const std::size_t length = static_cast<std::size_t>(t) + 1;

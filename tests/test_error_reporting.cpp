@@ -91,7 +91,7 @@ TEST_CASE("parallel_for rethrows a worker's exception on the calling thread", "[
     CHECK(std::count(done.begin(), done.end(), 1) == 100);
 }
 
-TEST_CASE("the library marks the settings it speaks of; the CLI words them as its flags", "[errors]") {
+TEST_CASE("the library marks the settings it speaks of, the CLI words them as its flags", "[errors]") {
     const InputError error("⟦block_q⟧ 0: a query block holds at least 1 row (or set ⟦empty_rows⟧)");
     CHECK(std::string(error.what()) == "block_q 0: a query block holds at least 1 row (or set empty_rows)");
     const auto r = report([&] { throw error; });

@@ -194,7 +194,7 @@ TEST_CASE("every cell of every run step explains the same numbers from its own r
     }
 }
 
-TEST_CASE("a projection cell is x_i times a column of W plus the bias; a RoPE cell turns its pair") {
+TEST_CASE("a projection cell is x_i times a column of W plus the bias, a RoPE cell turns its pair") {
     const Problem damaged4 = load_problem(std::string(ATTN_TRACE_SOURCE_DIR) + "/examples/damaged_on_arrival_4x.json");
     const std::string k = explain_problem(damaged4, RunOptions{}, parse_cell_spec("k[2,1]"), ExplainOptions{});
     CHECK(contains(k, "x_2 = (0, 0, 4, 0)"));

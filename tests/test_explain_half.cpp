@@ -104,7 +104,7 @@ TEST_CASE("in f16 out's cell ends with its rounding: the stored weights times th
     check_rounding(explained(biased, "exp[2,0]", Dtype::f16), "exp_20", e, step_values(trace, "exp")(2, 0));
 }
 
-TEST_CASE("in f16 every rounded step of run ends its cell with the one rounding; row_sum, row_max, mask and hidden keys do not", "[half][explain]") {
+TEST_CASE("in f16 every rounded step of run ends its cell with the one rounding, row_sum, row_max, mask and hidden keys do not", "[half][explain]") {
     const Trace trace = run_json(biased, Dtype::f16);
     for (const char* cell : {"q[2,0]", "k[1,0]", "v[2,1]", "scores[2,1]", "scaled[2,1]", "masked[2,1]", "exp[2,0]", "weights[2,2]", "out[0,0]", "final[0,3]"}) {
         const std::string text = explained(biased, cell, Dtype::f16);

@@ -97,7 +97,7 @@ TEST_CASE("weight, bias and input gradients equal finite differences through RoP
     check("grad_x_source", 3, 0, [](Problem& q) -> double& { return q.X_source[0](3, 0); });
 }
 
-TEST_CASE("the softmax backward is exactly 0 on blocked cells and its rows sum to 0; the Jacobian of a row", "[grad]") {
+TEST_CASE("the softmax backward is exactly 0 on blocked cells and its rows sum to 0, the Jacobian of a row", "[grad]") {
     const Problem p = parse_problem(direct, "t.json");
     const Trace grad = pipeline_grad(p, {}, GradOptions{"", 3, std::nullopt, std::nullopt});
     const Trace forward = pipeline_full(p, {});

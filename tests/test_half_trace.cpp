@@ -52,7 +52,7 @@ TEST_CASE("in f16 a row whose scores all overflow to −inf reads the keys the m
                     InputError);
 }
 
-TEST_CASE("a step keeps the places of the first 1000 lost cells and counts them all; the text says so", "[half]") {
+TEST_CASE("a step keeps the places of the first 1000 lost cells and counts them all, the text says so", "[half]") {
     // 1500 keys of which one is exp(0) = 1 and the others exp(−20) ≈ 2.1e-9: below f16's
     // smallest subnormal, 2^−24 ≈ 6.0e-8, so they fall to 0 where f64 keeps them.
     std::string keys = "[[1]";

@@ -59,7 +59,7 @@ TEST_CASE("no-scale: softmax of the raw scores is sharper than the scaled one") 
     CHECK(p.heads[0].right_weights.values(0, 2) == Approx(0.7276).margin(1e-4));
 }
 
-TEST_CASE("pitfalls that need a mask refuse a problem without one; unknown names are input errors") {
+TEST_CASE("pitfalls that need a mask refuse a problem without one, unknown names are input errors") {
     const char* no_mask = R"({"Q": [[1, 0]], "K": [[1, 0], [0, 1]], "V": [[1, 2], [3, 4]]})";
     CHECK_THROWS_AS(pitfall("zero-scores", no_mask), InputError);
     CHECK_THROWS_AS(pitfall("bool-polarity", no_mask), InputError);

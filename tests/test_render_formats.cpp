@@ -42,10 +42,12 @@ TEST_CASE("markdown writes one labelled table per step with its formula and shap
     CHECK(count(md, "|---|") == 2);
 }
 
-TEST_CASE("latex writes a bmatrix per step, -inf as -\\infty, and escapes names") {
+TEST_CASE("latex writes a labelled array per step, -inf as minus infinity, and escapes names") {
+    // Token labels make each step an array with a label column (docs/COMMANDS.md#output-formats).
     const std::string tex = render_latex(run_json(damaged_causal), only({"masked", "row_max"}));
-    CHECK(count(tex, "\\begin{bmatrix}") == 2);
-    CHECK(count(tex, "\\end{bmatrix}") == 2);
+    CHECK(count(tex, "\\begin{array}{r|") == 2);
+    CHECK(count(tex, "\\end{array}") == 2);
+    CHECK(count(tex, "bmatrix") == 0);
     CHECK(tex.find("0.3536 & -\\infty & -\\infty \\\\") != std::string::npos);
     CHECK(tex.find("\\textbf{row\\_max}") != std::string::npos);
     CHECK(tex.find("_max") == tex.find("\\_max") + 1);  // no bare underscore in text mode

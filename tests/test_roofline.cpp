@@ -70,7 +70,7 @@ TEST_CASE("a point is bound by the lower roof, and its fraction is of that bound
     REQUIRE(place_on_roofline(256e9, 1e9, 40.0, roofs, Dtype::f64).fraction == 0.8);
 }
 
-TEST_CASE("bench without roofs leaves the roofline out; decode settings follow forward ones; heads a multiple of kv_heads", "[bench][roofline]") {
+TEST_CASE("bench without roofs leaves the roofline out, decode settings follow forward ones, heads a multiple of kv_heads", "[bench][roofline]") {
     BenchConfig c = tiny(20, 8);
     const BenchRun run = run_bench(c, nullptr);
     REQUIRE_FALSE(run.roofs);

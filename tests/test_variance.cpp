@@ -29,7 +29,7 @@ TEST_CASE("Var(q·k) is about d_k, and about 1 after dividing by √d_k") {
     }
 }
 
-TEST_CASE("unscaled softmax saturates as d_k grows; scaled stays near 0.16 (the teaching text's figures)") {
+TEST_CASE("unscaled softmax saturates as d_k grows, scaled stays near 0.16 (the teaching text's figures)") {
     const auto rows = measure_variance(small({4, 1024}));
     CHECK(rows[0].largest_weight_unscaled == Approx(0.335).margin(0.03));
     CHECK(rows[1].largest_weight_unscaled == Approx(0.953).margin(0.03));
