@@ -111,7 +111,7 @@ private:
 
     // Whether `impl` will compute `setting`, as far as is known before its inputs exist.
     bool runs(const std::string& impl, const BenchSetting& setting) const {
-        if (impl == "naive" && naive_score_bytes(c_, setting.mode == BenchMode::decode ? 1 : setting.length, setting.length) > c_.naive_budget_bytes)
+        if (impl == "naive" && naive_score_bytes(c_, setting.queries(), setting.length) > c_.naive_budget_bytes)
             return false;
         const Implementation which = implementation(impl, setting.mode);
         std::string why;

@@ -68,7 +68,7 @@ double naive_score_bytes(const BenchConfig& c, std::size_t n, std::size_t m) {
 BenchMemory bench_memory(const BenchConfig& c, const BenchSetting& setting, const std::string& impl) {
     const bool decode = setting.mode == BenchMode::decode, backward = setting.mode == BenchMode::backward;
     const double e = c.dtype == Dtype::f32 ? 4 : 8;
-    const double n = decode ? 1 : static_cast<double>(setting.length), m = static_cast<double>(setting.length);
+    const double n = static_cast<double>(setting.queries()), m = static_cast<double>(setting.length);
     const double d = static_cast<double>(c.d_k), heads = c.heads, kv_heads = c.kv_head_count(), threads = std::max(1, c.threads);
     const double queries = n * heads * d, keys = m * kv_heads * d;  // elements of Q (and out, dQ); of K (and V, dK, dV)
     const double row_stats = n * heads;                              // elements of one statistic per row and head
@@ -107,10 +107,10 @@ BenchMemory bench_memory(const BenchConfig& c, const BenchSetting& setting, cons
         // naive and cuda: rounded copies of Q, K and V (on the host) and out; for naive the
         // score rows of every worker: (n, m) together.
         memory.kernel = (2 * queries + 2 * keys) * e;
-        if (impl == "naive") memory.kernel += naive_score_bytes(c, static_cast<std::size_t>(n), setting.length);
+        if (impl == "naive") memory.kernel += naive_score_bytes(c, setting.queries(), setting.length);
         memory.results = 2 * (queries + 2 * row_stats) * double_bytes;
     }
-    memory.reference = ((8 * heads + 6) * reference_rows(static_cast<std::size_t>(n)) * m + 2 * keys + 2 * m * d) * double_bytes;
+    memory.reference = ((8 * heads + 6) * reference_rows(setting.queries()) * m + 2 * keys + 2 * m * d) * double_bytes;
     return memory;
 }
 

@@ -61,9 +61,10 @@ Examples:
             if (block_k_option->count()) grad_options.fast->block_k = whole_number_option("--block-k", block_k, 1);
         }
         // Untiled: the forward trace and about as many (n, m) steps again. The fused backward holds O(n) per head.
-        // --heatmap and --svg draw the forward weights A, what the backward reads: one more forward
-        // trace beside the gradients (`within` counts it; past the budget they are refused). The page hatches grad_masked's zeros where the
-        // forward pass's mask blocked the weight, from that forward trace when there is room for it.
+        // --heatmap and --svg draw the forward weights A, what the backward reads: one more
+        // forward trace beside the gradients (`within` counts it; past the budget they are
+        // refused). The page hatches grad_masked's zeros where the forward pass's mask
+        // blocked the weight, from that forward trace when there is room for it.
         const Dtype dtype = run_options(options, problem).dtype;
         const double full = full_trace_bytes(problem), grad_bytes = tiled || fast ? 0 : 2 * full;
         const bool pictures = options.heatmap || !options.svg.empty();

@@ -59,6 +59,7 @@ BenchWork bench_work(const BenchConfig& config, BenchMode mode, std::size_t leng
 struct BenchSetting {
     BenchMode mode = BenchMode::forward;
     std::size_t length = 0;  // forward: n; decode: T
+    std::size_t queries() const { return mode == BenchMode::decode ? 1 : length; }  // n: decode steps have one query
 };
 // The settings of a run in order: forward ones (lengths), then decode ones (cache_lengths).
 std::vector<BenchSetting> bench_settings(const BenchConfig& config);
