@@ -40,9 +40,9 @@ std::string bench_text_table(const BenchRun& run, BenchMode mode);
 }  // namespace
 
 std::string bench_setting_text(const BenchConfig& c) {
-    return fmt::format("d_k = {}, {}, {}, {}, {} thread{}, CPU kernel {}, {} repeat{} after {} warm-up (ms: median, min–max)", c.d_k,
+    return fmt::format("d_k = {}, {}, {}, {}, {} thread{}, CPU kernel {}, {} repeat{} after {} warm-up{} (ms: median, min–max)", c.d_k,
                        describe_heads(c), c.causal ? "causal" : "no mask", dtype_name(c.dtype), c.threads, c.threads == 1 ? "" : "s",
-                       kernel_target(), c.repeats, c.repeats == 1 ? "" : "s", c.warmup);
+                       kernel_target(), c.repeats, c.repeats == 1 ? "" : "s", c.warmup, c.warmup == 1 ? "" : "s");
 }
 
 double LogPlot::px(double x) const { return left + (std::log10(x) - x0) / (x1 - x0) * (width - left - right); }
@@ -60,9 +60,28 @@ std::string svg_chart_head(double width, double height, double left, const std::
     std::string svg = fmt::format(R"(<svg xmlns="http://www.w3.org/2000/svg" width="{}" height="{}" font-family="sans-serif" font-size="12">)"
                                   "\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n",
                                   width, height);
-    // The setting goes on a line of its own: with it the title would pass the right edge.
+    // The setting goes under the title, broken where it would pass the right edge (at 11 px
+    // a character of this font is at most about 6 px wide): after a comma or before a
+    // parenthesis, never inside one.
     svg += fmt::format(R"(<text x="{}" y="20" font-size="14">{}</text>)" "\n", left, title);
-    return svg + fmt::format(R"(<text x="{}" y="38" font-size="11" fill="#555">{}</text>)" "\n", left, setting);
+    const auto fits = static_cast<std::size_t>((width - left - 10) / 6);
+    std::size_t start = 0;
+    for (int line = 0; start < setting.size(); ++line) {
+        std::size_t end = setting.size();
+        if (end - start > fits) {
+            std::size_t last_break = 0;
+            int depth = 0;
+            for (std::size_t i = start; i < start + fits; ++i) {
+                if (depth == 0 && setting[i] == ' ' && i > start && (setting[i - 1] == ',' || setting[i + 1] == '(')) last_break = i;
+                depth += setting[i] == '(' ? 1 : setting[i] == ')' ? -1 : 0;
+            }
+            if (last_break != 0) end = last_break;
+        }
+        svg += fmt::format(R"(<text x="{}" y="{}" font-size="11" fill="#555">{}</text>)" "\n", left, 38 + 14 * line,
+                           setting.substr(start, end - start));
+        start = end + 1;
+    }
+    return svg;
 }
 
 std::string bench_text(const BenchConfig& c, const BenchRun& run) {
@@ -188,7 +207,7 @@ std::string bench_svg(const BenchConfig& c, const BenchRun& run) {
         ms_low = std::min(ms_low, r.median_ms);
         ms_high = std::max(ms_high, r.median_ms);
     }
-    const double width = 640, height = 430, left = 70, right = 150, top = 50, bottom = 50;
+    const double width = 640, height = 444, left = 70, right = 150, top = 64, bottom = 50;
     const bool decode_only = !line_modes.empty() && std::all_of(line_modes.begin(), line_modes.end(), [](const auto& m) { return m.second == BenchMode::decode; });
     const bool some_decode = std::any_of(line_modes.begin(), line_modes.end(), [](const auto& m) { return m.second == BenchMode::decode; });
     std::string svg = svg_chart_head(width, height, left, decode_only ? "decode step time vs T" : "attention time vs n", bench_setting_text(c));

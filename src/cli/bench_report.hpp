@@ -28,7 +28,8 @@ struct LogPlot {
     // The frame, and each decade of y labelled ("10 ms" with unit " ms").
     std::string frame(const std::string& y_unit) const;
 };
-// An SVG's opening: its size, a white ground, the title and the setting under it.
+// An SVG's opening: its size, a white ground, the title and the setting under it (on
+// two lines where one would pass the right edge: charts leave 64 px above their frame).
 std::string svg_chart_head(double width, double height, double left, const std::string& title, const std::string& setting);
 
 }  // namespace attn_trace::cli

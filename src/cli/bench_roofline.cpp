@@ -24,7 +24,7 @@ std::string point_label(const BenchResult& r) {
 }  // namespace
 
 std::string bench_roofline_svg(const BenchConfig& c, const BenchRun& run) {
-    const double width = 820, height = 460, left = 80, right = 40, top = 50, bottom = 50;
+    const double width = 820, height = 474, left = 80, right = 40, top = 64, bottom = 50;
     std::string svg = svg_chart_head(width, height, left, "roofline: attainable GFLOP/s against arithmetic intensity", bench_setting_text(c));
     if (!run.roofs) return svg + fmt::format(R"(<text x="{}" y="200">no roofs measured</text>)" "\n</svg>\n", left);
     const double peak = run.roofs->compute_gflops(c.dtype), bandwidth = run.roofs->copy_gb_per_s, ridge = peak / bandwidth;

@@ -6,7 +6,8 @@ the network, every step of the trace in the DOM with the numbers of the same
 command's --format json, a click (and Enter) on a cell shows the explanation
 `attn-trace explain --cell` prints, the arrow keys, head tabs and the tile or
 token slider move through the steps, an exercise's answer hidden until asked,
-and a screenshot of each page written for people to look at.
+every chart's text inside its picture and clear of the others, and a screenshot
+of each page written for people to look at.
 
 Usage: ATTN_TRACE=build/attn-trace SOURCE_DIR=. /usr/bin/python3 tests/browser/pages.py [SCREENSHOT_DIR]
 Exits 77 (CTest's "skipped") when chromium, chromedriver or selenium is missing.
@@ -363,6 +364,45 @@ def test_exercise(driver):
     screenshot(driver, "exercise-answer")
 
 
+# Every <text> of a chart inside the picture, and no two upright labels on top of each
+# other (rotated labels' boxes overlap their neighbours' by design).
+TEXT_FAULTS = """
+const svg = document.querySelector('svg'), frame = svg.getBoundingClientRect(), faults = [], upright = [];
+for (const t of svg.querySelectorAll('text')) {
+  const r = t.getBoundingClientRect(), box = [r.left - frame.left, r.top - frame.top, r.right - frame.left, r.bottom - frame.top];
+  if (box[0] < -0.5 || box[1] < -0.5 || box[2] > frame.width + 0.5 || box[3] > frame.height + 0.5)
+    faults.push('"' + t.textContent + '" reaches past the edge: ' + box.map(v => v.toFixed(0)).join(','));
+  if (!(t.getAttribute('transform') || '').includes('rotate')) upright.push([box, t.textContent]);
+}
+for (let i = 0; i < upright.length; i++)
+  for (let j = i + 1; j < upright.length; j++) {
+    const [a, p] = upright[i], [b, q] = upright[j];
+    if (a[0] < b[2] - 1 && b[0] < a[2] - 1 && a[1] < b[3] - 1 && b[1] < a[3] - 1) faults.push('"' + p + '" overlaps "' + q + '"');
+  }
+return faults;
+"""
+
+
+def test_charts(driver):
+    """Each kind of SVG the tool draws, with its longest usual title and subtitle."""
+    charts = {
+        "heatmap": ["run", example("gqa_8q_2kv.json")],
+        "precision": ["precision", example("half_overflow.json")],
+        "variance": ["variance"],
+        "bench": ["bench", "--n", "32,64", "--dk", "8", "--heads", "4", "--kv-heads", "2", "--causal", "--dtype", "f64", "--impl", "naive,fast",
+                  "--repeats", "1", "--warmup", "0", "--roofline", os.path.join(WORK, "roofline.svg")],
+        "bench_decode": ["bench", "--decode", "--cache", "64,128", "--dk", "8", "--heads", "4", "--kv-heads", "2", "--repeats", "1", "--warmup", "0"],
+    }
+    for name, args in charts.items():
+        path = os.path.join(WORK, name + ".svg")
+        tool(*args, "--svg", path)
+        for drawn in [path] + [a for a in args if a.endswith("roofline.svg")]:
+            driver.get("file://" + drawn)
+            for fault in driver.execute_script(TEXT_FAULTS):
+                check(False, f"{os.path.basename(drawn)}: {fault}")
+            screenshot(driver, "chart_" + os.path.basename(drawn)[:-4])
+
+
 def test_print(driver):
     open_page(driver, "print", ["tiled", example("damaged_on_arrival.json")])
     pdf = base64.b64decode(driver.execute_cdp_cmd("Page.printToPDF", {"printBackground": True})["data"])
@@ -382,7 +422,7 @@ def main():
     try:
         run_size = test_run(driver)
         readme_size = test_readme_page(driver)
-        for test in (test_heads, test_colours, test_tiled, test_decode, test_grad, test_permute, test_summary, test_explain, test_exercise, test_print):
+        for test in (test_heads, test_colours, test_tiled, test_decode, test_grad, test_permute, test_summary, test_explain, test_exercise, test_print, test_charts):
             test(driver)
     finally:
         driver.quit()

@@ -16,6 +16,8 @@ expect_exit 0 '^n,m,d_k,heads,causal,impl,status,median_ms' -- "${bench[@]}" --f
 # Every implementation is judged by the CPU reference, the first one too; in f64 to ~1e-16.
 expect_exit 0 'naive .*e-1[5-7] vs cpu reference \(8 rows\)' -- "${bench[@]}" --dtype f64
 expect_exit 0 'fast .*e-1[5-7] vs cpu reference \(24 rows\)' -- "${bench[@]}" --dtype f64
+expect_exit 0 '2 repeats after 1 warm-up \(ms' -- "${bench[@]}"
+expect_exit 0 '1 repeat after 0 warm-ups \(ms' -- "$ATTN_TRACE" bench --n 8 --dk 4 --impl fast --repeats 1 --warmup 0
 expect_exit 0 '' -- "${bench[@]}" --svg chart.svg
 expect_exit 0 '<polyline' -- cat chart.svg
 expect_exit 0 'n²' -- cat chart.svg
