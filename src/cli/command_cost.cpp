@@ -76,7 +76,7 @@ a sliding layer holds min(n, W) tokens, MLA its latent and RoPE key.)");
     cost->add_option("--sparse", o.sparse, "a sparse pattern as JSON: count the scored pairs only");
     cost->add_option("--mla", o.mla, "D_C[,D_R]: compare the KV cache per token of MHA, GQA, MQA and MLA");
     add_format_option(*cost, o.format, formats_of(for_cost), "text or json");
-    cost->callback([&exit_code, bytes] {
+    cost->callback([&exit_code, bytes, d_model] {
         CostQuestion q;
         std::vector<std::uint64_t> lengths;
         for (long long n : o.n) lengths.push_back(whole_number_option("--n", n, 1));
@@ -90,7 +90,7 @@ a sliding layer holds min(n, W) tokens, MLA its latent and RoPE key.)");
             exit_code = 0;
             return;
         }
-        if (o.d_model == 0) throw InputError("cost needs --d-model (or --model DIR)");
+        if (d_model->count() == 0) throw InputError("cost needs --d-model (or --model DIR)");
         q.n = lengths.front();
         q.d_model = whole_number_option("--d-model", o.d_model, 1);
         q.heads = whole_number_option("--heads", o.heads, 1);

@@ -30,6 +30,12 @@ void require_positive(const char* option, std::uint64_t value) {
 
 }  // namespace
 
+void require_bytes_per_number(double bytes) {
+    // 64 bytes is far past any number format; the bound keeps every byte count finite.
+    if (!(bytes > 0 && bytes <= 64))
+        throw InputError(fmt::format("⟦bytes⟧ {}: expected the bytes per number, greater than 0 and at most 64 (4 for float32, 2 for fp16)", bytes));
+}
+
 CostAnswer compute_cost(const CostQuestion& asked) {
     CostAnswer a;
     a.question = asked;
@@ -40,8 +46,7 @@ CostAnswer compute_cost(const CostQuestion& asked) {
     require_positive("⟦d_model⟧", q.d_model);
     require_positive("⟦heads⟧", q.heads);
     require_positive("⟦layers⟧", q.layers);
-    if (!(q.bytes > 0 && std::isfinite(q.bytes)))
-        throw InputError(fmt::format("⟦bytes⟧ {}: expected the bytes per number, greater than 0 (4 for float32, 2 for fp16)", q.bytes));
+    require_bytes_per_number(q.bytes);
     if (q.d_model % q.heads != 0)
         throw InputError(fmt::format("⟦heads⟧ {} must divide ⟦d_model⟧ {} (each head takes d_model / heads columns)", q.heads, q.d_model));
     if (q.heads % q.kv_heads != 0)
@@ -92,6 +97,8 @@ SparseCost compute_sparse_cost(const CostQuestion& question, const SparsePattern
         SparseCostRow row;
         row.n = n;
         row.scored_pairs = sparse_scored_pairs(drawn, n, n);
+        if (row.scored_pairs == 0)  // nothing to compare with dense: every ratio would be 0 or 0/0
+            throw InputError(fmt::format("⟦sparse⟧: the pattern scores no pair at n = {}: give it a window, global or random blocks", n));
         row.dense_pairs = times(n, n);
         row.density = static_cast<double>(row.scored_pairs) / static_cast<double>(row.dense_pairs);
         row.attention_multiply_adds = times(times(2, row.scored_pairs), at.d_model);

@@ -163,6 +163,7 @@ std::string cache_comparison_json(const CacheComparison& c) {
 }
 
 ModelCost compute_model_cost(const ModelCacheFacts& facts, std::uint64_t n, std::uint64_t tokens) {
+    require_bytes_per_number(facts.bytes_per_number);
     ModelCost cost{facts, n, tokens, {}, 0, 0, 0, 0};
     for (const auto& layer : facts.layers) {
         const std::uint64_t held = layer.window ? std::min(tokens, *layer.window) : tokens;

@@ -83,4 +83,11 @@ expect_exit 2 "error: --heads 3 must divide --d-model 64" -- "$T" cost --n 5 --d
 expect_exit 2 "error: --kv-heads 3 must divide --heads 4" -- "$T" cost --n 5 --d-model 64 --heads 4 --kv-heads 3
 expect_exit 2 "error: --bytes 0: " -- "$T" cost --n 5 --d-model 64 --bytes 0
 expect_exit 2 "d-model" -- "$T" cost --n 5
+expect_exit 2 "error: --d-model 0: expected a whole number of at least 1" -- "$T" cost --n 5 --d-model 0
+# Every byte count stays finite, with a model too (whose --bytes replaces the checkpoint's).
+expect_exit 2 "error: --bytes 1e\+308: expected the bytes per number, greater than 0 and at most 64" -- "$T" cost --n 5 --d-model 64 --bytes 1e308
+for b in -2 0 nan inf; do
+  expect_exit 2 "error: --bytes $b: expected the bytes per number" -- "$T" cost --model "$SOURCE_DIR/tests/models/gemma2" --n 10 --bytes "$b"
+done
+expect_exit 2 "error: --sparse: the pattern scores no pair at n = 1024" -- "$T" cost --n 1024,2048 --d-model 64 --sparse '{}'
 finish

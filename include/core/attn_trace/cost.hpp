@@ -21,6 +21,9 @@ struct CostQuestion {
     std::uint64_t tokens = 0;    // cache length for the KV-cache total; 0 = n
 };
 
+// Refuses (InputError) a bytes-per-number that is not in (0, 64].
+void require_bytes_per_number(double bytes);
+
 struct CostAnswer {
     CostQuestion question;       // with kv_heads and tokens filled in
     std::uint64_t d_head = 0;    // d_k = d / H
