@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -89,12 +90,66 @@ void check_nesting(const std::string& text, const std::string& file) {
     }
 }
 
+// nlohmann::json keeps the last of two equal keys in an object. A file that gives a key
+// twice (two "scale"s) says two things, and attn-trace would silently pick one, so the
+// parse is followed by its callback, which keeps the JSON path of where it is.
+class DuplicateKeys {
+public:
+    explicit DuplicateKeys(const std::string& file) : file_(file) {}
+
+    bool operator()(int, json::parse_event_t event, const json& parsed) {
+        using E = json::parse_event_t;
+        switch (event) {
+            case E::object_start:
+            case E::array_start:
+                open_.push_back(Level{event == E::object_start, {}, "", 0});
+                break;
+            case E::key: {  // `parsed` is the key
+                Level& level = open_.back();
+                const std::string& key = parsed.get_ref<const std::string&>();
+                if (std::find(level.keys.begin(), level.keys.end(), key) != level.keys.end())
+                    throw InputError(fmt::format("{}: {}: the key \"{}\" is given twice in one object: give it once", file_, path(), key));
+                level.keys.push_back(key);
+                level.key = key;
+                break;
+            }
+            case E::object_end:
+            case E::array_end:
+                open_.pop_back();
+                [[fallthrough]];
+            case E::value:
+                if (!open_.empty() && !open_.back().object) ++open_.back().index;
+                break;
+        }
+        return true;
+    }
+
+private:
+    struct Level {
+        bool object;
+        std::vector<std::string> keys;
+        std::string key;
+        std::size_t index;
+    };
+
+    std::string path() const {
+        std::string p = "$";
+        for (std::size_t i = 0; i + 1 < open_.size(); ++i)
+            p += open_[i].object ? "." + open_[i].key : fmt::format("[{}]", open_[i].index);
+        return p;
+    }
+
+    const std::string& file_;
+    std::vector<Level> open_;
+};
+
 }  // namespace
 
 json parse_json_text(const std::string& text, const std::string& file) {
     check_nesting(text, file);
     try {
-        return json::parse(text);
+        DuplicateKeys duplicates(file);
+        return json::parse(text, [&duplicates](int depth, json::parse_event_t event, json& parsed) { return duplicates(depth, event, parsed); });
     } catch (const json::parse_error& error) {
         throw InputError(fmt::format("{}: malformed JSON at {}: {}", file, line_and_column(text, error.byte), reason_of(error)));
     } catch (const json::out_of_range& error) {

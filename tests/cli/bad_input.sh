@@ -5,6 +5,11 @@ T=$ATTN_TRACE
 good='"Q": [[1, 0], [0, 1]], "K": [[1, 0], [0, 1]], "V": [[1], [2]]'
 
 expect_bad_input '{"Q": [[1, 2],' 'malformed JSON at line 1'
+# A key given twice in one object is refused at its object's path, not settled by the last one.
+expect_bad_input "{$good, \"scale\": 0.5, \"scale\": 2}" '\$: the key "scale" is given twice in one object'
+expect_bad_input "{$good, \"expect\": [{\"step\": \"out\", \"data\": [[1], [2]]}, {\"step\": \"out\", \"data\": 1, \"data\": 2}]}" \
+  '\$\.expect\[1\]: the key "data" is given twice'
+expect_bad_input "{$good, \"mask\": {\"lengths\": [[1]], \"window\": {\"left\": 1, \"left\": 2}}}" '\$\.mask\.window: the key "left" is given twice'
 expect_bad_input '{"Q": [[1, 2], [3]], "K": [[1, 2]], "V": [[1]]}' '\$\.Q\[1\]: ragged array'
 expect_bad_input '{"Q": [[1, "two"]], "K": [[1, 2]], "V": [[1]]}' '\$\.Q\[0\]\[1\]: expected a number'
 expect_bad_input '{"Q": [], "K": [[1, 2]], "V": [[1]]}' '\$\.Q: expected a non-empty array'
