@@ -227,7 +227,7 @@ TEST_CASE("a NaN or infinity in an array file is refused like one in the JSON, n
     std::ofstream(dir + "/nan.npy", std::ios::binary)
         << npy("{'descr': '<f8', 'fortran_order': False, 'shape': (2, 2), }", bytes_of(std::vector<double>{1, 2, 3, std::nan("")}));
     const std::string text = R"({"Q": {"npy": "nan.npy"}, "K": [[1, 0], [0, 1]], "V": [[1], [2]]})";
-    refused([&] { parse_problem(text, dir + "/p.json"); }, "p.json: $.Q[1][1] (nan.npy): nan in an input matrix: inputs must be finite");
+    refused([&] { parse_problem(text, dir + "/p.json"); }, "p.json: $.Q[1][1] (nan.npy): nan in an input: inputs must be finite");
     const Problem allowed = parse_problem(text, dir + "/p.json", true);
     CHECK(allowed.first_nonfinite == "$.Q[1][1] (nan.npy) is nan");
     // A 0-D tensor where a checkpoint expects its packed Q | K | V: an error, not a crash.

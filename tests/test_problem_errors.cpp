@@ -132,11 +132,11 @@ TEST_CASE("the strings inf, -inf and nan are numbers where non-finite inputs are
 // Issue 11, finding 4: a NaN in Q was reported as "query 0 can read no key".
 TEST_CASE("a non-finite input is an error naming its first cell, unless allowed") {
     REQUIRE_THAT(error_of(R"({"Q": [[1, "nan"], [0, 1]], "K": [[1, 0], [0, 1]], "V": [[1], [2]]})"),
-                 Contains("damaged.json: $.Q[0][1]: nan in an input matrix"));
+                 Contains("damaged.json: $.Q[0][1]: nan in an input"));
     REQUIRE_THAT(error_of(R"({"Q": [[1, 0]], "K": {"shape": [2, 2], "data": [1, 0, "inf", 1]}, "V": [[1], [2]]})"),
-                 Contains("$.K.data[2]: inf in an input matrix"));
+                 Contains("$.K.data[2]: inf in an input"));
     REQUIRE_THAT(error_of(R"({"X": [[1, 0]], "W_Q": [[1], [0]], "W_K": [[1], ["-inf"]], "W_V": [[1], [0]]})"),
-                 Contains("$.W_K[1][0]: -inf in an input matrix"));
+                 Contains("$.W_K[1][0]: -inf in an input"));
     REQUIRE_THAT(error_of(R"({"Q": [[1, 0]], "K": [[1, 0]], "V": [["nan"]]})"), Contains("or pass allow_nonfinite"));
     // Masks may hold −∞: that is their job.
     REQUIRE_NOTHROW(parse_problem(R"({"Q": [[1]], "K": [[1], [2]], "V": [[1], [2]], "mask": {"additive": [[0, "-inf"]]}})", "m.json"));

@@ -15,13 +15,15 @@ namespace {
 
 bool minus_infinity_allowed(const std::string& command, StepName step) {
     using enum StepName;
-    if (step == mask || step == masked || step == row_max || step == m) return true;
+    if (step == mask || step == masked || step == row_max || step == m || step == lse) return true;  // lse: log 0 for a row that reads no key
     return step == scores && command != "run";
 }
 
-bool nan_allowed(const Problem& p, StepName step) {
+// Under the nan policy a row that reads no key has NaN weights, and in grad every gradient
+// that reads them (docs/COMMANDS.md#grad) carries them on.
+bool nan_allowed(const Problem& p, const std::string& command, StepName step) {
     return p.empty_rows == EmptyRows::nan &&
-           (step == StepName::weights || step == StepName::out || step == StepName::concat || step == StepName::final);
+           (command == "grad" || step == StepName::weights || step == StepName::out || step == StepName::concat || step == StepName::final);
 }
 
 struct Unexplained {
@@ -33,7 +35,7 @@ struct Unexplained {
 std::optional<Unexplained> first_unexplained(const Trace& trace, const Problem& p) {
     for (const Step& s : trace.steps) {
         if (s.name == StepName::reach) continue;  // inf there means "never", not an overflow
-        const bool minus_inf_ok = minus_infinity_allowed(trace.command, s.name), nan_ok = nan_allowed(p, s.name);
+        const bool minus_inf_ok = minus_infinity_allowed(trace.command, s.name), nan_ok = nan_allowed(p, trace.command, s.name);
         const auto& data = s.values.data();
         for (std::size_t i = 0; i < data.size(); ++i) {
             const double x = data[i];

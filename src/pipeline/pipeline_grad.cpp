@@ -100,7 +100,7 @@ public:
         record_weight_gradients();
         if (grad_.tiled) compare_with_untiled();
         if (grad_.fast) fused_numbers();
-        return std::move(trace_);
+        return finish();  // a gradient past the type's range is an overflow as a forward step's is
     }
 
 private:

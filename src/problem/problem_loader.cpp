@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -27,20 +28,31 @@ const std::vector<std::string> known_keys = {
 // a non-finite number in them is an error unless allowed. Masks are not among them: −∞ is
 // their job.
 const std::vector<std::string> input_keys = {"X", "X_source", "Q", "K", "V", "W_Q", "W_K", "W_V", "W_O", "b_Q", "b_K", "b_V", "b_O",
-                                             "in_proj_weight", "in_proj_bias", "out_proj.weight", "out_proj.bias"};
+                                             "in_proj_weight", "in_proj_bias", "out_proj.weight", "out_proj.bias", "d_out"};
+// The keys whose numbers are parameters of a step: screened the same way, so that a "nan"
+// among ALiBi's slopes is named here, not found later as an overflow "from finite inputs".
+const std::vector<std::string> parameter_keys = {"alibi", "positions", "source_positions", "rope", "qk_norm", "mla"};
 
 // The JSON path and text of the first "inf"/"-inf"/"nan" string in a nested array
 // or a {"shape", "data"} object (JSON numbers themselves are always finite).
-std::optional<std::string> first_nonfinite_cell(const json& value, const std::string& path) {
+// A parameter object's members ({"angles_deg": [...]}) are searched too; an input's object
+// is {"shape", "data"}, or a file or a random draw, whose numbers are checked where they are read.
+std::optional<std::string> first_nonfinite_cell(const json& value, const std::string& path, bool parameter) {
     if (value.is_string()) {
         const auto text = value.get<std::string>();
         if (text == "inf" || text == "+inf" || text == "-inf" || text == "nan") return fmt::format("{} is {}", path, text);
         return std::nullopt;
     }
-    if (value.is_object()) return value.contains("data") ? first_nonfinite_cell(value["data"], path + ".data") : std::nullopt;
+    if (value.is_object()) {
+        if (value.contains("data")) return first_nonfinite_cell(value["data"], path + ".data", parameter);
+        if (parameter)
+            for (const auto& [key, member] : value.items())
+                if (auto found = first_nonfinite_cell(member, path + "." + key, parameter)) return found;
+        return std::nullopt;
+    }
     if (!value.is_array()) return std::nullopt;
     for (std::size_t i = 0; i < value.size(); ++i)
-        if (auto found = first_nonfinite_cell(value[i], fmt::format("{}[{}]", path, i))) return found;
+        if (auto found = first_nonfinite_cell(value[i], fmt::format("{}[{}]", path, i), parameter)) return found;
     return std::nullopt;
 }
 
@@ -92,14 +104,14 @@ void ProblemLoader::check_known_keys() {
 // docs/PROBLEM.md#non-finite-inputs-allow_nonfinite).
 void ProblemLoader::check_finite_inputs() {
     if (has("allow_nonfinite")) problem_.allow_nonfinite |= reader_.boolean(at("allow_nonfinite"), "$.allow_nonfinite");
-    // The inputs, and the MLA matrices inside "mla".
-    std::vector<std::pair<const json*, std::string>> inputs;
+    // The inputs, then the parameters (with the MLA matrices inside "mla").
+    std::vector<std::tuple<const json*, std::string, bool>> screened;
     for (const auto& key : input_keys)
-        if (has(key.c_str())) inputs.push_back({&at(key.c_str()), path_of(key)});
-    if (has("mla") && at("mla").is_object())
-        for (const auto& [key, value] : at("mla").items()) inputs.push_back({&value, "$.mla." + key});
-    for (const auto& [value, path] : inputs) {
-        const auto found = first_nonfinite_cell(*value, path);
+        if (has(key.c_str())) screened.emplace_back(&at(key.c_str()), path_of(key), false);
+    for (const auto& key : parameter_keys)
+        if (has(key.c_str())) screened.emplace_back(&at(key.c_str()), path_of(key), true);
+    for (const auto& [value, path, parameter] : screened) {
+        const auto found = first_nonfinite_cell(*value, path, parameter);
         if (!found) continue;
         const auto space = found->find(' ');
         report_nonfinite(found->substr(0, space), found->substr(found->rfind(' ') + 1));
@@ -113,7 +125,7 @@ void ProblemLoader::report_nonfinite(const std::string& where, const std::string
         if (problem_.first_nonfinite.empty()) problem_.first_nonfinite = where + " is " + word;
         return;
     }
-    reader_.fail(where, fmt::format("{} in an input matrix: inputs must be finite (a NaN or infinity here spreads to every step that reads it); "
+    reader_.fail(where, fmt::format("{} in an input: inputs must be finite (a NaN or infinity here spreads to every step that reads it); "
                                     "to trace how it spreads, add \"allow_nonfinite\": true or pass ⟦allow_nonfinite⟧",
                                     word));
 }

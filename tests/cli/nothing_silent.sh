@@ -31,13 +31,28 @@ expect_exit 2 "--pitfall zero-scores compares the full \(n, m\) steps.*fast path
 
 # non-finite inputs: an error naming the first cell, unless allowed
 printf '%s' '{"Q": [[1, "nan"], [0, 1]], "K": [[1, 0], [0, 1]], "V": [[1], [2]]}' > nan.json
-expect_exit 2 "nan.json: \\\$.Q\[0\]\[1\]: nan in an input matrix.*--allow-nonfinite" -- "$A" run nan.json
+expect_exit 2 "nan.json: \\\$.Q\[0\]\[1\]: nan in an input.*--allow-nonfinite" -- "$A" run nan.json
 expect_exit 0 "note: allow_nonfinite: .*\\\$.Q\[0\]\[1\] is nan" -- "$A" run nan.json --allow-nonfinite
 expect_exit 0 "^0 +nan +nan$" -- "$A" run nan.json --allow-nonfinite --steps weights
 printf '%s' '{"Q": [[1, 0]], "K": [[1, 0], ["inf", 1]], "V": [[1], [2]]}' > inf.json
-expect_exit 2 "\\\$.K\[1\]\[0\]: inf in an input matrix" -- "$A" run inf.json
-expect_exit 2 "\\\$.K\[1\]\[0\]: inf in an input matrix" -- "$A" check inf.json
+expect_exit 2 "\\\$.K\[1\]\[0\]: inf in an input" -- "$A" run inf.json
+expect_exit 2 "\\\$.K\[1\]\[0\]: inf in an input" -- "$A" check inf.json
 expect_exit 2 "nothing to check" -- "$A" check inf.json --allow-nonfinite
+# grad's d_out is an input, and the parameters of a step are screened as the inputs are
+good='"Q": [[1, 0], [0, 1]], "K": [[1, 0], [0, 1]], "V": [[1, 2], [3, 4]]'
+printf '%s' "{$good, \"d_out\": [[\"nan\", 1], [1, 1]]}" > d_out_nan.json
+for way in "" --tiled --fast; do
+  expect_exit 2 "d_out_nan.json: \\\$.d_out\[0\]\[0\]: nan in an input" -- "$A" grad d_out_nan.json $way
+done
+for parameter in '"alibi": ["nan"]|\$.alibi\[0\]' '"rope": {"angles_deg": [0, "inf"]}|\$.rope.angles_deg\[1\]' \
+                 '"positions": [0, "-inf"]|\$.positions\[1\]' '"qk_norm": {"q_weight": ["nan", 1], "k_weight": [1, 1]}|\$.qk_norm.q_weight\[0\]'; do
+  printf '%s' "{$good, ${parameter%%|*}}" > parameter.json
+  expect_exit 2 "parameter.json: ${parameter#*|}: [-a-z]+ in an input" -- "$A" run parameter.json
+done
+# A gradient past the type's range is an overflow, as a forward step's is: exit 2, not inf printed.
+printf '%s' '{"Q": [[1, 0], [0, 1]], "K": [[1, 0], [0, 1]], "V": [[1e200, 2], [3, 4]], "d_out": [[1e200, 1], [1, 1]]}' > grad_overflow.json
+expect_exit 2 "overflow: grad_weights \(head 0\)\[0, 0\] is inf" -- "$A" grad grad_overflow.json
+expect_exit 0 "note: .*grad_weights" -- "$A" grad grad_overflow.json --allow-nonfinite --steps grad_weights
 printf '%s' '{"Q": {"random": {"shape": [2, 2], "mean": "nan"}}, "K": [[1, 0]], "V": [[1]]}' > random_nan.json
 expect_exit 2 "\\\$.Q.random.mean: expected a finite number" -- "$A" run random_nan.json
 printf '%s' '{"Q": [[1, 0]], "K": [[1, 0], ["inf", 1]], "V": [[1], [2]], "allow_nonfinite": true}' > inf_allowed.json
