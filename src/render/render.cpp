@@ -45,6 +45,8 @@ std::string format_trace_number(double x) {
 std::string format_number(double x, int precision) {
     if (!std::isfinite(x)) return nonfinite_name(x);
     if (x == 0.0) return "0";  // exact zeros (blocked weights) stay visibly exact
+    // Past 10^10 fixed notation only lengthens the column (1e200 is 201 digits): the exponent says it.
+    if (std::fabs(x) >= 1e10) return fmt::format("{:.{}e}", x, std::max(1, precision - 2));
     std::string text = fmt::format("{:.{}f}", x, precision);
     if (text.find_first_not_of("-0.") == std::string::npos) return fmt::format("{:.{}e}", x, std::max(1, precision - 2));  // tiny, not zero
     return text;

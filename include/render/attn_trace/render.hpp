@@ -77,7 +77,8 @@ std::string render_heatmap(const Trace& trace, const RenderOptions& options);
 std::string render_weights_svg(const Trace& trace, const RenderOptions& options);
 
 // One number as the text renderer writes it: "0" for an exact zero, "-inf",
-// "nan", otherwise fixed with `precision` decimals.
+// "nan", from 10^10 up or too small to show a digit in scientific notation
+// ("1.05e+12"), otherwise fixed with `precision` decimals.
 std::string format_number(double x, int precision);
 // A trace number (a count, a size, a difference): whole numbers in full
 // ("16777216", not "1.67772e+07"), others to 6 significant digits.
