@@ -1,9 +1,12 @@
 // Markdown, LaTeX, CSV, the terminal heatmap and the SVG heatmap of the weights.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cctype>
 #include <regex>
 
 #include "attn_trace/errors.hpp"
+#include "attn_trace/pipeline.hpp"
 #include "attn_trace/render.hpp"
 #include "test_helpers.hpp"
 
@@ -149,4 +152,94 @@ TEST_CASE("latex_prose puts the formulas of a sentence in math mode") {
           "$\\ell _{\\mathrm{new}}=\\mathrm{rescale}\\cdot \\ell _{\\mathrm{old}}+\\Sigma_{j}\\,e^{S_{j}-m_{\\mathrm{new}}}$, over this tile's keys");
     CHECK(latex_prose("empty_rows = zero keeps the row") .find("empty\\_rows") != std::string::npos);
     CHECK(latex_prose("a plain sentence, no formula") == "a plain sentence, no formula");
+}
+
+TEST_CASE("a run of superscripts or subscripts is one exponent or index, in text and in maths") {
+    // User test: "3.4·10³⁸)." printed as $3.4\cdot 10??).$ in the precision exercise's LaTeX.
+    CHECK(latex_prose("their range reaches about 3.4·10³⁸).") == "their range reaches about $3.4\\cdot 10^{38}$).");
+    CHECK(latex_formula("RoPE⁻¹(dK_rot)") == "$\\mathrm{RoPE}^{-1}(\\mathrm{dK\\_rot})$");
+    CHECK(latex_text("10³⁸, x₁₂ and 2⁻⁴") == "10$^{38}$, x$_{12}$ and 2$^{-4}$");
+    CHECK(latex_text("α ℓ_old, ∂L/∂Y, δ") == "$\\alpha$ $\\ell$\\_old, $\\partial$L/$\\partial$Y, $\\delta$");
+}
+
+namespace {
+
+// The formulas the pipelines record: every step of run, decode, tiled and grad (tiled,
+// fused, with a Jacobian row) on problems that reach MLA, RoPE, dropout, a softcap and GQA.
+std::vector<std::string> recorded_formulas() {
+    std::vector<std::string> formulas;
+    for (const auto& info : step_table()) formulas.emplace_back(info.formula);
+    const auto add = [&](const Trace& trace) {
+        for (const auto& step : trace.steps) formulas.push_back(step.formula);
+    };
+    for (const char* file : {"examples/mla_small.json", "examples/dropout_train.json", "examples/gqa_8q_2kv.json", "tests/golden/grad_rope.json",
+                             "tests/golden/grad_causal_softcap.json", "tests/golden/mla_compressed_rope.json", "tests/golden/grad_dropout.json"}) {
+        INFO(file);
+        const Problem problem = load_problem(std::string(ATTN_TRACE_SOURCE_DIR "/") + file);
+        add(pipeline_full(problem, RunOptions{}));
+        if (!problem.dropout) {  // decode and tiled refuse train-mode dropout
+            add(pipeline_decode(problem, RunOptions{}, DecodeOptions{}));
+            add(pipeline_tiled(problem, RunOptions{}, TiledOptions{}));
+        }
+        if (problem.mla) continue;  // neither the fast path nor grad takes MLA
+        if (!problem.dropout) add(pipeline_fast(problem, RunOptions{}, FastPathOptions{}));
+        GradOptions grad;
+        grad.row = 0;
+        add(pipeline_grad(problem, RunOptions{}, grad));
+        if (problem.dropout) continue;  // the tiled backward refuses train-mode dropout
+        grad.row.reset();
+        grad.tiled = TiledOptions{};
+        add(pipeline_grad(problem, RunOptions{}, grad));
+    }
+    std::sort(formulas.begin(), formulas.end());
+    formulas.erase(std::unique(formulas.begin(), formulas.end()), formulas.end());
+    return formulas;
+}
+
+}  // namespace
+
+TEST_CASE("every step formula is LaTeX without a '?', its words as text and its mathematics as maths") {
+    // User test: tiled's l and u headings read "\ell = ?\ell_{old} + …" (α had no LaTeX), and
+    // the mask's "$M = 0\,\mathrm{where}\,a$ query may read a key, −∞ where it may not".
+    const std::vector<std::string> formulas = recorded_formulas();
+    REQUIRE(formulas.size() > 80);
+    // The names a formula calls upright in maths: functions and named quantities, no English.
+    static const std::regex upright(R"(\\mathrm\{([^}]*)\})");
+    const std::vector<std::string> names = {"exp", "max", "rowmax", "rowsum", "softmax", "tanh", "diag", "ln", "lse", "RoPE", "RMSNorm", "mean",
+                                            "given", "old", "new", "cache", "source", "cat", "out", "concat", "final", "rot", "DKV", "NaN", "nan"};
+    for (const auto& formula : formulas) {
+        INFO(formula);
+        const std::string latex = latex_formula(formula);
+        CHECK(latex.find('?') == std::string::npos);
+        CHECK(std::none_of(latex.begin(), latex.end(), [](char c) { return static_cast<unsigned char>(c) >= 0x80; }));
+        for (const auto& piece : text_pieces(formula, true)) {
+            if (!piece.math) continue;
+            for (std::sregex_iterator it(piece.text.begin(), piece.text.end(), upright), end; it != end; ++it) {
+                std::string name = (*it)[1];
+                // c_kv in "c_kv,t": a step's name
+                const bool listed = std::find(names.begin(), names.end(), name) != names.end() || find_step(std::regex_replace(name, std::regex(R"(\\_)"), "_"));
+                // dK_rot, dO_cat, dA_ij: a gradient's name
+                const bool gradient = name.size() >= 2 && name[0] == 'd' && std::isupper(static_cast<unsigned char>(name[1]));
+                INFO("upright in maths: " << name);
+                CHECK((listed || gradient));
+            }
+        }
+    }
+}
+
+TEST_CASE("the mask's formula keeps its words out of the maths in Markdown and LaTeX") {
+    const std::string mask = "0 where a query may read a key, −∞ where it may not";
+    CHECK(latex_formula(mask) == "$0$ where a query may read a key, $-\\infty $ where it may not");
+    const std::string md = render_markdown(run_json(damaged_causal), only({"mask"}));
+    CHECK(md.find("### `mask` $M = 0$ where a query may read a key, $-\\infty$ where it may not (3, 3), head 0") != std::string::npos);
+    const std::string tex = render_latex(run_json(damaged_causal), only({"mask"}));
+    CHECK(tex.find("$M$ = $0$ where a query may read a key, $-\\infty $ where it may not, shape") != std::string::npos);
+    // explain's line: "-inf = a key" is not the product of -inf and a.
+    CHECK(latex_prose("the masked row (scaled scores + mask; -inf = a key this query may not read)") ==
+          "the masked row (scaled $\\mathrm{scores}+\\mathrm{mask}$; $-\\infty $ = a key this query may not read)");
+    // Words in a formula's middle and brackets: "of KV head 0", "(kept)", "(given)".
+    CHECK(latex_formula("K[0…3] of KV head 1") == "$K[0\\dots 3]$ of KV head 1");
+    CHECK(latex_formula("1 where the draw ≥ p = 0.5 (kept), 0 where dropped") == "$1$ where the draw $\\ge p=0.5$ (kept), 0 where dropped");
+    CHECK(latex_formula("(given)") == "(given)");
+    CHECK(latex_formula("A ⊙ (dA − rowsum(dA ⊙ A))") == "$A\\odot (\\mathrm{dA}-\\mathrm{rowsum}(\\mathrm{dA}\\odot A))$");
 }

@@ -4,6 +4,7 @@
 #include <regex>
 #include <stdexcept>
 #include <cmath>
+#include <optional>
 #include <utility>
 
 #include <fmt/format.h>
@@ -62,13 +63,63 @@ std::string format_rounded(double x, int precision) {
     return text == "-0" ? "0" : text;  // a tiny negative rounds to 0, not "-0"
 }
 
+namespace {
+
+std::size_t utf8_length(unsigned char lead) { return lead < 0x80 ? 1 : lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1; }
+
+// The LaTeX of one Unicode symbol the formulas and notes use, in math mode (nullopt when
+// unknown). Superscripts and subscripts are script_run's.
+std::optional<std::string> math_symbol(const std::string& symbol) {
+    static const std::vector<std::pair<std::string, std::string>> symbols = {
+        {"ᵀ", "^{\\top}"}, {"·", "\\cdot "}, {"−", "-"}, {"…", "\\dots "}, {"×", "\\times "}, {"Σ", "\\Sigma"}, {"∞", "\\infty "},
+        {"≤", "\\le "}, {"≥", "\\ge "}, {"ℓ", "\\ell "}, {"⌊", "\\lfloor "}, {"⌋", "\\rfloor "}, {"→", "\\to "}, {"θ", "\\theta "},
+        {"≠", "\\ne "}, {"≈", "\\approx "}, {"⊙", "\\odot "}, {"‖", "\\|"}, {"̃", ""}, {"α", "\\alpha "}, {"δ", "\\delta "},
+        {"∂", "\\partial "}, {"∝", "\\propto "}, {"⊗", "\\otimes "}, {"⇔", "\\Leftrightarrow "}, {"←", "\\leftarrow "},
+        {"°", "^{\\circ}"}, {"√", "\\surd "}, {"½", "\\tfrac{1}{2}"}};
+    for (const auto& [from, to] : symbols)
+        if (from == symbol) return to;
+    return std::nullopt;
+}
+
+// Unicode's superscripts and subscripts, and the characters they raise or lower.
+struct Scripts {
+    const char* mark;  // ^ or _
+    std::vector<std::string> glyphs;
+    std::string plain;
+};
+const Scripts superscripts{"^", {"⁰", "¹", "²", "³", "⁴", "⁵", "⁶", "⁷", "⁸", "⁹", "⁺", "⁻", "⁼", "⁽", "⁾", "ⁿ", "ⁱ"}, "0123456789+-=()ni"};
+const Scripts subscripts{"_", {"₀", "₁", "₂", "₃", "₄", "₅", "₆", "₇", "₈", "₉", "₊", "₋", "₌", "₍", "₎"}, "0123456789+-=()"};
+
+// A run of superscripts or subscripts at text[i] ("³⁸", "⁻¹") as LaTeX ("^{38}", "^{-1}"),
+// and where it ends; nullopt where none starts.
+std::optional<std::pair<std::string, std::size_t>> script_run(const std::string& text, std::size_t i) {
+    for (const Scripts* scripts : {&superscripts, &subscripts}) {
+        std::string raised;
+        std::size_t end = i;
+        for (bool more = true; more;) {
+            more = false;
+            for (std::size_t k = 0; k < scripts->glyphs.size(); ++k)
+                if (text.compare(end, scripts->glyphs[k].size(), scripts->glyphs[k]) == 0) {
+                    raised += scripts->plain[k];
+                    end += scripts->glyphs[k].size();
+                    more = true;
+                    break;
+                }
+        }
+        if (end > i) return std::pair{fmt::format("{}{{{}}}", scripts->mark, raised), end};
+    }
+    return std::nullopt;
+}
+
+}  // namespace
+
 std::string latex_text(const std::string& text) {
     static const std::vector<std::pair<std::string, std::string>> replacements = {
         {"\\", "\\textbackslash{}"}, {"_", "\\_"}, {"&", "\\&"}, {"%", "\\%"}, {"#", "\\#"}, {"$", "\\$"}, {"{", "\\{"},
         {"}", "\\}"}, {"~", "\\textasciitilde{}"}, {"^", "\\textasciicircum{}"}, {"ᵀ", "$^\\top$"}, {"·", "$\\cdot$"},
         {"√", "$\\surd$"}, {"−", "$-$"}, {"…", "\\dots{}"}, {"Σ", "$\\Sigma$"}, {"∞", "$\\infty$"}, {"×", "$\\times$"},
         {"≤", "$\\le$"}, {"≥", "$\\ge$"}, {"⌊", "$\\lfloor$"}, {"⌋", "$\\rfloor$"}, {"→", "$\\to$"},
-        {"ℓ", "$\\ell$"}, {"²", "$^2$"}, {"³", "$^3$"}, {"⁴", "$^4$"}, {"⁶", "$^6$"}, {"⁰", "$^0$"}, {"₂", "$_2$"},
+        {"ℓ", "$\\ell$"},
         {"§", "\\S{}"}, {"‖", "$\\|$"}, {"–", "--"}, {"—", "---"}, {"≠", "$\\ne$"}, {"≈", "$\\approx$"}, {"⊙", "$\\odot$"},
         {"∝", "$\\propto$"}, {"⇔", "$\\Leftrightarrow$"}, {"←", "$\\leftarrow$"}, {"θ", "$\\theta$"}, {"½", "$\\frac12$"},
         {"°", "$^\\circ$"}, {"⊗", "$\\otimes$"}, {"<", "\\textless{}"}, {">", "\\textgreater{}"}, {"|", "\\textbar{}"}};
@@ -82,19 +133,29 @@ std::string latex_text(const std::string& text) {
             ++i;
             continue;
         }
+        // "10³⁸" is 10$^{38}$: a run of superscripts is one exponent, not two.
+        if (const auto script = script_run(text, i)) {
+            out += "$" + script->first + "$";
+            i = script->second;
+            continue;
+        }
         const auto match = std::find_if(replacements.begin(), replacements.end(),
                                         [&](const auto& r) { return text.compare(i, r.first.size(), r.first) == 0; });
         if (match == replacements.end()) {
-            // Any other non-ASCII character (a token label in another script) would stop
-            // pdflatex with inputenc's "not set up for use with LaTeX": write it as '?'
-            // and skip its UTF-8 continuation bytes, so the document always compiles.
-            const auto byte = static_cast<unsigned char>(text[i++]);
+            const auto byte = static_cast<unsigned char>(text[i]);
             if (byte < 0x80) {
                 out += static_cast<char>(byte);
+                ++i;
                 continue;
             }
-            out += '?';
-            while (i < text.size() && (static_cast<unsigned char>(text[i]) & 0xC0) == 0x80) ++i;
+            // A symbol of the formulas (α, ∂, δ) as the maths writes it. Any other non-ASCII
+            // character (a token label in another script) would stop pdflatex with inputenc's
+            // "not set up for use with LaTeX": write it as '?' and skip its UTF-8
+            // continuation bytes, so the document always compiles.
+            const std::size_t length = utf8_length(byte);
+            const auto symbol = math_symbol(text.substr(i, length));
+            out += symbol ? "$" + symbol->substr(0, symbol->find_last_not_of(' ') + 1) + "$" : "?";
+            i += length;
         } else {
             out += match->second;
             i += match->first.size();
@@ -105,17 +166,6 @@ std::string latex_text(const std::string& text) {
 
 namespace {
 
-// The LaTeX of one Unicode symbol the formulas use, in math mode ("" when unknown).
-std::string math_symbol(const std::string& symbol) {
-    static const std::vector<std::pair<std::string, std::string>> symbols = {
-        {"ᵀ", "^{\\top}"}, {"·", "\\cdot "}, {"−", "-"}, {"…", "\\dots "}, {"×", "\\times "}, {"Σ", "\\Sigma"}, {"∞", "\\infty "},
-        {"≤", "\\le "}, {"≥", "\\ge "}, {"ℓ", "\\ell "}, {"⌊", "\\lfloor "}, {"⌋", "\\rfloor "}, {"→", "\\to "}, {"θ", "\\theta "},
-        {"²", "^{2}"}, {"≠", "\\ne "}, {"≈", "\\approx "}, {"⊙", "\\odot "}, {"‖", "\\|"}, {"̃", ""}};
-    for (const auto& [from, to] : symbols)
-        if (from == symbol) return to;
-    return "?";
-}
-
 // Whether a formula so far ends with a name or a closing bracket (Q, V_j, Kᵀ, ℓ, (…)),
 // not an operator (−, ·, =): a space after it separates two factors.
 bool ends_with_name(const std::string& text) {
@@ -125,8 +175,6 @@ bool ends_with_name(const std::string& text) {
     const auto last = static_cast<unsigned char>(text.back());
     return std::isalnum(last) || last == ')' || last == ']';
 }
-
-std::size_t utf8_length(unsigned char lead) { return lead < 0x80 ? 1 : lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1; }
 
 // Math-mode LaTeX of a formula: one-letter names in italics, longer ones upright
 // (\mathrm{exp}), x_word → x_{\mathrm{word}}, ^(…) → ^{…}, √x → \sqrt{x}, spaces kept.
@@ -181,9 +229,12 @@ std::string math_of(const std::string& text) {
             while (end < text.size() && (std::isalnum(static_cast<unsigned char>(text[end])) || text[end] == '_')) ++end;
             out += "\\sqrt{" + math_of(text.substr(i + 3, end - i - 3)) + "}";
             i = end;
+        } else if (const auto script = script_run(text, i)) {  // 10³⁸ → 10^{38}, RoPE⁻¹ → RoPE^{-1}
+            out += script->first;
+            i = script->second;
         } else if (static_cast<unsigned char>(c) >= 0x80) {
             const std::size_t length = utf8_length(static_cast<unsigned char>(c));
-            out += math_symbol(text.substr(i, length));
+            out += math_symbol(text.substr(i, length)).value_or("?");  // '?': a symbol this table lacks, for a test to find
             i += length;
         } else {
             static const std::string escaped = "{}%#&$";
@@ -201,152 +252,183 @@ std::string math_of(const std::string& text) {
     return out;
 }
 
-// Where the words begin in "u / ℓ after the last tile": the first of two plain
-// words of three or more letters in a row ("after the"), or npos.
-std::size_t prose_start(const std::string& text) {
-    auto word_end = [&](std::size_t i) {
-        std::size_t end = i;
-        while (end < text.size() && std::isalpha(static_cast<unsigned char>(text[end]))) ++end;
-        return end;
-    };
-    auto plain_word = [&](std::size_t i) {
-        const std::size_t end = word_end(i);
-        return end - i >= 3 && (end == text.size() || text[end] == ' ' || text[end] == ',');
-    };
-    for (std::size_t i = 0; i < text.size(); ++i) {
-        if (i > 0 && text[i - 1] != ' ') continue;
-        if (!plain_word(i)) continue;
-        const std::size_t next = word_end(i) + 1;
-        if (next < text.size() && text[next - 1] == ' ' && plain_word(next)) return i;
-    }
-    return std::string::npos;
+bool is_relation(const std::string& word) {
+    static const std::vector<std::string> relations = {"=", "<=", ">=", "≥", "≤", "≈", "≠"};
+    return std::find(relations.begin(), relations.end(), word) != relations.end();
 }
-
-}  // namespace
-
-FormulaParts split_formula(const std::string& formula) {
-    std::string math = formula, remark;
-    // A closing remark in parentheses with words in it: "(queries 0…1, keys 2…3)".
-    if (!math.empty() && math.back() == ')') {
-        int depth = 0;
-        for (std::size_t i = math.size(); i-- > 0;) {
-            depth += math[i] == ')' ? 1 : math[i] == '(' ? -1 : 0;
-            if (depth == 0) {
-                // The remark may be the whole formula: x is "(the input, one row per token)".
-                if ((i == 0 || math[i - 1] == ' ') && math.find(' ', i) != std::string::npos) {
-                    remark = math.substr(i);
-                    math = i == 0 ? "" : math.substr(0, i - 1);
-                }
-                break;
-            }
-        }
-    }
-    if (const std::size_t words = prose_start(math); words != std::string::npos) {
-        remark = math.substr(words) + (remark.empty() ? "" : " " + remark);
-        math = words == 0 ? "" : math.substr(0, words - 1);
-    }
-    return {math.empty() ? "" : math_of(math), remark};
-}
-
-std::string latex_formula(const std::string& formula) {
-    const FormulaParts parts = split_formula(formula);
-    std::string out = parts.math.empty() ? "" : "$" + parts.math + "$";
-    if (!parts.remark.empty()) out += (out.empty() ? "" : " ") + latex_text(parts.remark);
-    return out;
-}
-
-namespace {
 
 bool is_operator(const std::string& word) {
-    static const std::vector<std::string> operators = {"+", "-", "=", "/", "·", "×", "−", "<=", ">="};
-    return std::find(operators.begin(), operators.end(), word) != operators.end();
+    static const std::vector<std::string> operators = {"+", "-", "/", "·", "×", "−", "⊙"};
+    return is_relation(word) || std::find(operators.begin(), operators.end(), word) != operators.end();
 }
 
-// A word of formula rather than of English: e^(z, ℓ_old, Σ_j, θ_1, 1/√2.
+// A word of formula rather than of English: e^(z, ℓ_old, Σ_j, θ_1, 1/√2, rowsum(E), K[0…1], 10³⁸.
 bool is_formula_word(const std::string& word) {
-    // A name such as row_max or empty_rows is a word of the text, not x with a subscript.
-    static const std::regex identifier("[a-z]{2,}(_[a-z0-9]+)+");
+    // A name such as row_max, empty_rows (row_max's) or q_a_layernorm is a word of the text,
+    // not x with a subscript.
+    static const std::regex identifier("([a-z]{2,}(_[a-z0-9]+)+|[a-z](_[a-z0-9]+){2,})('s)?");
     if (std::regex_match(word, identifier)) return false;
-    if (word.find_first_of("^_=") != std::string::npos) return true;
-    for (const char* symbol : {"·", "Σ", "ℓ", "θ", "∞", "−", "√", "ᵀ"})
+    if (word.find_first_of("^_=([") != std::string::npos) return true;
+    for (std::size_t i = 0; i < word.size(); ++i)
+        if (script_run(word, i)) return true;
+    for (const char* symbol : {"·", "Σ", "ℓ", "θ", "∞", "−", "√", "ᵀ", "α", "δ", "∂", "‖", "⊙", "≥", "≤", "≈", "≠", "…"})
         if (word.find(symbol) != std::string::npos) return true;
     return false;
 }
 
-}  // namespace
+// A word of English: a lower-case word of three letters or more ("where", "block's"), a
+// capitalised one ("Without"), or one of the short words that no formula here uses as a
+// variable ("a key", "of KV head 0").
+bool is_prose_word(std::string word) {
+    static const std::vector<std::string> short_words = {"a", "an", "of", "it", "by", "as", "in", "is", "at", "on", "to", "or", "no", "if", "be", "so"};
+    if (std::find(short_words.begin(), short_words.end(), word) != short_words.end()) return true;
+    if (word.size() > 2 && word.compare(word.size() - 2, 2, "'s") == 0) word.resize(word.size() - 2);
+    if (word.size() < 3) return false;
+    return std::all_of(word.begin() + 1, word.end(), [](char c) { return std::islower(static_cast<unsigned char>(c)); }) &&
+           std::isalpha(static_cast<unsigned char>(word.front()));
+}
 
-namespace {
+// What a word is: English, mathematics, an operator, or short enough to be either (a number,
+// one letter, dZ, ln), which its neighbours decide.
+enum class WordKind { prose, math, either };
 
-// A word split into its formula and the punctuation of the sentence around it:
-// "(e^(-inf)" → "(" + "e^(-inf)", "m_new)," → "m_new" + "),".
-struct ProseWord {
-    std::string lead, core, tail;
+// One word of a sentence or formula, by its place in the text: [lead, begin) opening
+// brackets, [begin, end) the word, [end, tail) its closing brackets and punctuation.
+struct Word {
+    std::size_t lead, begin, end, tail;
+    std::string core;
+    bool op;
+    WordKind kind;
 };
 
-ProseWord split_punctuation(const std::string& word) {
-    ProseWord w{"", word, ""};
-    auto count = [&](char c) { return std::count(w.core.begin(), w.core.end(), c); };
-    while (!w.core.empty() && (std::string(",;:").find(w.core.back()) != std::string::npos || (w.core.back() == ')' && count(')') > count('(')))) {
-        w.tail.insert(w.tail.begin(), w.core.back());
-        w.core.pop_back();
+// How far brackets are open in text[from, to): ( and [ open, ) and ] close.
+int open_brackets(const std::string& text, std::size_t from, std::size_t to) {
+    int depth = 0;
+    for (std::size_t i = from; i < to; ++i) depth += text[i] == '(' || text[i] == '[' ? 1 : text[i] == ')' || text[i] == ']' ? -1 : 0;
+    return depth;
+}
+
+std::vector<Word> words_of(const std::string& text) {
+    std::vector<Word> words;
+    for (std::size_t start = 0; start < text.size();) {
+        const std::size_t stop = std::min(text.find(' ', start), text.size());
+        std::size_t begin = start, end = stop;
+        auto count = [&](char c) { return std::count(text.begin() + static_cast<long>(begin), text.begin() + static_cast<long>(end), c); };
+        // "m_new)," and "10³⁸).": the sentence's punctuation (not the ":," of "dO_cat[:,") and the
+        // brackets the word does not open; "(kept)" is a word in brackets.
+        while (end > begin && ((std::string(",;:.?!").find(text[end - 1]) != std::string::npos && open_brackets(text, begin, end - 1) <= 0) ||
+                               (text[end - 1] == ')' && count(')') > count('('))))
+            --end;
+        while (begin < end && text[begin] == '(' && count('(') > count(')')) ++begin;
+        while (end - begin > 2 && text[begin] == '(' && text[end - 1] == ')' && open_brackets(text, begin + 1, end - 1) == 0 &&
+               text.find_first_of("()", begin + 1) == end - 1) {
+            ++begin;
+            --end;
+        }
+        const std::string core = text.substr(begin, end - begin);
+        const bool op = is_operator(core);
+        static const std::regex number("[-−]?([0-9][0-9,.]*|inf)");  // 12,288 and -inf are numbers, as the renderers write them
+        const WordKind kind = op || is_formula_word(core) ? WordKind::math
+                              : is_prose_word(core)       ? WordKind::prose
+                              : core.size() <= 2 || std::regex_match(core, number) ? WordKind::either
+                                                                                   : WordKind::prose;  // PyTorch, RoPE, f16's
+        if (stop > start) words.push_back({start, begin, end, stop, core, op, kind});
+        start = stop + 1;
     }
-    while (!w.core.empty() && w.core.front() == '(' && count('(') > count(')')) {
-        w.lead += '(';
-        w.core.erase(w.core.begin());
-    }
-    return w;
+    return words;
 }
 
 }  // namespace
 
-std::string latex_prose(const std::string& text) {
-    std::vector<ProseWord> words;
-    for (std::size_t start = 0; start <= text.size();) {
-        const std::size_t space = std::min(text.find(' ', start), text.size());
-        words.push_back(split_punctuation(text.substr(start, space - start)));
-        start = space + 1;
+std::vector<TextPiece> text_pieces(const std::string& text, bool starts_with_math) {
+    std::vector<Word> words = words_of(text);
+    // Two words touch when nothing but a space is between them ("A V", not "0, key").
+    auto touch = [&](std::size_t k) { return words[k].tail == words[k].end && words[k + 1].lead == words[k + 1].begin; };
+    // The words beside an operator are its operands: a number or letter, a step's name
+    // ("out = u / ℓ"), and a named quantity beside arithmetic ("rescale" in "rescale · ℓ_old"),
+    // but not another word beside a relation ("the draw ≥ p") or a short word of English
+    // ("-inf = a key").
+    for (std::size_t k = 0; k < words.size(); ++k) {
+        if (!words[k].op) continue;
+        for (std::size_t other : {k - 1, k + 1}) {
+            if (other >= words.size() || !touch(std::min(k, other))) continue;
+            Word& operand = words[other];
+            if (operand.kind == WordKind::either || (operand.kind == WordKind::prose && operand.core.size() > 2 && (!is_relation(words[k].core) || find_step(operand.core))))
+                operand.kind = WordKind::math;
+        }
     }
-    // Which words are mathematics: formula words, operators, the words beside an
-    // operator ("rescale" in "= rescale ·"), and what an exponent's bracket holds
-    // ("e^(z - max)").
-    std::vector<bool> math(words.size(), false);
+    // What a formula's bracket holds is mathematics ("max(m_old, max_j S_ij)").
     int depth = 0;
-    for (std::size_t k = 0; k < words.size(); ++k) {
-        ProseWord& w = words[k];
-        math[k] = !w.core.empty() && (depth > 0 || is_formula_word(w.core) || is_operator(w.core));
-        for (std::size_t c = 0; c < w.core.size(); ++c) {
-            if (w.core[c] == '(' && c > 0 && (w.core[c - 1] == '^' || w.core[c - 1] == '_')) ++depth;
-            else if (w.core[c] == ')' && depth > 0) --depth;
-        }
-        // "m_new)," closes an exponent's bracket: that ")" belongs to the formula.
-        while (depth > 0 && !w.tail.empty() && w.tail.front() == ')') {
-            w.core += ')';
-            w.tail.erase(w.tail.begin());
-            --depth;
+    for (Word& word : words) {
+        if (depth > 0) word.kind = WordKind::math;
+        if (word.kind == WordKind::math) depth = std::max(0, depth + open_brackets(text, word.begin, word.tail));
+    }
+    // A formula begins with mathematics ("0 where a query may read a key"); a short word
+    // touching a formula belongs to it ("A V_cache", "dS K").
+    if (starts_with_math && !words.empty() && words.front().kind == WordKind::either) words.front().kind = WordKind::math;
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (std::size_t k = 0; k + 1 < words.size(); ++k) {
+            if (!touch(k)) continue;
+            for (auto [from, to] : {std::pair{k, k + 1}, std::pair{k + 1, k}})
+                if (words[from].kind == WordKind::math && words[to].kind == WordKind::either) {
+                    words[to].kind = WordKind::math;
+                    changed = true;
+                }
         }
     }
-    for (std::size_t k = 0; k < words.size(); ++k) {
-        const bool beside_operator = (k > 0 && is_operator(words[k - 1].core) && words[k - 1].tail.empty() && words[k].lead.empty()) ||
-                                     (k + 1 < words.size() && is_operator(words[k + 1].core) && words[k].tail.empty() && words[k + 1].lead.empty());
-        if (!words[k].core.empty() && beside_operator) math[k] = true;
-    }
-    std::string out;
-    auto add = [&](const std::string& piece) { out += (out.empty() ? "" : " ") + piece; };
+    // The formulas: runs of mathematics, each broken after a comma, semicolon or colon
+    // outside its brackets ("s · S, s = 1/√2" is two), not ending with an operator ("−∞ = a
+    // key": the = is the sentence's; "the draw ≥ p" keeps its ≥), with the brackets it opens or closes.
+    std::vector<TextPiece> pieces;
+    std::size_t written = 0;
+    auto add = [&](bool math, std::size_t from, std::size_t to) {
+        if (to <= from) return;
+        const std::string piece = text.substr(from, to - from);
+        pieces.push_back({math, math ? math_of(piece) : piece});
+    };
     for (std::size_t k = 0; k < words.size();) {
-        if (!math[k]) {
-            add(latex_text(words[k].lead + words[k].core + words[k].tail));
+        if (words[k].kind != WordKind::math) {
             ++k;
             continue;
         }
-        // A formula runs over math words until one ends in punctuation or the next opens a bracket.
-        const std::string lead = words[k].lead;
-        std::string formula = words[k].core;
-        while (words[k].tail.empty() && k + 1 < words.size() && math[k + 1] && words[k + 1].lead.empty()) formula += " " + words[++k].core;
-        add(latex_text(lead) + "$" + math_of(formula) + "$" + latex_text(words[k].tail));
-        ++k;
+        std::size_t last = k;
+        auto ends_clause = [&](const Word& w) {
+            return text.substr(w.end, w.tail - w.end).find_first_of(",;:.?!") != std::string::npos && open_brackets(text, words[k].begin, w.tail) <= 0;
+        };
+        // "W_Q (d_k = 4)": a bracket that no operator leads to opens a remark of its own.
+        auto opens_remark = [&](const Word& w) { return w.lead < w.begin && !words[last].op && open_brackets(text, words[k].begin, words[last].tail) <= 0; };
+        while (last + 1 < words.size() && words[last + 1].kind == WordKind::math && !ends_clause(words[last]) && !opens_remark(words[last + 1])) ++last;
+        const std::size_t next = last + 1;
+        const std::size_t first = k;
+        while (last > first && words[last].op) --last;
+        k = next;
+        if (words[last].op) continue;  // an operator alone: the sentence's
+        std::size_t begin = words[first].begin, end = words[last].end;
+        for (int open = open_brackets(text, begin, end); open > 0 && end < words[last].tail && (text[end] == ')' || text[end] == ']'); --open) ++end;
+        for (int open = open_brackets(text, begin, end); open < 0 && begin > words[first].lead; ++open) --begin;
+        add(false, written, begin);
+        add(true, begin, end);
+        written = end;
     }
+    add(false, written, text.size());
+    return pieces;
+}
+
+namespace {
+
+// Pieces as LaTeX: the mathematics in math mode, the words as text.
+std::string latex_pieces(const std::vector<TextPiece>& pieces) {
+    std::string out;
+    for (const auto& piece : pieces) out += piece.math ? "$" + piece.text + "$" : latex_text(piece.text);
     return out;
 }
+
+}  // namespace
+
+std::string latex_formula(const std::string& formula) { return latex_pieces(text_pieces(formula, true)); }
+
+std::string latex_prose(const std::string& text) { return latex_pieces(text_pieces(text, false)); }
 
 std::string markdown_text(const std::string& text) {
     static const std::string special = "\\`*_[]<>|~$";

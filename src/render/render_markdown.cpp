@@ -31,12 +31,15 @@ std::string markdown_heading(const Step& step, MathStyle style) {
     // A given has no symbol, and its "formula" is words ("given, columns 0–3"): text, not maths.
     if (step_symbol_latex(step.name).empty())
         return fmt::format("### `{}` {} {}{}\n", shown_name(step), markdown_text(step.formula), shape_string(step.values), where);
-    const FormulaParts formula = split_formula(step.formula);
-    // The step's symbol defines it, as in every format (docs/NOTATION.md#headings).
+    std::vector<TextPiece> pieces = text_pieces(step.formula, true);
+    // The step's symbol defines it, as in every format (docs/NOTATION.md#headings): with the
+    // formula's first mathematics when the formula starts with it, else followed by its words.
     const std::string symbol(step_symbol_latex(step.name));
-    const std::string math = symbol.empty() || formula.math.empty() ? symbol + formula.math : symbol + " = " + formula.math;
-    std::string shown = math.empty() ? "" : markdown_math(math, style, false);
-    if (!formula.remark.empty()) shown += (shown.empty() ? "" : " ") + markdown_text(formula.remark);
+    std::string shown;
+    if (!pieces.empty() && pieces.front().math) pieces.front().text = symbol + " = " + pieces.front().text;
+    else shown = markdown_math(symbol, style, false) + (pieces.empty() ? "" : " ");
+    // Only the mathematics is maths: a word in $…$ would be set as a product of letters.
+    for (const auto& piece : pieces) shown += piece.math ? markdown_math(piece.text, style, false) : markdown_text(piece.text);
     return fmt::format("### `{}` {} {}{}\n", shown_name(step), shown, shape_string(step.values), where);
 }
 

@@ -95,14 +95,17 @@ std::string latex_text(const std::string& text);
 std::string latex_number(const std::string& text);
 // A step's formula ("ℓ_new = e^(m_old − m_new) ℓ_old + Σ_j e^(S_ij − m_new)") as
 // LaTeX: the mathematics in math mode ($\ell_{\mathrm{new}} = e^{m_{\mathrm{old}} - …}$),
-// a trailing remark in parentheses or a tail of plain words as text after it.
+// the words among it ("0 where a query may read a key, −∞ where it may not") as text.
 std::string latex_formula(const std::string& formula);
-// latex_formula's two parts: the mathematics as LaTeX (without $), and the remark
-// after it as plain text; either may be empty.
-struct FormulaParts {
-    std::string math, remark;
+// A sentence or formula in pieces, in the order they come: each formula in it as LaTeX
+// (without $), each run of words as plain text, spaces and punctuation kept.
+// `starts_with_math`: a step's formula, which begins with mathematics even where its
+// first word is a number or a letter ("0 where ...", "A V (v columns 0…1)").
+struct TextPiece {
+    bool math;
+    std::string text;
 };
-FormulaParts split_formula(const std::string& formula);
+std::vector<TextPiece> text_pieces(const std::string& text, bool starts_with_math);
 // Prose with formulas in it ("ℓ_new = rescale · ℓ_old + Σ_j e^(S_j − m_new), over
 // this tile's keys") as LaTeX: the words as text, the formulas in math mode.
 std::string latex_prose(const std::string& text);
