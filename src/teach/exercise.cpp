@@ -86,29 +86,36 @@ int heads_in(const std::string& key, const Problem& problem) {
 
 // The matrices the problem gives, as steps, so the worksheet renderers can show them:
 // a matrix holding several heads side by side is split into one block per head, so
-// that every block is narrow enough to print whole.
-Trace given_matrices(const nlohmann::ordered_json& file, const Problem& problem) {
-    Trace given;
-    given.command = "exercise";
-    given.problem.title = problem.title;
+// that every block is narrow enough to print whole. A member's matrices (mla's W_DKV,
+// W_UK, W_UV) are given too, as their tasks read them (docs/COMMANDS.md#exercise).
+void add_given_matrices(Trace& given, const nlohmann::ordered_json& object, const Problem& problem, const std::string& member) {
     const auto& keys = problem.source_tokens.empty() ? problem.tokens : problem.source_tokens;
-    for (const auto& [key, value] : file.items()) {
+    for (const auto& [key, value] : object.items()) {
+        if (value.is_object()) add_given_matrices(given, value, problem, key);
         if (!value.is_array() || value.empty() || !value[0].is_array()) continue;
-        const int heads = heads_in(key, problem);
+        const int heads = member.empty() ? heads_in(key, problem) : 1;
         const std::size_t width = value[0].size() / static_cast<std::size_t>(heads);
         for (int h = 0; h < heads; ++h) {
             Step step = given_step(key, value, static_cast<std::size_t>(h) * width, width);
+            if (!member.empty()) step.formula = fmt::format("given ({}.{})", member, key);  // where the problem file holds it
             if (heads > 1) {
                 step.head = h;
                 step.formula = fmt::format("given, columns {}–{}", static_cast<std::size_t>(h) * width, static_cast<std::size_t>(h + 1) * width - 1);
                 // The columns keep their numbers in the whole matrix, as the problem file has them.
                 for (std::size_t j = 0; j < width; ++j) step.column_labels.push_back(std::to_string(static_cast<std::size_t>(h) * width + j));
             }
-            if (key == "Q" || key == "X") step.row_labels = problem.tokens;
-            if (key == "K" || key == "V") step.row_labels = keys;
+            if (member.empty() && (key == "Q" || key == "X")) step.row_labels = problem.tokens;
+            if (member.empty() && (key == "K" || key == "V")) step.row_labels = keys;
             given.steps.push_back(std::move(step));
         }
     }
+}
+
+Trace given_matrices(const nlohmann::ordered_json& file, const Problem& problem) {
+    Trace given;
+    given.command = "exercise";
+    given.problem.title = problem.title;
+    add_given_matrices(given, file, problem, "");
     return given;
 }
 
@@ -178,7 +185,11 @@ public:
     // sloppypar lets their lines stretch rather than spill into the margin.
     std::string document(const std::string& title, const std::string& body) const {
         if (format_ == Format::latex) return "\\begin{sloppypar}\n" + body + "\\end{sloppypar}\n";
-        return page() ? html_page(title, "sheet", "<main>\n" + body + "</main>\n") : body;
+        if (page()) return html_page(title, "sheet", "<main>\n" + body + "</main>\n");
+        // Each heading opens with the blank line that parts it from what comes before; the
+        // sheet's first has nothing before it, and starts on the first line, as the
+        // transcript of docs/COMMANDS.md#exercise shows.
+        return !body.empty() && body.front() == '\n' ? body.substr(1) : body;
     }
 
 private:

@@ -1,15 +1,20 @@
 // The version-2 topics: members of the attention family (sparse, mla, dropout,
 // permutation; docs/FAMILY.md) and the backward pass (grad); and version 3's half
 // precision (precision).
+#include <cmath>
 #include <optional>
+#include <stdexcept>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include "attn_trace/attention_parts.hpp"
+#include "attn_trace/half_float.hpp"
 #include "attn_trace/permutation.hpp"
 #include "attn_trace/precision.hpp"
 #include "attn_trace/pipeline.hpp"
+#include "attn_trace/render.hpp"
+#include "attn_trace/render_table.hpp"
 #include "exercise_topics_parts.hpp"
 
 namespace attn_trace::topic_plans {
@@ -174,10 +179,10 @@ ExercisePlan precision_topic(HandNumbers& numbers) {
     plan.computed_notes = [](const Problem& problem, const Trace&) {
         // The same problem in every type, with and without the shift: what `precision` prints.
         const PrecisionReport shifted = measure_precision(problem, PrecisionOptions{}), unshifted = measure_precision(problem, PrecisionOptions{false});
-        const auto weights_error = [](const PrecisionRun& run) {
+        const auto step_error = [](const PrecisionRun& run, const std::string& name) {
             for (const auto& step : run.steps)
-                if (step.name == "weights") return step.max_abs_error;
-            throw std::logic_error("precision exercise: no weights step");
+                if (step.name == name) return step.max_abs_error;
+            throw std::logic_error("precision exercise: no " + name + " step");
         };
         std::vector<std::string> survived;
         std::string first_inf;
@@ -186,11 +191,37 @@ ExercisePlan precision_topic(HandNumbers& numbers) {
             if (run.first_nonfinite) first_inf += fmt::format("{}{}'s first inf is at {}", first_inf.empty() ? "" : "; ", dtype_name(run.dtype), *run.first_nonfinite);
             else survived.push_back(dtype_name(run.dtype));
         }
+        // Task 1: the f16 run's scaled scores against f64's.
+        const double scaled_error = step_error(shifted.runs[2], "scaled");
+        const std::string exact = scaled_error == 0
+                                      ? "Task 1: yes, every scaled score is exact in f16: each equals its f64 value (the largest difference is 0)."
+                                      : fmt::format("Task 1: no, the scaled scores are not all exact in f16: they differ from their f64 values by up to {:.2g}.", scaled_error);
+        // Task 3: the scores whose exp f16 stores as inf when it is taken without the shift.
+        Problem overflowing = problem;
+        overflowing.allow_nonfinite = true;  // the overflow is what the task asks about
+        const Trace unshifted_f16 = pipeline_full(overflowing, RunOptions{Dtype::f16, "cpu", false});
+        std::vector<std::string> over;
+        std::size_t scores = 0;
+        for (const Step& exp : unshifted_f16.steps) {
+            if (exp.name != StepName::exp) continue;
+            const Step* z = unshifted_f16.find(StepName::masked, exp.head, exp.batch, std::nullopt, std::nullopt);
+            for (std::size_t i = 0; i < exp.values.rows(); ++i)
+                for (std::size_t j = 0; j < exp.values.cols(); ++j, ++scores)
+                    if (std::isinf(exp.values(i, j)) && std::isfinite(z->values(i, j)))
+                        over.push_back(fmt::format("{} ({} reading {})", format_rounded(z->values(i, j), 4), row_label(*z, i), column_label(*z, j)));
+        }
+        const double largest = f16_bits_to_f32(0x7BFF);  // f16's largest finite value
+        const std::string overflow =
+            over.empty() ? fmt::format("Task 3: none would: without the max shift every exp(z) stays below {:g}, f16's largest value.", largest)
+                         : fmt::format("Task 3: without the max shift, e^z passes {:g} and f16 stores inf for {} of the {} scores: z = {}.", largest, over.size(),
+                                       scores, fmt::join(over, ", "));
         return std::vector<std::string>{
+            exact,
             fmt::format("Against the same problem in f64, the f16 weights are off by at most {:.2e}, the bf16 ones (8 significant bits) by {:.2e}, "
                         "the f32 ones by {:.2e}.",
-                        weights_error(shifted.runs[2]), weights_error(shifted.runs[3]), weights_error(shifted.runs[1])),
-            first_inf.empty() ? "Without the max shift no score here is large enough to overflow: every exp(z) stays below 65504."
+                        step_error(shifted.runs[2], "weights"), step_error(shifted.runs[3], "weights"), step_error(shifted.runs[1], "weights")),
+            overflow,
+            first_inf.empty() ? fmt::format("Without the max shift no score here is large enough to overflow: every exp(z) stays below {:g}.", largest)
                               : fmt::format("Without the max shift, {}; {} keep{} every value finite (their range reaches about 3.4·10³⁸). With the shift "
                                             "every exp is at most 1, and nothing overflows.",
                                             first_inf, fmt::join(survived, " and "), survived.size() == 1 ? "s" : ""),

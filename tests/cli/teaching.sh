@@ -73,6 +73,41 @@ expect_exit 2 "--topic 'attention'" -- "$A" exercise --topic attention --seed 1
 expect_exit 2 "format" -- "$A" exercise --topic scores --format csv
 expect_exit 2 "" -- "$A" exercise --seed 1
 
+# Every matrix a task reads is given, a member's too (docs/COMMANDS.md#exercise): mla's
+# tasks read W_DKV, W_UK and W_UV, which the problem file holds under "mla".
+for key in W_DKV W_UK W_UV; do
+  expect_exit 0 "^$key  given \(mla\.$key\)" -- "$A" exercise --topic mla --seed 0 --part questions --format text
+  expect_exit 0 "^### \`$key\` given" -- "$A" exercise --topic mla --seed 0 --part questions --format markdown
+  expect_exit 0 "mathrm\{W\\\\_${key#W_}\} = \\\\begin\{bmatrix\}" -- "$A" exercise --topic mla --seed 0 --part questions --format latex
+  expect_exit 0 "<code>$key</code> <span class=\"formula\">given" -- "$A" exercise --topic mla --seed 0 --part questions --format html
+done
+# A sheet starts with its heading, as the docs' transcript does; a second exercise still
+# stands apart from the first by a blank line.
+for format in text markdown; do
+  checks=$((checks + 1))
+  first=$("$A" exercise --topic causal --seed 1 --format "$format" | head -1)
+  [[ "$first" =~ ^(# )?Exercise\ 1:\  ]] || fail "exercise --format $format starts with '$first', not its heading"
+done
+expect_exit 0 $'\n\n(# )?Exercise 2: ' -- "$A" exercise --topic causal --count 2 --format text
+checks=$((checks + 1))
+"$A" exercise --topic causal --count 2 --format markdown | grep -B1 -x "# Exercise 2: .*" | head -1 | grep -qx "" || fail "exercise 2 of a sheet does not follow a blank line"
+# The precision answer answers tasks 1 and 3 with the numbers.
+expect_exit 0 "^Task 1: yes, every scaled score is exact in f16" -- "$A" exercise --topic precision --seed 0 --format text
+expect_exit 0 "^Task 3: without the max shift, e\^z passes 65504 and f16 stores inf for 6 of the 6 scores: z = 17 \(please reading please\), 12\.5" -- "$A" exercise --topic precision --seed 0 --format text
+# LaTeX: 3.4·10³⁸ as 10^{38}, closed before its bracket; α of tiled's l and u; the mask's words as text.
+expect_exit 0 'about \$3\.4\\cdot 10\^\{38\}\$\)\.' -- "$A" exercise --topic precision --seed 0 --format latex
+for format in markdown latex; do
+  expect_exit 0 '\\alpha \\ell _\{\\mathrm\{old\}\}' -- "$A" tiled "$SOURCE_DIR/examples/damaged_on_arrival.json" --format "$format" --steps l,u
+  expect_exit 0 '\\alpha u_\{\\mathrm\{old\}\}' -- "$A" exercise --topic tiled --format "$format"
+done
+expect_exit 0 '^### `mask` \$M = 0\$ where a query may read a key, \$-\\infty\$ where it may not \(3, 3\)' -- "$A" run "$SOURCE_DIR/examples/damaged_on_arrival.json" --mask causal --format markdown --steps mask
+expect_exit 0 '\$M\$ = \$0\$ where a query may read a key, \$-\\infty \$ where it may not, shape' -- "$A" run "$SOURCE_DIR/examples/damaged_on_arrival.json" --mask causal --format latex --steps mask
+expect_exit 0 '\(scaled \$\\mathrm\{scores\}\+\\mathrm\{mask\}\$; \$-\\infty \$ = a key this query may not read\)' -- "$A" exercise --topic causal --format latex
+for topic in causal padding sparse; do
+  checks=$((checks + 1))
+  ! "$A" exercise --topic "$topic" --format latex | grep -q 'mathrm{where}' || fail "exercise --topic $topic: a word of the mask's formula set as maths"
+done
+
 # variance: small and fast here; the figures are tested in test_variance.cpp
 expect_exit 0 "^ +16 +1[0-9]\.[0-9]+ +[01]\.[0-9]+" -- "$A" variance --dk 4,16 --samples 2000 --queries 200
 expect_exit 0 '"d_k": 8' -- "$A" variance --dk 8 --samples 500 --queries 50 --format json
