@@ -154,6 +154,14 @@ TEST_CASE("latex_prose puts the formulas of a sentence in math mode") {
     CHECK(latex_prose("a plain sentence, no formula") == "a plain sentence, no formula");
 }
 
+TEST_CASE("an entry's two indices are one subscript, after a step's name or a letter") {
+    // User test: explain --cell grad_W_Q[1,0] --format latex wrote X_{r},1 and
+    // \mathrm{grad}_{q}_{r},0, which pdflatex stops at (a double subscript).
+    CHECK(latex_prose("Σ over the rows of X_r,1 · grad_q_r,0") == "$\\Sigma$ over the rows of $X_{r,1}\\cdot \\mathrm{grad\\_q}_{r,0}$");
+    CHECK(latex_formula("Q_h W_UK,hᵀ") == "$Q_{h}\\,W_{UK,h}^{\\top}$");
+    CHECK(latex_formula("max(m_old, m_new)") == "$\\mathrm{max}(m_{\\mathrm{old}},m_{\\mathrm{new}})$");
+}
+
 TEST_CASE("a run of superscripts or subscripts is one exponent or index, in text and in maths") {
     // User test: "3.4·10³⁸)." printed as $3.4\cdot 10??).$ in the precision exercise's LaTeX.
     CHECK(latex_prose("their range reaches about 3.4·10³⁸).") == "their range reaches about $3.4\\cdot 10^{38}$).");

@@ -347,6 +347,14 @@ std::string expand_model(json& root, ArraySource& arrays, const JsonReader& read
         return ref;
     };
     const std::size_t d = static_cast<std::size_t>(head_dim), q_rows = static_cast<std::size_t>(heads) * d, kv_rows = static_cast<std::size_t>(kv_heads) * d;
+    // A tensor whose shape disagrees with the config (head_dim, the head counts) would be traced
+    // with the wrong head width or scale, so it is refused, naming both.
+    const auto expect_shape = [&](const std::string& name, std::size_t rows, std::size_t cols, const std::string& why) {
+        const auto shape = dir.shape(prefix + name);
+        if (shape.size() != 2 || shape[0] != rows || shape[1] != cols)
+            reader.fail(at, fmt::format("{}: {}{} has shape ({}), expected ({}, {}) from config.json: {}", dir_name, prefix, name, fmt::join(shape, ", "), rows, cols, why));
+    };
+    const std::string head_counts = fmt::format("{} heads of head_dim {}", heads, head_dim), kv_counts = fmt::format("{} KV heads of head_dim {}", kv_heads, head_dim);
     const char* keys[] = {"W_Q", "W_K", "W_V"};
     const char* bias_keys[] = {"b_Q", "b_K", "b_V"};
     if (family->layout == ModelFamily::Layout::mla) {
@@ -357,6 +365,7 @@ std::string expand_model(json& root, ArraySource& arrays, const JsonReader& read
         const char* names[] = {"q_proj", "k_proj", "v_proj"};
         for (int part = 0; part < 3; ++part) {
             take(std::string(names[part]) + ".weight", true);
+            expect_shape(std::string(names[part]) + ".weight", part ? kv_rows : q_rows, static_cast<std::size_t>(hidden), part ? kv_counts : head_counts);
             root[keys[part]] = weight(std::string(names[part]) + ".weight");
             if (take(std::string(names[part]) + ".bias", false)) root[bias_keys[part]] = dir.reference(prefix + names[part] + ".bias");
         }
@@ -389,6 +398,7 @@ std::string expand_model(json& root, ArraySource& arrays, const JsonReader& read
         }
     }
     take(family->out + ".weight", true);
+    if (family->layout != ModelFamily::Layout::mla) expect_shape(family->out + ".weight", static_cast<std::size_t>(hidden), q_rows, "hidden_size by " + head_counts);
     root["W_O"] = weight(family->out + ".weight");
     if (take(family->out + ".bias", false)) root["b_O"] = dir.reference(prefix + family->out + ".bias");
     if (family->qk_norm != ModelFamily::QkNorm::none) {

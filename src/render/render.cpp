@@ -199,10 +199,15 @@ std::string math_of(const std::string& text) {
             };
             if (end - i >= 2)
                 while (end < text.size() && text[end] == '_' && part_end(end) - end > 2) end = part_end(end);
-            // A step's name is one word, one-letter parts and all (grad_q_rot, grad_W_Q).
+            // A step's name is one word, one-letter parts and all (grad_q_rot, grad_W_Q), and
+            // so is the step a subscript follows (grad_q_r,0: grad_q's entry r,0).
             std::size_t whole = i;
             while (whole < text.size() && (std::isalnum(static_cast<unsigned char>(text[whole])) || text[whole] == '_')) ++whole;
-            if (whole > end && find_step(text.substr(i, whole - i))) end = whole;
+            for (std::size_t step_end = whole; step_end != std::string::npos && step_end > end; step_end = text.rfind('_', step_end - 1))
+                if (find_step(text.substr(i, step_end - i))) {
+                    end = step_end;
+                    break;
+                }
             out += name(text.substr(i, end - i));
             i = end;
         } else if ((c == '_' || c == '^') && i + 1 < text.size()) {
@@ -221,6 +226,12 @@ std::string math_of(const std::string& text) {
                 const std::string word = text.substr(i + 1, end - i - 1);
                 // Index letters stay italic (S_ij); a word is upright (m_old, V_cache).
                 inner = word.size() > 2 && !std::isdigit(static_cast<unsigned char>(word[0])) ? "\\mathrm{" + word + "}" : word;
+                // An entry's two indices are one subscript (X_r,1, W_UK,h); "m_new, max" is two words.
+                while (end + 1 < text.size() && text[end] == ',' && std::isalnum(static_cast<unsigned char>(text[end + 1]))) {
+                    const std::size_t index = end + 1;
+                    for (end = index; end < text.size() && std::isalnum(static_cast<unsigned char>(text[end]));) ++end;
+                    inner += "," + text.substr(index, end - index);
+                }
             }
             out += fmt::format("{}{{{}}}", c, inner);
             i = end;

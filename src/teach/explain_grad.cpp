@@ -90,24 +90,22 @@ private:
                            n_.chain({n_.terms(products, " + ", 4), n_.number(inner)})});
         d.lines.push_back({a(i(), j()) == 0 ? "the weight is 0 (a blocked key, or one the row does not read): no gradient passes"
                                             : "this cell's weight times its own gradient minus that average",
-                           n_.chain({n_.sub(std::string(step_symbol(StepName::grad_masked)), index(i(), j())), n_.number(a(i(), j())) + n_.times() + "(" + n_.number(grad(StepName::grad_weights, i(), j())) +
+                           n_.chain({symbol(), n_.number(a(i(), j())) + n_.times() + "(" + n_.number(grad(StepName::grad_weights, i(), j())) +
                                                                              " - " + n_.factor(inner) + ")",
                                      n_.number(grad(StepName::grad_masked, i(), j()))})});
         return finish(d);
     }
 
     // One cell that is a sum: the heading, what is summed, and every term written out.
-    // (symbol: the cell's matrix as docs/NOTATION.md writes it, e.g. dA for grad_weights; empty for none.)
-    ExplainDocument sum_cell(const std::string& what, const std::string& summed, const std::vector<std::string>& parts, const std::string& symbol = "") {
+    // The sum starts from the cell as docs/NOTATION.md writes it (dA_ij for grad_weights).
+    ExplainDocument sum_cell(const std::string& what, const std::string& summed, const std::vector<std::string>& parts) {
         ExplainDocument d;
         d.heading = heading(what);
-        std::vector<std::string> chain;
-        if (!symbol.empty()) chain.push_back(n_.sub(symbol, index(i(), j())));
-        chain.push_back(n_.terms(elided(parts.size(), [&](std::size_t l) { return parts[l]; }), " + ", 4));
-        chain.push_back(n_.number(grad_step(target_.step)->values(i(), j())));
-        d.lines.push_back({summed, n_.chain(chain)});
+        d.lines.push_back({summed, n_.chain({symbol(), n_.terms(elided(parts.size(), [&](std::size_t l) { return parts[l]; }), " + ", 4),
+                                             n_.number(grad_step(target_.step)->values(i(), j()))})});
         return finish(d);
     }
+    std::string symbol() const { return n_.sub(std::string(step_symbol(target_.step)), index(i(), j())); }
     std::string product(double a, double b) const { return n_.factor(a) + n_.times() + n_.factor(b); }
     // Row r of a times column c of b's transpose: Σ_l a_rl · b_cl, as terms.
     std::vector<std::string> row_dot_row(const Matrix& a, std::size_t r, const Matrix& b, std::size_t c) const {
@@ -121,7 +119,7 @@ private:
         const int g = kv_head_of(p_, options_.head);
         const Matrix v = forward(StepName::v, std::nullopt).columns(static_cast<std::size_t>(g) * p_.d_v, p_.d_v);
         return sum_cell("how L moves with weight a_ij: the output's gradient dotted with value j", fmt::format("row {} of grad_out times row {} of V", i(), j()),
-                        row_dot_row(grad_step(StepName::grad_out)->values, i(), v, j()), std::string(step_symbol(StepName::grad_weights)));
+                        row_dot_row(grad_step(StepName::grad_out)->values, i(), v, j()));
     }
 
     // grad_dropped_ij · keep_ij / (1 − p): a dropped weight passes nothing back, a kept one 1/(1 − p) times more.
@@ -130,7 +128,7 @@ private:
         ExplainDocument d;
         d.heading = heading(keep == 0 ? "weight a_ij was dropped: no gradient reaches it" : "weight a_ij was kept and scaled by 1/(1 − p)");
         d.lines.push_back({"grad_dropped times keep, divided by 1 − p",
-                           n_.chain({n_.factor(grad(StepName::grad_dropped, i(), j())) + n_.times() + n_.factor(keep) + " / " + n_.factor(1 - p),
+                           n_.chain({symbol(), n_.factor(grad(StepName::grad_dropped, i(), j())) + n_.times() + n_.factor(keep) + " / " + n_.factor(1 - p),
                                      n_.number(grad(StepName::grad_weights, i(), j()))})});
         return finish(d);
     }
@@ -251,7 +249,7 @@ private:
     ExplainDocument scores_cell() {
         ExplainDocument d;
         d.heading = heading("the scale passes the gradient on, multiplied by s");
-        d.lines.push_back({"s times grad_scaled", n_.chain({n_.number(p_.scale_factor()) + n_.times() + n_.factor(grad(StepName::grad_scaled, i(), j())),
+        d.lines.push_back({"s times grad_scaled", n_.chain({symbol(), n_.number(p_.scale_factor()) + n_.times() + n_.factor(grad(StepName::grad_scaled, i(), j())),
                                                             n_.number(grad(StepName::grad_scores, i(), j()))})});
         return finish(d);
     }

@@ -49,6 +49,15 @@ $M --cell concat[1,5]
 $M --cell final[1,0]
 $S --cell capped[0,1]
 $L --cell mask[3,0] --head 1
+$E --cell grad_W_Q[1,0] --mask causal
+$E --cell grad_q[1,0] --mask causal
+$E --cell grad_k[2,1] --mask causal
+$E --cell grad_v[0,1] --mask causal
+$E --cell grad_weights[1,0] --mask causal
+$E --cell grad_scores[1,0] --mask causal
+$M --cell grad_W_O[1,0]
+$M --cell grad_concat[1,5]
+$M --cell grad_b_O[0,1]
 keys16.json --row weights[15]
 keys16.json --row out[15]
 keys16.json --cell weights[15,3]

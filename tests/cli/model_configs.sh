@@ -82,6 +82,12 @@ refused gemma3_multimodal config.json "c['text_config']['layer_types'][1] = 'chu
 refused qwen3_qknorm problem.json "c['checkpoint']['layer'] = 2" '\$\.checkpoint\.layer: the model has 2 layers \(0 to 1\), found 2'
 refused mistral_window problem.json "c['checkpoint']['model'] = 'nowhere'" '\$\.checkpoint\.model: "nowhere" is not a folder'
 refused qwen2_window config.json "c['sliding_window'] = None" '\$\.sliding_window: layer 1 is a sliding layer, but the config gives no window'
+# A config whose head_dim or head counts disagree with the tensors' shapes would trace the
+# wrong head width and scale: refused, both named.
+refused llama_linear config.json "c['head_dim'] = 4" 'q_proj\.weight has shape \(32, 16\), expected \(16, 16\) from config\.json: 4 heads of head_dim 4'
+refused llama_linear config.json "c['num_key_value_heads'] = 1" 'k_proj\.weight has shape \(16, 16\), expected \(8, 16\) from config\.json: 1 KV heads of head_dim 8'
+refused qwen3_qknorm config.json "c['num_attention_heads'] = c['num_key_value_heads']" 'q_proj\.weight has shape .* expected .* from config\.json'
+expect_exit 2 'q_proj\.weight has shape \(32, 16\), expected \(16, 16\) from config\.json' -- "$T" cost --model m --n 10  # cost --model counts the same layer
 copy mistral_window; rm m/model.safetensors
 expect_exit 2 '"\." holds neither model\.safetensors nor model\.safetensors\.index\.json' -- "$T" check m/problem.json
 copy qwen3_sharded; rm m/model.safetensors.index.json
