@@ -3,6 +3,7 @@
 #include <cmath>
 #include <fstream>
 #include <iostream>
+#include <limits>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -62,19 +63,23 @@ Examples:
   attn-trace random --n 4 --dk 2 --seed 7 -o problem.json
   attn-trace random --n 8 --d-model 16 --heads 4 --kv-heads 2 --mask causal --literal
   attn-trace random --n 65536 --dk 64 --dist normal -o big.json)");
-    random->add_option("--n", o.n, "queries")->check(CLI::PositiveNumber)->capture_default_str();
+    random->add_option("--n", o.n, "queries")->capture_default_str();
     random->add_option("--m", o.m, "keys (default n; with --d-model, a source sequence for cross-attention)");
     random->add_option("--d-model", o.d_model, "token width: write X and projections instead of Q, K, V");
-    random->add_option("--dk", o.d_k, "query/key width per head")->check(CLI::PositiveNumber)->capture_default_str();
+    random->add_option("--dk", o.d_k, "query/key width per head")->capture_default_str();
     random->add_option("--dv", o.d_v, "value width per head (default d_k)");
     random->add_option("--heads", o.heads, "query heads")->check(CLI::Range(1, 4096))->capture_default_str();
-    random->add_option("--kv-heads", o.kv_heads, "key/value heads (default heads; must divide heads)");
-    random->add_option("--seed", o.seed, "seed of the first matrix; the others use seed+1, seed+2, ...")->capture_default_str();
+    random->add_option("--kv-heads", o.kv_heads, "key/value heads (default heads; must divide heads)")->check(CLI::Range(1, 4096));
+    // A problem file's seeds run to 2^63 − 1 (docs/PROBLEM.md#matrix-forms), and the last matrix uses seed+4.
+    random->add_option("--seed", o.seed, "seed of the first matrix; the others use seed+1, seed+2, ...")
+        ->check(CLI::Range(std::uint64_t{0}, static_cast<std::uint64_t>(std::numeric_limits<long>::max()) - 4))
+        ->capture_default_str();
     random->add_option("--dist", o.dist, "normal, uniform or integers")->check(CLI::IsMember({"normal", "uniform", "integers"}))->capture_default_str();
     random->add_option("--mask", o.mask, "a mask spec to include (" + mask_string_forms() + R"(, or JSON such as '{"sparse": {"window": 1}}'))");
     random->add_flag("--literal", o.literal, "write the numbers, not generator specs");
     random->add_option("-o,--output", o.output, "output file, - for standard output")->capture_default_str();
     random->callback([&exit_code] {
+        if (o.n == 0 || o.d_k == 0) throw InputError(fmt::format("{} 0: expected a whole number of at least 1", o.n == 0 ? "--n" : "--dk"));
         const std::size_t m = o.m ? o.m : o.n, d_v = o.d_v ? o.d_v : o.d_k;
         const int kv_heads = o.kv_heads ? o.kv_heads : o.heads;
         if (o.heads % kv_heads != 0) throw InputError(fmt::format("--kv-heads {} must divide --heads {}", kv_heads, o.heads));

@@ -29,4 +29,15 @@ CLI::Option* add_format_option(CLI::App& command, Format& format, const std::vec
         ->default_str(format_name(format));
 }
 
+void refuse_negative_counts(CLI::App& app) {
+    // CLI11 reads "-1" into an unsigned option as 2^64 − 1: --seed -1 wrote a seed no
+    // problem file takes, --max-memory -5 lifted the limit. A value that starts with '-'
+    // is refused before it is converted (and before a SIZE's transform reads it).
+    const CLI::Validator non_negative(
+        [](std::string& value) { return !value.empty() && value.front() == '-' ? "'" + value + "': expected a whole number (this option takes no negative value)" : std::string(); }, "");
+    for (CLI::App* command : app.get_subcommands({}))
+        for (CLI::Option* option : command->get_options())
+            if (option->get_type_name().rfind("UINT", 0) == 0) option->check(non_negative);
+}
+
 }  // namespace attn_trace::cli

@@ -25,4 +25,8 @@ const std::vector<CommandRegistration>& registered_commands();
 // name outside `accepted` is CLI11's "not in {…}" error, listing them in that order.
 CLI::Option* add_format_option(CLI::App& command, Format& format, const std::vector<Format>& accepted, const std::string& description);
 
+// Every option of an unsigned type refuses a negative value, named (main() calls it once
+// every command is added).
+void refuse_negative_counts(CLI::App& app);
+
 }  // namespace attn_trace::cli

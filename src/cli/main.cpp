@@ -44,6 +44,7 @@ Exit codes: 0 success, 1 a check failed, 2 bad input or usage, 3 backend unavail
 Run `attn-trace COMMAND --help` for each command's options and examples.)");
     int exit_code = 0;
     for (const auto& command : attn_trace::cli::registered_commands()) command.add(app, exit_code);
+    attn_trace::cli::refuse_negative_counts(app);
     try {
         app.parse(argc, argv);
     } catch (const CLI::Success& success) {

@@ -53,10 +53,14 @@ double JsonReader::number(const json& value, const std::string& path) const {
 long JsonReader::whole_number(const json& value, const std::string& path, long min, long max) const {
     if (!value.is_number() || (value.is_number_float() && std::floor(value.get<double>()) != value.get<double>()))
         fail(path, "expected a whole number, found " + describe_json(value));
-    const double number = value.get<double>();
-    if (number < static_cast<double>(min) || number > static_cast<double>(max))
-        fail(path, fmt::format("expected a whole number from {} to {}, found {}", min, max, value.dump()));
-    return static_cast<long>(number);
+    // An integer is compared as one (a seed of 2^53 + 1 stays itself, which a double would
+    // round); a float such as 3.0 through double, below ±2^63 so that the cast is defined.
+    const bool inside = value.is_number_unsigned() ? max >= 0 && value.get<std::uint64_t>() <= static_cast<std::uint64_t>(max) && static_cast<long>(value.get<std::uint64_t>()) >= min
+                        : value.is_number_integer() ? value.get<std::int64_t>() >= min && value.get<std::int64_t>() <= max
+                                                    : value.get<double>() >= static_cast<double>(min) && value.get<double>() <= static_cast<double>(max) &&
+                                                          std::fabs(value.get<double>()) < 0x1p63;
+    if (!inside) fail(path, fmt::format("expected a whole number from {} to {}, found {}", min, max, value.dump()));
+    return value.is_number_integer() ? value.get<long>() : static_cast<long>(value.get<double>());
 }
 
 std::string JsonReader::string(const json& value, const std::string& path) const {

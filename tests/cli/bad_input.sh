@@ -56,4 +56,24 @@ expect_exit 3 "--backend cuda: (this build has no CUDA backend|no usable CUDA de
 expect_exit 3 "--backend cuda: " -- "$T" run good.json --fast --backend cuda
 expect_exit 3 "--backend cuda: " -- "$T" tiled good.json --backend cuda
 expect_exit 2 "expected cpu or cuda" -- "$T" run good.json --backend tpu
+# An option that counts refuses a negative value: CLI11 read -1 into it as 2^64 − 1 (a
+# seed run refused, no memory limit at all, a vector of 2^64 entries: exit 4).
+for args in "run good.json --max-memory -5" "grad good.json --max-output -1" "variance --keys -1" "variance --seed -1" "bench --seed -1" \
+            "random --d-model -3" "random --n -1" "exercise --seed -1"; do
+  option=$(echo "$args" | grep -o -- '--[a-z-]* -[0-9]*' | cut -d' ' -f1)
+  # shellcheck disable=SC2086
+  expect_exit 2 "^attn-trace: error: $option: '-[0-9]*': expected a whole number \(this option takes no negative value\)" -- "$T" $args
+done
+expect_exit 2 "^attn-trace: error: --n 0: expected a whole number of at least 1" -- "$T" random --n 0
+expect_exit 2 "^attn-trace: error: --kv-heads: Value -1 not in range 1 to 4096" -- "$T" random --n 2 --kv-heads -1
+expect_exit 2 "^attn-trace: error: --seed: Value 9223372036854775804 not in range 0 to 9223372036854775803" -- "$T" random --seed 9223372036854775804
+# The largest seed random writes is one run reads, exactly: seeds past 2^53 are not rounded.
+"$T" random --n 3 --m 4 --d-model 2 --dk 2 --seed 9223372036854775803 -o big_seed.json
+expect_exit 0 '"seed":9223372036854775807' -- cat big_seed.json
+expect_exit 0 "^out " -- "$T" run big_seed.json --steps out --color never
+"$T" random --n 3 --dk 2 --seed 9007199254740993 --literal -o exact.json
+sed 's/9007199254740993/9007199254740992/' <("$T" random --n 3 --dk 2 --seed 9007199254740993) > rounded.json
+expect_exit 0 "" -- cmp <("$T" run <("$T" random --n 3 --dk 2 --seed 9007199254740993) --steps q --format csv) <("$T" run exact.json --steps q --format csv)
+expect_exit 1 "" -- cmp -s <("$T" run rounded.json --steps q --format csv) <("$T" run exact.json --steps q --format csv)
+expect_exit 2 '\$\.Q\.random\.seed: expected a whole number from 0 to 9223372036854775807, found 9223372036854775808' -- "$T" run <(echo '{"Q": {"random": {"shape": [2, 2], "seed": 9223372036854775808}}, "K": [[1, 0]], "V": [[1, 0]]}')
 finish
