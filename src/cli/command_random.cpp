@@ -85,7 +85,14 @@ Examples:
         if (o.heads % kv_heads != 0) throw InputError(fmt::format("--kv-heads {} must divide --heads {}", kv_heads, o.heads));
         if (o.literal && static_cast<double>(std::max(o.n, m)) * static_cast<double>(std::max(o.d_model, o.heads * std::max(o.d_k, d_v))) > 1e7)
             throw InputError("--literal writes every number: keep it under 10 million values (leave it out for generator specs)");
-        if (!o.mask.empty()) (void)parse_mask_option(o.mask, o.n, m, "--mask");  // refuse a bad spec now, not when the file is read
+        if (!o.mask.empty()) {  // refuse a bad spec, or a matrix mask of another shape, now, not when the file is read
+            Problem scores;
+            scores.file = fmt::format("--mask {}", o.mask);
+            scores.n = o.n;
+            scores.m = m;
+            scores.masks = parse_mask_option(o.mask, o.n, m, "--mask");
+            validate_masks(scores);
+        }
         auto matrix = [&](std::size_t rows, std::size_t cols, std::uint64_t seed, double std = 1.0) {
             return o.literal ? literal_matrix(rows, cols, seed, o.dist, std) : random_matrix(rows, cols, seed, o.dist, std);
         };

@@ -65,6 +65,9 @@ for args in "run good.json --max-memory -5" "grad good.json --max-output -1" "va
   expect_exit 2 "^attn-trace: error: $option: '-[0-9]*': expected a whole number \(this option takes no negative value\)" -- "$T" $args
 done
 expect_exit 2 "^attn-trace: error: --n 0: expected a whole number of at least 1" -- "$T" random --n 0
+# random refuses a mask run would refuse, rather than write a file that cannot be run.
+expect_exit 2 "^attn-trace: error: --mask \{\"blocked\": \[\[0,1\]\]\}: .*the blocked mask must be \(4, 4\), found \(1, 2\)" -- "$T" random --n 4 --mask '{"blocked": [[0,1]]}'
+expect_exit 2 "the padding mask needs 4 values, found 2" -- "$T" random --n 4 --mask '{"key_valid": [1,0]}'
 expect_exit 2 "^attn-trace: error: --kv-heads: Value -1 not in range 1 to 4096" -- "$T" random --n 2 --kv-heads -1
 expect_exit 2 "^attn-trace: error: --seed: Value 9223372036854775804 not in range 0 to 9223372036854775803" -- "$T" random --seed 9223372036854775804
 # The largest seed random writes is one run reads, exactly: seeds past 2^53 are not rounded.
