@@ -104,6 +104,10 @@ TEST_CASE("inputs that do not go together") {
     REQUIRE_THAT(error_of("{" + good_x + R"(, "Q": [[1]], "K": [[1]], "V": [[1]]})"), Contains("give either X (with W_Q, W_K, W_V) or Q, K, V directly"));
     REQUIRE_THAT(error_of("{" + good_x + "}"), Contains("$.W_Q: X is given, so W_Q is needed"));
     REQUIRE_THAT(error_of("{" + good_x + ", " + good_w + R"(, "in_proj_weight": [[1]]})"), Contains("$.in_proj_weight: this nn.MultiheadAttention key needs \"weights_layout\": \"torch\""));
+    // Beside Q, K and V a stacked projection has no X to apply to: it used to be ignored.
+    for (const char* stacked : {R"("in_proj_weight": [[1], [1], [1]])", R"("in_proj_bias": [0, 0, 0])"})
+        REQUIRE_THAT(error_of(std::string(R"({"weights_layout": "torch", "Q": [[1]], "K": [[1]], "V": [[1]], )") + stacked + "}"),
+                     Contains("projections apply to X; with Q, K, V given directly leave them out"));
 }
 
 TEST_CASE("random matrices: unknown keys, bad distributions, sizes refused before allocation") {

@@ -65,6 +65,9 @@ public:
         return JsonReader(config_path_).whole_number(config_[field], path(field), min, 1L << 30);
     }
 
+    // A true/false field: one spelt "true" or "yes" is refused, not read as false.
+    bool flag(const std::string& field, bool absent) const { return has(field) ? JsonReader(config_path_).boolean(config_[field], path(field)) : absent; }
+
     // Every tensor name and the file (relative to the problem file) that holds it.
     const std::map<std::string, std::string>& tensors() const { return tensors_; }
     json reference(const std::string& tensor) const { return {{"safetensors", tensors_.at(tensor)}, {"tensor", tensor}}; }
@@ -119,7 +122,7 @@ LayerKind layer_kind(const ModelDirectory& dir, const ModelFamily& family, long 
             case ModelFamily::Sliding::every_layer: sliding = dir.has("sliding_window"); break;
             case ModelFamily::Sliding::after_max_window_layers:
                 // transformers' default max_window_layers is 28
-                sliding = dir.has("use_sliding_window") && c["use_sliding_window"] == true && layer >= (dir.has("max_window_layers") ? dir.whole("max_window_layers", 0) : 28);
+                sliding = dir.flag("use_sliding_window", false) && layer >= (dir.has("max_window_layers") ? dir.whole("max_window_layers", 0) : 28);
                 break;
             case ModelFamily::Sliding::even_layers: sliding = layer % 2 == 0; break;
             case ModelFamily::Sliding::pattern: {
@@ -437,8 +440,7 @@ std::string expand_model(json& root, ArraySource& arrays, const JsonReader& read
         const auto d_rope = static_cast<std::size_t>(dir.whole("qk_rope_head_dim", 2));
         json rope = rope_of(dir, *family, params, rope_field, d_rope, rope_summary);
         rope.erase("rotary_dims");
-        const json& c = dir.config();
-        rope["style"] = dir.has("rope_interleave") && c["rope_interleave"] == false ? "half" : "interleaved";
+        rope["style"] = dir.flag("rope_interleave", true) ? "interleaved" : "half";
         root["rope"] = rope;
         double scale = 1.0 / std::sqrt(static_cast<double>(dir.whole("qk_nope_head_dim", 1)) + static_cast<double>(d_rope));
         const double all_dim = params.contains("mscale_all_dim") && params["mscale_all_dim"].is_number() ? params["mscale_all_dim"].get<double>() : 0.0;

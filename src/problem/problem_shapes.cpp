@@ -45,7 +45,7 @@ void ProblemLoader::check_input_keys() {
     if (has("X")) reader_.fail("$.Q", "give either X (with W_Q, W_K, W_V) or Q, K, V directly, not both");
     for (const char* key : {"Q", "K", "V"})
         if (!has(key)) reader_.fail(path_of(key), fmt::format("Q, K and V go together: {} is missing", key));
-    for (const char* key : {"W_Q", "W_K", "W_V", "b_Q", "b_K", "b_V"})
+    for (const char* key : {"W_Q", "W_K", "W_V", "b_Q", "b_K", "b_V", "in_proj_weight", "in_proj_bias"})
         if (has(key)) reader_.fail(path_of(key), "projections apply to X; with Q, K, V given directly leave them out");
 }
 

@@ -88,6 +88,9 @@ refused llama_linear config.json "c['head_dim'] = 4" 'q_proj\.weight has shape \
 refused llama_linear config.json "c['num_key_value_heads'] = 1" 'k_proj\.weight has shape \(16, 16\), expected \(8, 16\) from config\.json: 1 KV heads of head_dim 8'
 refused qwen3_qknorm config.json "c['num_attention_heads'] = c['num_key_value_heads']" 'q_proj\.weight has shape .* expected .* from config\.json'
 expect_exit 2 'q_proj\.weight has shape \(32, 16\), expected \(16, 16\) from config\.json' -- "$T" cost --model m --n 10  # cost --model counts the same layer
+# A true/false field spelt as a string is refused: "true" was read as false, a full layer.
+refused qwen2_window config.json "c['use_sliding_window'] = 'true'; c.pop('layer_types')" 'config\.json: \$\.use_sliding_window: expected true or false \(or 1 / 0\), found the string "true"'
+refused deepseek_v3 config.json "c['rope_interleave'] = 'no'" 'config\.json: \$\.rope_interleave: expected true or false'
 copy mistral_window; rm m/model.safetensors
 expect_exit 2 '"\." holds neither model\.safetensors nor model\.safetensors\.index\.json' -- "$T" check m/problem.json
 copy qwen3_sharded; rm m/model.safetensors.index.json
