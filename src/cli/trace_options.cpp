@@ -93,7 +93,11 @@ void add_trace_options(CLI::App& command, TraceOptions& o) {
         ->capture_default_str();
     // permute's trace holds the two outputs, never a matrix of scores or weights to draw.
     if (command.get_name() != "permute") {
-        const std::string drawn = command.get_name() == "grad" ? "the forward weights" : "the weights (or the first of scores, scaled, capped, masked in --steps)";
+        // decode and tiled hold only their weights whole, put together from pieces (docs/COMMANDS.md#run).
+        const std::string& name = command.get_name();
+        const std::string drawn = name == "grad"                       ? "the forward weights"
+                                  : name == "decode" || name == "tiled" ? "the whole weights (put together from the " + name + " steps)"
+                                                                        : "the weights (or the first of scores, scaled, capped, masked in --steps)";
         command.add_flag("--heatmap", o.heatmap, fmt::format("draw {} of each head as a coloured grid instead of the tables", drawn));
         command.add_option("--svg", o.svg, fmt::format("also write {} of each head as an SVG heatmap to this file", drawn));
     }

@@ -90,4 +90,8 @@ for b in -2 0 nan inf; do
   expect_exit 2 "error: --bytes $b: expected the bytes per number" -- "$T" cost --model "$SOURCE_DIR/tests/models/gemma2" --n 10 --bytes "$b"
 done
 expect_exit 2 "error: --sparse: the pattern scores no pair at n = 1024" -- "$T" cost --n 1024,2048 --d-model 64 --sparse '{}'
+# Their --help says what --heatmap draws: the whole weights only, not scores or masked.
+for command in decode tiled; do
+  expect_exit 0 "^  --heatmap +draw the whole weights \(put together from the $command steps\)" -- "$T" $command --help
+done
 finish
