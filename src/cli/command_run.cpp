@@ -49,7 +49,13 @@ row_sum and out per head (and concat, final) and says so in a note.)");
     run->add_flag("--fast", fast, "take the fast path (fused, tiled, multi-threaded; no (n, m) steps) even when the full trace fits");
     run->callback([&exit_code] {
         const Problem problem = load_with_overrides(options);
-        const std::string reason = fast_path_reason(problem, run_options(options, problem).dtype, fast, options.budget);
+        const Dtype dtype = run_options(options, problem).dtype;
+        const std::string reason = fast_path_reason(problem, dtype, fast, options.budget);
+        // A half type is traced step by step only: past the budget, --fast is not the way out.
+        if (!fast && !reason.empty() && is_half(dtype))
+            throw InputError(fmt::format("{}: {}, and {} is traced step by step only (the fast path computes in f64 or f32): raise --max-memory, "
+                                         "lower n, or use --dtype f32, which takes the fast path",
+                                         problem.file, reason, dtype_name(dtype)));
         // A pitfall replays the full (n, m) steps with a mistake in them, which the
         // fast path never holds: say so before computing anything.
         if (!reason.empty() && !options.pitfall.empty())

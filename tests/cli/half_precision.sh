@@ -39,4 +39,7 @@ echo '{"Q": [[1]], "K": [[1]], "V": [[1]], "dtype": "f8"}' > "$work/f8.json"
 expect_exit 2 'f8.json: \$\.dtype: expected f64, f32, f16 or bf16, found "f8"' -- "$T" run "$work/f8.json"
 # The fast path takes f64 and f32 only.
 expect_exit 2 "the fast path computes in f64 or f32 only" -- "$T" run "$work/third.json" --dtype bf16 --fast
+# Past the budget without --fast, the advice does not tell one to leave out a --fast never given.
+"$T" random --n 9000 --dk 4 --seed 1 -o "$work/big.json"
+expect_exit 2 "would hold about 9.7 GiB, over the 4.0 GiB budget \(--max-memory\), and f16 is traced step by step only .*: raise --max-memory, lower n, or use --dtype f32, which takes the fast path" -- "$T" run "$work/big.json" --dtype f16
 finish
