@@ -68,9 +68,11 @@ double Note::number(const std::string& key) const { return numbers.at(key); }
 const std::string& Note::word(const std::string& key) const { return words.at(key); }
 
 std::string overflow_text(const Note& note) {
-    return fmt::format("{}[{}, {}] is {} although every input is finite: a product, a scale or an exponential passed {}'s range (±{:.3g})",
-                       note.word("step"), static_cast<long long>(note.number("row")), static_cast<long long>(note.number("col")), note.word("value"),
-                       note.word("dtype"), note.number("limit"));
+    const bool input = note.words.count("cause") && note.word("cause") == "input";
+    return fmt::format("{}[{}, {}] {} {}'s range (±{:.3g}){}", note.word("step"), static_cast<long long>(note.number("row")), static_cast<long long>(note.number("col")),
+                       input ? (note.word("value").empty() ? "" : "= " + note.word("value") + " ") + "is a finite input but past"
+                             : "is " + note.word("value") + " although every input is finite: a product, a scale or an exponential passed",
+                       note.word("dtype"), note.number("limit"), input ? ": the type cannot hold it" : "");
 }
 
 std::vector<const Note*> Trace::notes_of(NoteKind kind) const {

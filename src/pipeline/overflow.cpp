@@ -3,6 +3,9 @@
 #include <cmath>
 #include <limits>
 #include <optional>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -46,6 +49,35 @@ std::optional<Unexplained> first_unexplained(const Trace& trace, const Problem& 
     return std::nullopt;
 }
 
+// The first value of the file's inputs that the dtype cannot hold (|x| > largest; inf where
+// a half type's inputs were already rounded, the file's own being finite): the overflow
+// is then the file's, not a computation's.
+struct InputPast {
+    std::string name;
+    std::size_t row, col;
+    double value;
+};
+std::optional<InputPast> first_input_past(const Problem& p, double largest) {
+    const auto past = [&](double x) { return std::fabs(x) > largest; };
+    std::vector<std::pair<std::string, const Matrix*>> matrices;
+    for (const Matrix& x : p.X) matrices.emplace_back("X", &x);
+    for (const Matrix& x : p.X_source) matrices.emplace_back("X_source", &x);
+    const std::pair<const char*, const std::optional<Matrix>*> named[] = {{"W_Q", &p.W_Q}, {"W_K", &p.W_K}, {"W_V", &p.W_V}, {"W_O", &p.W_O},
+                                                                         {"Q", &p.Q},     {"K", &p.K},     {"V", &p.V}};
+    for (const auto& [name, m] : named)
+        if (*m) matrices.emplace_back(name, &**m);
+    for (const auto& [name, m] : matrices)
+        for (std::size_t i = 0; i < m->rows(); ++i)
+            for (std::size_t j = 0; j < m->cols(); ++j)
+                if (past((*m)(i, j))) return InputPast{name, i, j, (*m)(i, j)};
+    const std::pair<const char*, const std::optional<std::vector<double>>*> biases[] = {{"b_Q", &p.b_Q}, {"b_K", &p.b_K}, {"b_V", &p.b_V}, {"b_O", &p.b_O}};
+    for (const auto& [name, b] : biases)
+        if (*b)
+            for (std::size_t j = 0; j < (*b)->size(); ++j)
+                if (past((**b)[j])) return InputPast{name, 0, j, (**b)[j]};
+    return std::nullopt;
+}
+
 }  // namespace
 
 void check_overflow(Trace& trace, const Problem& p, Dtype dtype) {
@@ -56,10 +88,12 @@ void check_overflow(Trace& trace, const Problem& p, Dtype dtype) {
     if (dtype == Dtype::f32) largest = std::numeric_limits<float>::max();
     if (dtype == Dtype::f16) largest = 65504.0;
     if (dtype == Dtype::bf16) largest = 0x1.fep127;
+    // An input past the dtype's range was never computed: the note names it, not the step it reached.
+    const auto input = first_input_past(p, largest);
     const Note note{NoteKind::overflow,
-                    {{"row", static_cast<double>(found->row)}, {"col", static_cast<double>(found->col)}, {"limit", largest}},
-                    {{"step", step_label(*found->step)}, {"value", nonfinite_name(found->value)},
-                     {"dtype", dtype_name(dtype)}}};
+                    {{"row", static_cast<double>(input ? input->row : found->row)}, {"col", static_cast<double>(input ? input->col : found->col)}, {"limit", largest}},
+                    {{"step", input ? input->name : step_label(*found->step)}, {"value", input ? (std::isfinite(input->value) ? fmt::format("{:g}", input->value) : "") : nonfinite_name(found->value)},
+                     {"dtype", dtype_name(dtype)}, {"cause", input ? "input" : "computed"}}};
     // A half type overflows as the hardware would, and that is what its trace is for
     // (docs/PROBLEM.md#dtype-half-precision): traced and noted, not refused.
     if (p.allow_nonfinite || is_half(dtype)) {

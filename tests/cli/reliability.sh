@@ -34,7 +34,10 @@ expect_exit 2 "overflow: masked \(head 0, tile \[0, 0\]\)\[0, 0\] is inf" -- "$A
 expect_exit 2 "overflow: row_max \(head 0\)\[0, 0\] is inf" -- "$A" run overflow.json --fast
 expect_exit 0 "note: allow_nonfinite: overflow: scores \(head 0\)\[0, 0\] is inf" -- "$A" run overflow.json --allow-nonfinite
 expect_exit 2 "overflow: scaled \(head 0\)\[0, 2\] is inf" -- "$A" run "$E" --scale 1e308
-expect_exit 2 "overflow: q\[0, 0\] is inf .* f32's range" -- sh -c "echo '{\"Q\": [[1e39]], \"K\": [[1]], \"V\": [[1]]}' | \"$A\" run - --dtype f32"
+# An input the dtype cannot hold is named as the input, not as a computation's overflow.
+expect_exit 2 "overflow: Q\[0, 0\] = 1e\+39 is a finite input but past f32's range \(±3.4e\+38\): the type cannot hold it" -- sh -c "echo '{\"Q\": [[1e39]], \"K\": [[1]], \"V\": [[1]]}' | \"$A\" run - --dtype f32"
+expect_exit 2 "overflow: W_V\[0, 1\] = -1e\+39 is a finite input but past f32's range" -- sh -c "echo '{\"X\": [[1, 0]], \"W_Q\": [[1], [0]], \"W_K\": [[1], [0]], \"W_V\": [[1, -1e39], [3, 4]]}' | \"$A\" run - --dtype f32"
+expect_exit 0 "note: f16 \(traced as the type stores it\): overflow: Q\[0, 0\] is a finite input but past f16's range" -- sh -c "echo '{\"Q\": [[70000]], \"K\": [[1]], \"V\": [[1]]}' | \"$A\" run - --dtype f16"
 
 # malformed input never aborts: a number past double's range, a deep nesting
 printf '1e400' > huge.json
