@@ -2,6 +2,7 @@
 // loader (problem_loader.cpp and its parts), masks re-checked once options replace them,
 // and the settings' words (a mask, empty_rows, scale) parsed.
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <iterator>
@@ -56,6 +57,10 @@ Problem load_problem(const std::string& path, bool allow_nonfinite) {
         const std::string text((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
         return parse_problem(text, "<stdin>", allow_nonfinite);
     }
+    // An ifstream opens a folder on Linux and reads nothing: "malformed JSON at line 1" would mislead.
+    std::error_code ignored;
+    if (std::filesystem::is_directory(path, ignored))
+        throw InputError(fmt::format("{}: is a folder, not a problem file (a model directory is read through a problem file's \"checkpoint\": {{\"model\": …}})", path));
     std::ifstream in(path, std::ios::binary);
     if (!in) throw InputError(fmt::format("{}: cannot open the problem file (does it exist and is it readable?)", path));
     std::ostringstream text;

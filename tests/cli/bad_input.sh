@@ -23,6 +23,8 @@ expect_bad_input "{$good, \"mask\": \"padding:0,0\"}" 'query 0 can read no key'
 
 # Files and options.
 expect_exit 2 "missing.json: cannot open" -- "$T" run missing.json
+mkdir -p folder  # read as an empty file, it was "malformed JSON at line 1"
+expect_exit 2 "^attn-trace: error: folder: is a folder, not a problem file" -- "$T" run folder
 printf '{%s}' "$good" > good.json
 expect_exit 2 "--mask: unknown mask 'diagonal'" -- "$T" run good.json --mask diagonal
 expect_exit 2 "--mask padding:1: .*needs 2 values, found 1" -- "$T" run good.json --mask padding:1
