@@ -70,8 +70,15 @@ expect_exit 2 "^attn-trace: error: --n 0: expected a whole number of at least 1"
 # random refuses a mask run would refuse, rather than write a file that cannot be run.
 expect_exit 2 "^attn-trace: error: --mask \{\"blocked\": \[\[0,1\]\]\}: .*the blocked mask must be \(4, 4\), found \(1, 2\)" -- "$T" random --n 4 --mask '{"blocked": [[0,1]]}'
 expect_exit 2 "the padding mask needs 4 values, found 2" -- "$T" random --n 4 --mask '{"key_valid": [1,0]}'
-expect_exit 2 "^attn-trace: error: --kv-heads: Value -1 not in range 1 to 4096" -- "$T" random --n 2 --kv-heads -1
-expect_exit 2 "^attn-trace: error: --seed: Value 9223372036854775804 not in range 0 to 9223372036854775803" -- "$T" random --seed 9223372036854775804
+expect_exit 2 "^attn-trace: error: --kv-heads '-1': expected a whole number from 1 to 4096$" -- "$T" random --n 2 --kv-heads -1
+expect_exit 2 "^attn-trace: error: --seed '9223372036854775804': expected a whole number from 0 to 9223372036854775803$" -- "$T" random --seed 9223372036854775804
+# A value of the wrong kind says what the option takes (CLI11 said "Could not convert", and
+# wrote DBL_MAX out in 309 digits as a range's end).
+expect_exit 2 "^attn-trace: error: --head 'x': expected a whole number$" -- "$T" run good.json --head x
+expect_exit 2 "^attn-trace: error: --samples '1.5': expected a whole number of at least 0$" -- "$T" variance --samples 1.5
+expect_exit 2 "^attn-trace: error: --n '10,x': expected a whole number \(or several, comma-separated\)$" -- "$T" cost --n 10,x --d-model 8
+expect_exit 2 "^attn-trace: error: --atol 'x': expected a number of at least 0$" -- "$T" check good.json --atol x
+expect_exit 2 "^attn-trace: error: --precision '40': expected a whole number from 0 to 17$" -- "$T" run good.json --precision 40
 # The largest seed random writes is one run reads, exactly: seeds past 2^53 are not rounded.
 "$T" random --n 3 --m 4 --d-model 2 --dk 2 --seed 9223372036854775803 -o big_seed.json
 expect_exit 0 '"seed":9223372036854775807' -- cat big_seed.json
