@@ -76,7 +76,7 @@ a sliding layer holds min(n, W) tokens, MLA its latent and RoPE key.)");
     cost->add_option("--sparse", o.sparse, "a sparse pattern as JSON: count the scored pairs only");
     cost->add_option("--mla", o.mla, "D_C[,D_R]: compare the KV cache per token of MHA, GQA, MQA and MLA");
     add_format_option(*cost, o.format, formats_of(for_cost), "text or json");
-    cost->callback([&exit_code, bytes, d_model] {
+    cost->callback([&exit_code, bytes, d_model, layers] {
         CostQuestion q;
         std::vector<std::uint64_t> lengths;
         for (long long n : o.n) lengths.push_back(whole_number_option("--n", n, 1));
@@ -101,6 +101,10 @@ a sliding layer holds min(n, W) tokens, MLA its latent and RoPE key.)");
         const bool json = o.format == Format::json;
         if (!o.sparse.empty() && !o.mla.empty()) throw InputError("--sparse and --mla answer different questions: give one of them");
         if (lengths.size() > 1 && o.sparse.empty()) throw InputError("several --n values go with --sparse (to show the growth); give one otherwise");
+        // --sparse counts one layer's scores and --mla the cache per token: neither has a cache total to size.
+        if (o.tokens != -1 && (!o.sparse.empty() || !o.mla.empty()))
+            throw InputError(fmt::format("--tokens sizes the KV cache's total, which {} does not print: leave out --tokens", o.sparse.empty() ? "--mla (per token)" : "--sparse"));
+        if (layers->count() && !o.sparse.empty()) throw InputError("--sparse counts the scores of one layer: leave out --layers");
         if (!o.sparse.empty()) {
             const SparseCost cost = compute_sparse_cost(q, sparse_option(o.sparse, lengths), lengths);
             std::cout << (json ? sparse_cost_json(cost) : sparse_cost_text(cost));

@@ -90,6 +90,11 @@ for b in -2 0 nan inf; do
   expect_exit 2 "error: --bytes $b: expected the bytes per number" -- "$T" cost --model "$SOURCE_DIR/tests/models/gemma2" --n 10 --bytes "$b"
 done
 expect_exit 2 "error: --sparse: the pattern scores no pair at n = 1024" -- "$T" cost --n 1024,2048 --d-model 64 --sparse '{}'
+# --sparse and --mla refuse the options they have no use for, rather than ignore them.
+expect_exit 2 "error: --tokens sizes the KV cache's total, which --mla \(per token\) does not print" -- "$T" cost --n 1024 --d-model 64 --heads 4 --mla 16,4 --tokens 8192
+expect_exit 2 "error: --tokens sizes the KV cache's total, which --sparse does not print" -- "$T" cost --n 1024 --d-model 64 --sparse '{"block": 64}' --tokens 8
+expect_exit 2 "error: --sparse counts the scores of one layer: leave out --layers" -- "$T" cost --n 1024 --d-model 64 --sparse '{"block": 64}' --layers 32
+expect_exit 0 "; 32 layers, 4 bytes per number" -- "$T" cost --n 1024 --d-model 64 --heads 4 --mla 16,4 --layers 32
 # Their --help says what --heatmap draws: the whole weights only, not scores or masked.
 for command in decode tiled; do
   expect_exit 0 "^  --heatmap +draw the whole weights \(put together from the $command steps\)" -- "$T" $command --help
