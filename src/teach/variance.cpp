@@ -155,7 +155,8 @@ std::string variance_text(const std::vector<VarianceRow>& rows, const VarianceOp
 }
 
 std::string variance_json(const std::vector<VarianceRow>& rows, const VarianceOptions& o) {
-    std::string out = fmt::format("{{\"variance\": 1, \"samples\": {}, \"queries\": {}, \"keys\": {}, \"seed\": {}, \"rows\": [", o.samples, o.queries, o.keys, o.seed);
+    // The header every command's JSON starts with (docs/COMMANDS.md#variance).
+    std::string out = fmt::format("{{\"attn_trace\": 1, \"command\": \"variance\", \"samples\": {}, \"queries\": {}, \"keys\": {}, \"seed\": {}, \"rows\": [", o.samples, o.queries, o.keys, o.seed);
     for (std::size_t k = 0; k < rows.size(); ++k) {
         const auto& r = rows[k];
         out += fmt::format("{}\n {{\"d_k\": {}, \"variance_unscaled\": {}, \"variance_scaled\": {}, \"largest_weight_unscaled\": {}, "

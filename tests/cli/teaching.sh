@@ -111,6 +111,10 @@ done
 # variance: small and fast here; the figures are tested in test_variance.cpp
 expect_exit 0 "^ +16 +1[0-9]\.[0-9]+ +[01]\.[0-9]+" -- "$A" variance --dk 4,16 --samples 2000 --queries 200
 expect_exit 0 '"d_k": 8' -- "$A" variance --dk 8 --samples 500 --queries 50 --format json
+# Its JSON starts as every command's does, and parses.
+expect_exit 0 '^\{"attn_trace": 1, "command": "variance", "samples": 500, "queries": 50, "keys": 32, "seed": 0, "rows": \[' -- "$A" variance --dk 8 --samples 500 --queries 50 --format json
+"$A" variance --dk 8,16 --samples 500 --queries 50 --format json > variance.json
+expect_exit 0 "^2 8 16$" -- python3 -c "import json; d = json.load(open('variance.json')); print(len(d['rows']), *(r['d_k'] for r in d['rows']))"
 expect_exit 0 "" -- "$A" variance --dk 4,16,64 --samples 500 --queries 50 --svg chart.svg
 if command -v python3 > /dev/null; then
   expect_exit 0 "" -- python3 -c "import xml.dom.minidom,sys; xml.dom.minidom.parse(sys.argv[1])" chart.svg
