@@ -121,4 +121,8 @@ failures=$((failures + failed))
 # Finding (almost) nothing to check is a broken extraction, not a pass.
 checks=$((checks + 1))
 [ "$examples" -ge 30 ] || fail "only $examples attn-trace examples found in README.md and docs/*.md (expected at least 30)"
+# A picture in the docs that the tool draws exactly (no timing in it) is what it draws now:
+# docs/images/precision_no_max_shift.svg had gone stale (its tooltips lacked the head).
+"$ATTN_TRACE" precision "$SOURCE_DIR/examples/half_overflow.json" --no-max-shift --svg precision_no_max_shift.svg > /dev/null
+expect_exit 0 "" -- cmp precision_no_max_shift.svg "$SOURCE_DIR/docs/images/precision_no_max_shift.svg"
 finish
