@@ -76,6 +76,9 @@ Examples:
                                          "beside the gradients'; the limit is {} (--max-memory): leave it out, or raise --max-memory",
                                          problem.file, options.heatmap ? "--heatmap" : "--svg", problem.n, problem.m, problem.heads, size_text(full),
                                          size_text(static_cast<double>(options.budget.memory))));
+        // The SVG's panels are the weights of each (sequence, head) drawn: refused before the forward and backward run.
+        if (!options.svg.empty())
+            check_svg_cells((options.head ? 1 : static_cast<std::size_t>(problem.heads)) * (options.batch ? 1 : problem.batch) * problem.n * problem.m);
         const std::optional<Trace> forward = page || pictures ? std::optional(pipeline_full(problem, run_options(options, problem))) : std::nullopt;
         const Trace trace =
             traced_against_f64(run_options(options, problem), [&](const RunOptions& run) { return pipeline_grad(problem, run, grad_options); });

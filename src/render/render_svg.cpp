@@ -113,14 +113,18 @@ std::string svg_colour_scale(const HeatmapPanel& panel, double x, double y, doub
 
 }  // namespace
 
+void check_svg_cells(std::size_t cells) {
+    if (cells > max_svg_cells)
+        throw InputError(fmt::format("⟦svg⟧ would draw {} cells (the limit is {}): choose one head with ⟦head⟧, one sequence with ⟦batch⟧, "
+                                     "or a smaller problem", cells, max_svg_cells));
+}
+
 std::string render_weights_svg(const Trace& trace, const RenderOptions& options) {
     const std::optional<Trace> whole = whole_weights(trace);  // decode's and tiled's weights, put together
     const auto panels = heatmap_panels(whole ? *whole : trace, options, "⟦svg⟧");
     std::size_t cells = 0;
     for (const auto& p : panels) cells += p.values->values.rows() * p.values->values.cols();
-    if (cells > max_svg_cells)
-        throw InputError(fmt::format("⟦svg⟧ would draw {} cells (the limit is {}): choose one head with ⟦head⟧, one sequence with ⟦batch⟧, "
-                                     "or a smaller problem", cells, max_svg_cells));
+    check_svg_cells(cells);
     const Layout l = layout_for(panels, options.precision);
     const int columns = std::min<int>(panels_per_row, static_cast<int>(panels.size()));
     const int rows = (static_cast<int>(panels.size()) + panels_per_row - 1) / panels_per_row;

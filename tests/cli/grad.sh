@@ -101,6 +101,13 @@ expect_exit 0 "<rect" -- cat weights.svg
 # --steps names the printed (gradient) steps; the picture is then of the weights, with any format.
 expect_exit 0 "^grad_q,0,1$" -- "$ATTN_TRACE" grad "$SOURCE_DIR/examples/two_tokens_causal.json" --steps grad_q --format csv --svg csv_weights.svg
 expect_exit 0 "weights" -- cat csv_weights.svg
+# An SVG past its cell limit is refused before the forward and the backward run (n = 3000
+# held 850 MB and a second for nothing): the refusal comes under a 2-second limit.
+"$ATTN_TRACE" random --n 3000 --dk 8 -o g3000.json
+start=$(date +%s%N)
+expect_exit 2 "error: --svg would draw 9000000 cells \(the limit is 250000\)" -- "$ATTN_TRACE" grad g3000.json --fast --svg big.svg
+elapsed_ms=$(( ($(date +%s%N) - start) / 1000000 ))
+expect_exit 0 "" -- test "$elapsed_ms" -lt 2000
 # Untiled, the drawn forward trace sits beside the gradients' own (two full traces): counted.
 "$ATTN_TRACE" random --n 500 --dk 4 --seed 1 > m500.json
 expect_exit 0 "grad_q" -- "$ATTN_TRACE" grad m500.json --steps grad_q --max-memory 32M --max-output 64M

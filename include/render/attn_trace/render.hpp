@@ -75,6 +75,9 @@ std::string describe_problem(const TraceSummary& problem);
 // Both throw InputError when the trace has no full weights matrix.
 std::string render_heatmap(const Trace& trace, const RenderOptions& options);
 std::string render_weights_svg(const Trace& trace, const RenderOptions& options);
+// Refuses (InputError) an SVG of more than its limit of cells: render_weights_svg checks its
+// panels, and a command that computes a picture's trace first checks its estimate before.
+void check_svg_cells(std::size_t cells);
 
 // One number as the text renderer writes it: "0" for an exact zero, "-inf",
 // "nan", from 10^10 up or too small to show a digit in scientific notation
