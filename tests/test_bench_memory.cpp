@@ -187,3 +187,18 @@ TEST_CASE("bench's memory estimate bounds the measured peak of each kind of sett
         CHECK(estimate <= 1.5 * held);
     }
 }
+
+TEST_CASE("bench draws no inputs for a setting that no implementation runs", "[bench][memory]") {
+    if (sanitized) {
+        WARN("built with a sanitizer: peak resident memory is not the program's own, not measured");
+        return;
+    }
+    const double baseline = child_peak_bytes([] {});
+    BenchConfig c = quiet({"naive"});  // skipped at n = 2^20 (4 TiB of scores); Q, K and V would be 1.5 GiB of doubles
+    c.lengths = {std::size_t{1} << 20};
+    const double peak = child_peak_bytes([&] {
+        const BenchRun run = run_bench(c, BenchProgress{});
+        if (run.results.size() != 1 || run.results[0].status != "skipped") throw std::runtime_error("expected one skipped result");
+    });
+    CHECK(peak - baseline < 64.0 * (1 << 20));
+}
