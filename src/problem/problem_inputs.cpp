@@ -4,11 +4,13 @@
 #include "problem_loader.hpp"
 
 #include <algorithm>
+#include <cstdint>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include "attn_trace/matrix.hpp"
+#include "attn_trace/text_width.hpp"
 
 namespace attn_trace {
 
@@ -115,14 +117,27 @@ Matrix ProblemLoader::direct_matrix(const char* key) {
     return heads_side_by_side(array);
 }
 
+// The labels of `key`, each refused when it holds a character that would split a
+// table's row or shift its columns (docs/PROBLEM.md#labels-title-tokens-source_tokens).
+std::vector<std::string> ProblemLoader::labels(const char* key) const {
+    auto texts = reader_.strings(at(key), path_of(key));
+    for (std::size_t i = 0; i < texts.size(); ++i)
+        if (const auto c = first_control_character(texts[i]))
+            reader_.fail(fmt::format("{}[{}]", path_of(key), i),
+                         fmt::format("expected a label without a newline, tab or other control character (one would break the printed "
+                                     "tables), found {}, which holds U+{:04X}",
+                                     json(texts[i]).dump(), static_cast<std::uint32_t>(*c)));
+    return texts;
+}
+
 void ProblemLoader::read_labels() {
     auto& p = problem_;
     if (has("tokens")) {
-        p.tokens = reader_.strings(at("tokens"), "$.tokens");
+        p.tokens = labels("tokens");
         need(p.tokens.size() == p.n, "$.tokens", fmt::format("there are {} queries so tokens needs {} labels, found {}", p.n, p.n, p.tokens.size()));
     }
     if (has("source_tokens")) {
-        p.source_tokens = reader_.strings(at("source_tokens"), "$.source_tokens");
+        p.source_tokens = labels("source_tokens");
         need(p.source_tokens.size() == p.m, "$.source_tokens",
              fmt::format("there are {} keys so source_tokens needs {} labels, found {}", p.m, p.m, p.source_tokens.size()));
     }

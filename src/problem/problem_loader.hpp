@@ -74,6 +74,7 @@ private:
     void read_direct_qkv();
     Matrix direct_matrix(const char* key);
     void read_labels();
+    std::vector<std::string> labels(const char* key) const;
     void read_d_out();
 
     // problem_settings.cpp: what shapes the scores and weights: scale, empty rows, lengths,

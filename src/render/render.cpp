@@ -12,6 +12,7 @@
 #include "attn_trace/number_text.hpp"
 #include "attn_trace/render.hpp"
 #include "attn_trace/render_html.hpp"
+#include "attn_trace/text_width.hpp"
 
 namespace attn_trace {
 
@@ -64,8 +65,6 @@ std::string format_rounded(double x, int precision) {
 }
 
 namespace {
-
-std::size_t utf8_length(unsigned char lead) { return lead < 0x80 ? 1 : lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1; }
 
 // The LaTeX of one Unicode symbol the formulas and notes use, in math mode (nullopt when
 // unknown). Superscripts and subscripts are script_run's.

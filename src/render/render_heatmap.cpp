@@ -46,10 +46,10 @@ std::string heatmap_panel(const HeatmapPanel& panel, const RenderOptions& option
                                               format_rounded(panel.high, options.precision)));
     out += std::string(label_width, ' ');
     for (auto j : cols) {
-        std::string label = column_label(step, j);
-        // Long tokens are cut to the cell so the columns stay aligned.
-        while (display_width(label) > cell_width) label.pop_back();
-        out += " " + pad_left(label, cell_width);
+        // A label wider than its cell is cut, visibly ("extrao…"), so the grid stays
+        // square and aligned; the row labels and the tables keep it whole
+        // (docs/COMMANDS.md#options-shared-by-run-decode-and-tiled).
+        out += " " + pad_left(fit_width(column_label(step, j), cell_width), cell_width);
     }
     out += "\n";
     for (auto i : rows) {

@@ -64,10 +64,6 @@ bool is_blocked_cell(const Step& step, double x) {
     return (std::isinf(x) && x < 0) || (x == 0.0 && (step.name == StepName::weights || step.name == StepName::exp));
 }
 
-std::size_t display_width(const std::string& text) {
-    return static_cast<std::size_t>(std::count_if(text.begin(), text.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
-}
-
 std::string pad_left(const std::string& text, std::size_t width) {
     const std::size_t w = display_width(text);
     return w >= width ? text : std::string(width - w, ' ') + text;

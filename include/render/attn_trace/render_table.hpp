@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "attn_trace/render.hpp"
+#include "attn_trace/text_width.hpp"  // display_width, fit_width
 #include "attn_trace/trace.hpp"
 
 namespace attn_trace {
@@ -37,8 +38,7 @@ private:
 // A weight or exponential that is exactly 0 because its key is masked, or a −∞ score.
 bool is_blocked_cell(const Step& step, double x);
 
-// Code points, not bytes: labels and "…" may be UTF-8.
-std::size_t display_width(const std::string& text);
+// Padded to `width` terminal columns (display_width: labels and "…" may be UTF-8).
 std::string pad_left(const std::string& text, std::size_t width);
 std::string pad_right(const std::string& text, std::size_t width);
 
