@@ -121,13 +121,14 @@ Matrix ProblemLoader::direct_matrix(const char* key) {
 // table's row or shift its columns (docs/PROBLEM.md#labels-title-tokens-source_tokens).
 std::vector<std::string> ProblemLoader::labels(const char* key) const {
     auto texts = reader_.strings(at(key), path_of(key));
-    for (std::size_t i = 0; i < texts.size(); ++i)
-        if (const auto c = first_control_character(texts[i]))
-            reader_.fail(fmt::format("{}[{}]", path_of(key), i),
-                         fmt::format("expected a label without a newline, tab or other control character (one would break the printed "
-                                     "tables), found {}, which holds U+{:04X}",
-                                     json(texts[i]).dump(), static_cast<std::uint32_t>(*c)));
+    for (std::size_t i = 0; i < texts.size(); ++i) one_line(texts[i], fmt::format("{}[{}]", path_of(key), i), "a label", "the printed tables");
     return texts;
+}
+
+void ProblemLoader::one_line(const std::string& text, const std::string& path, const char* what, const char* breaks) const {
+    if (const auto c = first_control_character(text))
+        reader_.fail(path, fmt::format("expected {} without a newline, tab or other control character (one would break {}), found {}, which holds U+{:04X}",
+                                       what, breaks, json(text).dump(), static_cast<std::uint32_t>(*c)));
 }
 
 void ProblemLoader::read_labels() {

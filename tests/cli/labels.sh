@@ -41,4 +41,8 @@ expect_exit 0 "" -- grep -qxF '               extrao… 日本語…     cat' lo
 expect_exit 0 "" -- grep -qxF 'extraordinary  0.4011▒ 0.1978░ 0.4011▒' long.txt
 expect_exit 0 "" -- grep -qxF '日本語のラベル 0.1978░ 0.4011▒ 0.4011▒' long.txt
 
+# The title heads every output: a newline in it is refused the same way.
+printf '%s' '{"title": "two\nlines", "Q": [[1]], "K": [[1]], "V": [[1]]}' > title.json
+expect_exit 2 '^attn-trace: error: title.json: \$\.title: expected a title without a newline, tab or other control character \(one would break the heading of every output\), found "two\\nlines", which holds U\+000A$' -- "$T" run title.json --format markdown
+
 finish
