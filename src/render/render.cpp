@@ -440,6 +440,8 @@ std::string latex_formula(const std::string& formula) { return latex_pieces(text
 
 std::string latex_prose(const std::string& text) { return latex_pieces(text_pieces(text, false)); }
 
+std::string latex_sloppypar(const std::string& paragraphs) { return "\\begin{sloppypar}\n" + paragraphs + "\\end{sloppypar}\n"; }
+
 std::string markdown_text(const std::string& text) {
     static const std::string special = "\\`*_[]<>|~$";
     std::string out;

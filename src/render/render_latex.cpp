@@ -142,7 +142,9 @@ std::string render_latex(const Trace& trace, const RenderOptions& options) {
     if (options.header) {
         out += fmt::format("\\noindent\\textbf{{attn-trace {}{}}}\\\\\n{}\n", trace.command, p.title.empty() ? "" : ": " + latex_text(p.title),
                            latex_text(describe_problem(p)));
-        for (const auto& note : trace.notes) out += "\n\\noindent\\emph{note: " + latex_prose(note_text(note)) + "}\n";
+        std::string notes;
+        for (const auto& note : trace.notes) notes += "\n\\noindent\\emph{note: " + latex_prose(note_text(note)) + "}\n";
+        if (!notes.empty()) out += latex_sloppypar(notes);
     }
     for (const Step* step : steps) out += "\n" + latex_heading(*step) + latex_matrix(*step, options);
     for (const auto& [key, value] : trace.numbers) out += fmt::format("\n\\noindent {} $= {}$\n", latex_text(key), format_trace_number(value));

@@ -181,10 +181,8 @@ public:
     std::string heading_of(const Exercise& e) const { return heading(1, e.title()); }
 
     // The sheet as it is printed: a page of its own in html, the pieces as they are elsewhere.
-    // LaTeX prose names functions and steps in long unbreakable words (scaled\_dot\_product\_attention):
-    // sloppypar lets their lines stretch rather than spill into the margin.
     std::string document(const std::string& title, const std::string& body) const {
-        if (format_ == Format::latex) return "\\begin{sloppypar}\n" + body + "\\end{sloppypar}\n";
+        if (format_ == Format::latex) return latex_sloppypar(body);
         if (page()) return html_page(title, "sheet", "<main>\n" + body + "</main>\n");
         // Each heading opens with the blank line that parts it from what comes before; the
         // sheet's first has nothing before it, and starts on the first line, as the

@@ -165,7 +165,7 @@ std::string render_explanation(const ExplainDocument& d, Format format, MathStyl
     std::string out = style->heading(d.heading);
     for (const auto& line : d.lines) out += style->line(line, math);
     if (!d.footnote.empty()) out += style->footnote(d.footnote);
-    return out;
+    return format == Format::latex ? latex_sloppypar(out) : out;
 }
 
 bool latex_notation(Format format) {

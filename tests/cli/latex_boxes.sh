@@ -1,6 +1,6 @@
 # LaTeX that fits the page and Markdown maths that renders (docs/COMMANDS.md#output-formats,
 # docs/COMMANDS.md#markdown-maths): at the default settings the LaTeX of every exercise
-# topic, of run on every example, of explain and of a 30-key matrix with --full compiles
+# topic, of run on every example, of decode, of explain and of a 30-key matrix with --full compiles
 # with pdflatex and no overfull box at all (documents.sh allows 20pt; here 0pt), every
 # block of a split matrix carries its columns' labels, and the docs' LaTeX example
 # compiles; the Markdown's maths is read as maths by pandoc, in both --math styles.
@@ -56,6 +56,14 @@ latex_document grad_dropout "$A" grad "$SOURCE_DIR/tests/golden/grad_dropout.jso
 latex_document explain_weights "$A" explain "$E/damaged_on_arrival.json" --row 'weights[2]'
 latex_document explain_out "$A" explain "$E/damaged_on_arrival.json" --row 'out[1]'
 latex_document explain_gqa "$A" explain "$E/gqa_8q_2kv.json" --cell 'weights[1,3]' --head 5
+# Prose with a long word that cannot be broken (docs/COMMANDS.md#output-formats): decode's note
+# ends in max_abs_diff_vs_full, grad_k's heading in grad_scores, and mla_small's heading
+# quotes its tokens; each ran into the margin before the prose was set in a sloppypar.
+latex_document decode "$A" decode "$E/damaged_on_arrival.json"
+latex_document explain_masked "$A" explain "$E/damaged_on_arrival.json" --cell 'weights[1,2]' --mask causal
+latex_document explain_grad_k "$A" explain "$E/damaged_on_arrival.json" --cell 'grad_k[1,0]' --mask causal
+latex_document explain_grad_w "$A" explain "$E/damaged_on_arrival.json" --cell 'grad_W_Q[1,0]' --mask causal
+latex_document explain_mla "$A" explain "$E/mla_small.json" --cell 'weights[1,1]'
 
 # 3 queries against 30 keys labelled with 12 characters (wide letters, so the estimate of
 # their width is tested): --full splits the scores into blocks, each with its keys' labels.
