@@ -91,12 +91,38 @@ TEST_CASE("a signed step diverges around 0, a non-negative one keeps the sequent
     CHECK(table.find(R"(<td data-i="0" data-j="1" title="-1" class="neg" style="--h:0.25">-1</td>)") != std::string::npos);
     CHECK(table.find(R"(<td data-i="1" data-j="1" title="-4" class="neg hi" style="--h:1.00">-4</td>)") != std::string::npos);
     CHECK(table.find(R"(<td data-i="0" data-j="2" title="0" class="z pos" style="--h:0.00">0</td>)") != std::string::npos);
-    CHECK(table.find("<p class=\"legend\">signed: blue below 0, white at 0, red above 0, the scale ±4.0000 (max |x|)</p>") != std::string::npos);
+    // The colour of 0 is the scheme's: white, or near-black in the dark one (the CSS shows one span).
+    CHECK(table.find("<p class=\"legend\">signed: blue below 0, <span class=\"in-light\">white</span><span class=\"in-dark\">near-black</span> at 0, "
+                     "red above 0, the scale ±4.0000 (max |x|)</p>") != std::string::npos);
+    CHECK(page.find("@media (prefers-color-scheme:dark){") < page.find(".in-light{display:none}.in-dark{display:inline}}"));
     const auto weights = page.substr(page.find("data-name=\"weights\""));
     const std::string sequential = weights.substr(0, weights.find("</section>"));
     CHECK(sequential.find("class=\"pos") == std::string::npos);
     CHECK(sequential.find("class=\"neg") == std::string::npos);
     CHECK(sequential.find("legend") == std::string::npos);
+}
+
+// The class of the section of the step named `name` (its first one).
+std::string section_class(const std::string& page, const std::string& name) {
+    const auto end = page.find("data-name=\"" + name + "\"");
+    const auto start = page.rfind("<section class=\"", end) + std::string("<section class=\"").size();
+    return page.substr(start, page.find('"', start) - start);
+}
+
+TEST_CASE("a step takes the page's whole width when its table is too wide for a card beside another") {
+    // damaged on arrival: (3, 3) with its tokens as labels fits a card beside another.
+    const std::string damaged = render_html(run_json(damaged_keys + "}"), RenderOptions{});
+    CHECK(section_class(damaged, "scores") == "step");
+    // (8, 8) of 4 decimals: about 70 characters, twice what the narrowest card holds.
+    std::string rows;
+    for (int i = 0; i < 8; ++i) rows += fmt::format("{}[{}]", i ? ", " : "", fmt::join(std::vector<double>{0.5 * i, 1, 0, 0, 0, 0, 0, -1}, ", "));
+    const std::string eight = render_html(run_json(fmt::format(R"({{"Q": [{0}], "K": [{0}], "V": [{0}]}})", rows)), RenderOptions{});
+    CHECK(section_class(eight, "weights") == "step wide");
+    CHECK(section_class(eight, "row_max") == "step");
+    // Three columns, but labelled with long tokens: the labels widen it, not the count.
+    const std::string labelled = render_html(run_json(R"({"tokens": ["Wmkeys000001", "Wmkeys000002", "Wmkeys000003"],
+        "Q": [[1, 0], [0, 1], [1, 1]], "K": [[1, 0], [0, 1], [1, 1]], "V": [[1, 0], [0, 1], [1, 1]]})"), RenderOptions{});
+    CHECK(section_class(labelled, "weights") == "step wide");
 }
 
 TEST_CASE("grad's page hatches the gradients' zeros that the mask makes, given the forward trace") {

@@ -11,12 +11,14 @@ namespace {
 // Light and dark come from the reader's system setting; heat is a cell's --h
 // (0…1) mixed between --lo and --hi; a signed step's cells (neg, pos) mix --neg
 // or --pos into --zero by --h, its distance from 0 (docs/COMMANDS.md#output-formats);
-// masked cells are hatched over it.
+// masked cells are hatched over it. Text true of one scheme only (the colour of 0) is
+// written twice, in-light and in-dark, and the other scheme's hidden; print is light.
 constexpr const char* style = R"css(
 :root{--bg:#fff;--fg:#1f2328;--muted:#59636e;--line:#d1d9e0;--lo:#f7fbff;--hi:#08519c;--on-hi:#fff;--hatch:#8c959f;--pick:#d1242f;--panel:#f6f8fa;--neg:#2166ac;--zero:#fff;--pos:#b2182b}
-@media (prefers-color-scheme:dark){:root{--bg:#0d1117;--fg:#e6edf3;--muted:#9198a1;--line:#3d444d;--lo:#151b23;--hi:#79c0ff;--on-hi:#0d1117;--hatch:#656c76;--pick:#ff7b72;--panel:#151b23;--neg:#79c0ff;--zero:#151b23;--pos:#ff8182}}
+.in-dark{display:none}
+@media (prefers-color-scheme:dark){:root{--bg:#0d1117;--fg:#e6edf3;--muted:#9198a1;--line:#3d444d;--lo:#151b23;--hi:#79c0ff;--on-hi:#0d1117;--hatch:#656c76;--pick:#ff7b72;--panel:#151b23;--neg:#79c0ff;--zero:#151b23;--pos:#ff8182}.in-light{display:none}.in-dark{display:inline}}
 *{box-sizing:border-box}
-body{margin:0;background:var(--bg);color:var(--fg);font:15px/1.45 system-ui,sans-serif;display:grid;grid-template-columns:minmax(11em,15em) minmax(0,1fr) minmax(16em,26em);grid-template-areas:"head head head" "nav main aside";gap:0 1.2em}
+body{margin:0;background:var(--bg);color:var(--fg);font:15px/1.45 system-ui,sans-serif;display:grid;grid-template-columns:minmax(11em,15em) minmax(0,1fr) minmax(16em,min(26em,24vw));grid-template-areas:"head head head" "nav main aside";gap:0 1.2em}
 body.sheet{display:block;max-width:60em;margin:0 auto;padding:0 1em 2em}
 header{grid-area:head;padding:.8em 1.2em;border-bottom:1px solid var(--line)}
 h1{font-size:1.3em;margin:.2em 0}h2{font-size:1.05em;margin:.3em 0}
@@ -57,7 +59,7 @@ dl{display:grid;grid-template-columns:max-content auto;gap:0 1em}dt{font-family:
 details{margin:1em 0;padding:.4em .8em;border:1px solid var(--line);border-radius:6px}
 summary{cursor:pointer;font-weight:bold}
 @media (max-width:60em){body{display:block}nav,aside{position:static;max-height:none;padding:.8em 1.2em}}
-@media print{:root{--bg:#fff;--fg:#1f2328;--muted:#59636e;--line:#d1d9e0;--lo:#f7fbff;--hi:#08519c;--on-hi:#fff;--hatch:#8c959f;--panel:#f6f8fa;--neg:#2166ac;--zero:#fff;--pos:#b2182b}body{display:block;font-size:11pt}nav,aside,button{display:none}.step.off{display:block}.step{break-inside:avoid;overflow:visible}td{print-color-adjust:exact;-webkit-print-color-adjust:exact}}
+@media print{:root{--bg:#fff;--fg:#1f2328;--muted:#59636e;--line:#d1d9e0;--lo:#f7fbff;--hi:#08519c;--on-hi:#fff;--hatch:#8c959f;--panel:#f6f8fa;--neg:#2166ac;--zero:#fff;--pos:#b2182b}.in-light{display:inline}.in-dark{display:none}body{display:block;font-size:11pt}nav,aside,button{display:none}.step.off{display:block}.step{break-inside:avoid;overflow:visible}td{print-color-adjust:exact;-webkit-print-color-adjust:exact}}
 )css";
 
 // The navigator: previous/next (buttons, or ← and → anywhere but in a text field),

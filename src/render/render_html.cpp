@@ -27,8 +27,8 @@ Place place_of(const Step& s) {
 
 // A step's heat colouring (docs/COMMANDS.md#output-formats): a step with a negative
 // value is signed and takes the diverging scale (blue below 0, red above, white at
-// 0, symmetric: ±max |x|), so that the sign shows; a non-negative step takes the
-// sequential scale over its finite range.
+// 0, near-black in the dark scheme; symmetric: ±max |x|), so that the sign shows; a
+// non-negative step takes the sequential scale over its finite range.
 struct Heat {
     double low = 0, high = 0, largest = 0;  // finite min, max and max |x|
     explicit Heat(const Matrix& m) {
@@ -101,7 +101,8 @@ bool blocked_cell(const Step& step, std::size_t i, std::size_t j, const Step* ma
     return (std::isinf(x) && x < 0) || (x == 0.0 && (masked ? masked->values(i, j) == -INFINITY : is_blocked_cell(step, x)));
 }
 
-std::string cell_html(const Step& step, std::size_t i, std::size_t j, const CellFormat& format, const Heat& heat, const Step* masked, bool clickable) {
+// A cell, `shown` its number as the cell writes it.
+std::string cell_html(const Step& step, std::size_t i, std::size_t j, const std::string& shown, const Heat& heat, const Step* masked, bool clickable) {
     const double x = step.values(i, j);
     std::string classes;
     const bool blocked = blocked_cell(step, i, j, masked);
@@ -114,7 +115,6 @@ std::string cell_html(const Step& step, std::size_t i, std::size_t j, const Cell
         if (heat.diverging()) classes += x < 0 ? " neg" : " pos";
         if (h > 0.55) classes += " hi";
     }
-    const std::string shown = std::isinf(x) ? page_number(x) : format(x);
     return fmt::format("<td data-i=\"{}\" data-j=\"{}\" title=\"{}\"{}{}{}>{}</td>", i, j, page_number(x), classes.empty() ? "" : " class=\"" + classes.substr(1) + "\"",
                        style, clickable ? " tabindex=\"0\"" : "", shown);
 }
@@ -123,36 +123,72 @@ std::string cell_html(const Step& step, std::size_t i, std::size_t j, const Cell
 std::string legend(const Step& step, const Heat& heat, bool hatched, int precision) {
     std::string out;
     if (heat.diverging())
-        out += fmt::format("<p class=\"legend\">signed: blue below 0, white at 0, red above 0, the scale ±{} (max |x|)</p>\n", format_number(heat.largest, precision));
+        // 0 is --zero: white, but near-black in the dark scheme; the page shows the span of its scheme.
+        out += fmt::format("<p class=\"legend\">signed: blue below 0, <span class=\"in-light\">white</span><span class=\"in-dark\">near-black</span> at 0, red above 0, "
+                           "the scale ±{} (max |x|)</p>\n",
+                           format_number(heat.largest, precision));
     if (hatched)
         out += zero_where_blocked(step.name) ? "<p class=\"legend\"><span class=\"swatch b\"></span> hatched: the mask blocked the weight, so this gradient is exactly 0 by construction</p>\n"
                                              : "<p class=\"legend\"><span class=\"swatch b\"></span> hatched: masked (−∞ before the softmax, 0 after it)</p>\n";
     return out;
 }
 
-std::string step_table(const Step& step, const RenderOptions& options, const Step* masked, bool clickable) {
+// A step's table as the page writes it, and the characters of the tables' monospace
+// font each of its columns needs: the widest text in it, label or cell (the row
+// labels' column first).
+struct Table {
+    std::string html;
+    std::vector<std::size_t> widths;
+};
+
+Table step_table(const Step& step, const RenderOptions& options, const Step* masked, bool clickable) {
     const Matrix& m = step.values;
     const CellFormat format(m, options.precision);
     const Heat heat(m);
     const auto rows = visible_rows(m.rows(), options.full);
     const auto cols = visible_columns(m.cols(), options.full);
-    std::string out = "<table>\n<thead><tr><th></th>";
-    for (auto j : cols) out += "<th scope=\"col\">" + html_escape(column_label(step, j)) + "</th>";
-    out += "</tr></thead>\n<tbody>\n";
+    Table table{"<table>\n<thead><tr><th></th>", std::vector<std::size_t>(cols.size() + 1, 0)};
+    auto widen = [&](std::size_t column, const std::string& text) { table.widths[column] = std::max(table.widths[column], display_width(text)); };
+    for (std::size_t c = 0; c < cols.size(); ++c) {
+        const std::string label = column_label(step, cols[c]);
+        widen(c + 1, label);
+        table.html += "<th scope=\"col\">" + html_escape(label) + "</th>";
+    }
+    table.html += "</tr></thead>\n<tbody>\n";
     bool hatched = false;
     for (auto i : rows) {
-        out += "<tr><th scope=\"row\">" + html_escape(row_label(step, i)) + "</th>";
-        for (auto j : cols) {
+        const std::string label = row_label(step, i);
+        widen(0, label);
+        table.html += "<tr><th scope=\"row\">" + html_escape(label) + "</th>";
+        for (std::size_t c = 0; c < cols.size(); ++c) {
+            const std::size_t j = cols[c];
             if (i == gap || j == gap) {
-                out += "<td class=\"gap\">…</td>";
+                widen(c + 1, "…");
+                table.html += "<td class=\"gap\">…</td>";
                 continue;
             }
+            const double x = m(i, j);
+            const std::string shown = std::isinf(x) ? page_number(x) : format(x);
+            widen(c + 1, shown);
             hatched = hatched || blocked_cell(step, i, j, masked);
-            out += cell_html(step, i, j, format, heat, masked, clickable);
+            table.html += cell_html(step, i, j, shown, heat, masked, clickable);
         }
-        out += "</tr>\n";
+        table.html += "</tr>\n";
     }
-    return out + "</tbody>\n</table>\n" + legend(step, heat, hatched, options.precision);
+    table.html += "</tbody>\n</table>\n" + legend(step, heat, hatched, options.precision);
+    return table;
+}
+
+// Whether a table needs a card the page's whole width, as side by side it could be
+// as narrow as the grid lets a card be: main's minmax(20em,1fr) in html_page.cpp,
+// less the card's .5em of padding each side and its 3px border, about 18.8em. The
+// tables' monospace font is .88em, a character about .6 of that (.53em): 35
+// characters, and each column's 1em of padding at that size takes 2 of them.
+bool needs_whole_width(const Table& table) {
+    constexpr std::size_t narrowest_card = 35, column_padding = 2;
+    std::size_t width = 0;
+    for (std::size_t w : table.widths) width += w + column_padding;
+    return width > narrowest_card;
 }
 
 // Whether a step's head is a KV head (decode's caches, grad_k and grad_v) read by
@@ -237,10 +273,11 @@ std::string html_step_sections(const Trace& trace, const RenderOptions& options,
         std::string data = fmt::format(" data-step=\"{}\" data-name=\"{}\" data-cols=\"{}\"", k, html_escape(shown_name(*s)), s->values.cols());
         if (s->head) data += fmt::format(" data-{}head=\"{}\"", of_kv_head(trace, *s) ? "kv-" : "", *s->head);
         if (const auto stage = stages.of(*s)) data += fmt::format(" data-stage=\"{}\"", *stage);
-        // A matrix of many columns takes the page's whole width; small ones sit side by side.
-        const bool wide = visible_columns(s->values.cols(), options.full).size() > 8;
+        // A table too wide for a card beside another takes the page's whole width
+        // (docs/COMMANDS.md#output-formats); narrower ones sit side by side.
+        const Table table = step_table(*s, options, masked_for(masked, *s), clickable);
         const std::string id = explanations ? fmt::format(" id=\"s{}\"", k) : "";
-        out += fmt::format("<section class=\"step{}\"{}{}>\n{}\n{}</section>\n", wide ? " wide" : "", id, data, step_heading(*s), step_table(*s, options, masked_for(masked, *s), clickable));
+        out += fmt::format("<section class=\"step{}\"{}{}>\n{}\n{}</section>\n", needs_whole_width(table) ? " wide" : "", id, data, step_heading(*s), table.html);
     }
     return out;
 }

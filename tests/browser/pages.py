@@ -273,8 +273,9 @@ x.fillStyle = getComputedStyle(arguments[0]).backgroundColor; x.fillRect(0, 0, 1
 
 
 def test_colours(driver):
-    """Signed steps diverge around 0 (blue below, white at 0, red above);
-    non-negative ones keep the sequential scale (docs/COMMANDS.md#output-formats)."""
+    """Signed steps diverge around 0 (blue below, white at 0 — near-black in the dark
+    scheme — red above); non-negative ones keep the sequential scale
+    (docs/COMMANDS.md#output-formats)."""
     path = os.path.join(WORK, "signed.json")
     with open(path, "w") as f:  # scores: [[1, -1, 0], [0, 0, 1]]
         json.dump({"Q": [[1, 0], [0, 1]], "K": [[1, 0], [-1, 0], [0, 1]], "V": [[1], [2], [3]], "scale": "none"}, f)
@@ -285,7 +286,7 @@ def test_colours(driver):
     check(min(zero) >= 240, f"signed: scores[0,2] = 0 is not near-white: rgb{zero}")
     check(positive == driver.execute_script(RGB, cell(driver, "scores", 1, 2)), "signed: the two scores of 1 differ in colour")
     legend = driver.find_element(By.CSS_SELECTOR, "section.step[data-name='scores'] p.legend").text
-    check("blue below 0, white at 0, red above 0" in legend and "±1" in legend, f"signed: the scores' legend says {legend!r}")
+    check("blue below 0, white at 0, red above 0" in legend and "±1" in legend and "near-black" not in legend, f"signed: the scores' legend says {legend!r}")
     # weights (non-negative): the sequential scale, its largest value dark blue, no legend line.
     largest = max(range(3), key=lambda j: float(cell(driver, "weights", 0, j).get_attribute("title")))
     rgb = driver.execute_script(RGB, cell(driver, "weights", 0, largest))
@@ -293,12 +294,52 @@ def test_colours(driver):
     check(not driver.find_elements(By.CSS_SELECTOR, "section.step[data-name='weights'] td.neg, section.step[data-name='weights'] td.pos"),
           "signed: the weights take the diverging scale")
     screenshot(driver, "signed")
+    # In the dark scheme 0 is drawn near-black, and the legend says so; printed, the page is light again.
+    open_page(driver, "signed-dark", ["run", path, "--steps", "scores,weights"], dark=True)
+    zero = driver.execute_script(RGB, cell(driver, "scores", 0, 2))
+    check(max(zero) <= 60, f"signed-dark: scores[0,2] = 0 is not near-black: rgb{zero}")
+    legend = driver.find_element(By.CSS_SELECTOR, "section.step[data-name='scores'] p.legend").text
+    check("blue below 0, near-black at 0, red above 0" in legend and "white" not in legend, f"signed-dark: the scores' legend says {legend!r}")
+    screenshot(driver, "signed-dark")
+    driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"media": "print", "features": [{"name": "prefers-color-scheme", "value": "dark"}]})
+    legend = driver.find_element(By.CSS_SELECTOR, "section.step[data-name='scores'] p.legend").text
+    check("white at 0" in legend and "near-black" not in legend, f"signed-dark: printed, the scores' legend says {legend!r}")
+    driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"media": ""})
     # No "-inf" anywhere in a masked page: −∞ in the cells and their titles.
     html = open_page(driver, "minus-infinity", ["run", example("damaged_on_arrival.json"), "--mask", "causal"])
     shown = driver.execute_script("return document.documentElement.outerHTML")
     check("-inf" not in html and "-inf" not in shown, "minus-infinity: the page writes -inf")
     titles = driver.execute_script("return Array.from(document.querySelectorAll('section.step[data-name=masked] td.b')).map(td => [td.title, td.textContent])")
     check(len(titles) == 3 and all(t == ["−∞", "−∞"] for t in titles), f"minus-infinity: masked's blocked cells are {titles}")
+
+
+# Each section whose table reaches past its card (which would scroll sideways): name, table and card widths.
+OVERFLOWING = """return Array.from(document.querySelectorAll('section.step')).filter(s => s.scrollWidth > s.clientWidth)
+  .map(s => [s.dataset.name, s.querySelector('table').scrollWidth, s.clientWidth, s.classList.contains('wide')])"""
+
+
+def test_card_widths(driver):
+    """An (8, 8) step, with index or token labels, fits its card at 1280 px and wider:
+    a table too wide for a card beside another takes the whole width
+    (docs/COMMANDS.md#output-formats)."""
+    plain = os.path.join(WORK, "eight.json")
+    tool("random", "--n", "8", "--dk", "8", "-o", plain)
+    with open(plain) as f:
+        problem = json.load(f)
+    problem["tokens"] = ["damaged", "on", "arrival", "the", "parcel", "was", "returned", "promptly"]
+    labelled = os.path.join(WORK, "eight-tokens.json")
+    with open(labelled, "w") as f:
+        json.dump(problem, f)
+    for name, path in (("eight", plain), ("eight-tokens", labelled)):
+        for width in (1280, 1400, 1920):
+            driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {"width": width, "height": 900, "deviceScaleFactor": 1, "mobile": False})
+            open_page(driver, f"{name}-{width}", ["run", path])
+            shown = driver.execute_script("return window.innerWidth")
+            check(shown == width, f"{name}: the window is {shown} px wide, not {width}")
+            for step, table, card, wide in driver.execute_script(OVERFLOWING):
+                check(False, f"{name} at {width} px: {step}'s table is {table} px wide in a{' whole-width' if wide else ''} card of {card} px")
+        screenshot(driver, f"{name}-1920")
+    driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
 
 
 def test_grad(driver):
@@ -422,7 +463,7 @@ def main():
     try:
         run_size = test_run(driver)
         readme_size = test_readme_page(driver)
-        for test in (test_heads, test_colours, test_tiled, test_decode, test_grad, test_permute, test_summary, test_explain, test_exercise, test_print, test_charts):
+        for test in (test_heads, test_colours, test_card_widths, test_tiled, test_decode, test_grad, test_permute, test_summary, test_explain, test_exercise, test_print, test_charts):
             test(driver)
     finally:
         driver.quit()
