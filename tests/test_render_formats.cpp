@@ -160,6 +160,8 @@ TEST_CASE("an entry's two indices are one subscript, after a step's name or a le
     CHECK(latex_prose("Σ over the rows of X_r,1 · grad_q_r,0") == "$\\Sigma$ over the rows of $X_{r,1}\\cdot \\mathrm{grad\\_q}_{r,0}$");
     CHECK(latex_formula("Q_h W_UK,hᵀ") == "$Q_{h}\\,W_{UK,h}^{\\top}$");
     CHECK(latex_formula("max(m_old, m_new)") == "$\\mathrm{max}(m_{\\mathrm{old}},m_{\\mathrm{new}})$");
+    // explain --cell grad_W_K[0,0] of a cross-attention problem wrote X_{\mathrm{source}}_{r,0}.
+    CHECK(latex_formula("X_source_r,0") == "${X_{\\mathrm{source}}}_{r,0}$");
 }
 
 TEST_CASE("a run of superscripts or subscripts is one exponent or index, in text and in maths") {

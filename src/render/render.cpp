@@ -179,6 +179,9 @@ bool ends_with_name(const std::string& text) {
 // (\mathrm{exp}), x_word → x_{\mathrm{word}}, ^(…) → ^{…}, √x → \sqrt{x}, spaces kept.
 std::string math_of(const std::string& text) {
     std::string out;
+    // Where the last name began in `out`, and where its last subscript ended: a second
+    // subscript right after it (X_source_r,0) subscripts the braced whole, {X_{source}}_{r,0}.
+    std::size_t base = std::string::npos, subscripted = std::string::npos;
     auto name = [](const std::string& word) {
         if (word == "inf") return std::string("\\infty ");
         return word.size() == 1 ? word : "\\mathrm{" + latex_text(word) + "}";
@@ -207,9 +210,14 @@ std::string math_of(const std::string& text) {
                     end = step_end;
                     break;
                 }
+            base = out.size();
             out += name(text.substr(i, end - i));
             i = end;
         } else if ((c == '_' || c == '^') && i + 1 < text.size()) {
+            if (c == '_' && subscripted == out.size() && base != std::string::npos) {
+                out.insert(base, "{");
+                out += "}";
+            }
             std::size_t end = i + 1;
             std::string inner;
             if (text[end] == '(') {  // ^(…) up to the matching parenthesis
@@ -233,6 +241,7 @@ std::string math_of(const std::string& text) {
                 }
             }
             out += fmt::format("{}{{{}}}", c, inner);
+            if (c == '_') subscripted = out.size();
             i = end;
         } else if (text.compare(i, 3, "√") == 0) {  // √d_k → \sqrt{d_k}
             std::size_t end = i + 3;

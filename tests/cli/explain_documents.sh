@@ -8,6 +8,7 @@ R=$SOURCE_DIR/tests/golden/rope_half.json
 M=$SOURCE_DIR/tests/golden/mha_causal.json
 S=$SOURCE_DIR/tests/golden/softcap.json
 L=$SOURCE_DIR/tests/golden/alibi.json
+C=$SOURCE_DIR/examples/cross_attention.json
 require_document_tools
 "$A" random --n 16 --dk 4 --seed 3 --mask causal -o keys16.json
 "$A" random --n 6 --dk 64 --d-model 8 --seed 5 -o wide.json
@@ -58,6 +59,8 @@ $E --cell grad_scores[1,0] --mask causal
 $M --cell grad_W_O[1,0]
 $M --cell grad_concat[1,5]
 $M --cell grad_b_O[0,1]
+$C --cell grad_W_K[0,0]
+$C --cell grad_W_V[0,1]
 keys16.json --row weights[15]
 keys16.json --row out[15]
 keys16.json --cell weights[15,3]
