@@ -42,19 +42,19 @@ TEST_CASE("fit width: a text that does not fit is cut to whole characters and en
     for (std::size_t width = 1; width < 12; ++width) CHECK(display_width(fit_width("日本語のラベル", width)) <= width);
 }
 
-TEST_CASE("control characters and line separators are found, other characters are not") {
-    CHECK(first_control_character("a\nb") == U'\n');
-    CHECK(first_control_character("c\td") == U'\t');
-    CHECK(first_control_character("x\ry") == U'\r');
-    CHECK(first_control_character("\x1b[31mred") == U'\x1b');
-    CHECK(first_control_character(std::string("nul\0", 4)) == U'\0');
-    CHECK(first_control_character("del\x7f") == U'\x7f');
-    CHECK(first_control_character("next\u0085line") == U'\u0085');
-    CHECK(first_control_character("line\u2028separator") == U'\u2028');
-    CHECK(first_control_character("para\u2029graph") == U'\u2029');
-    CHECK_FALSE(first_control_character("damaged on arrival"));
-    CHECK_FALSE(first_control_character("猫 cafe\u0301 <pad> a|b"));
-    CHECK_FALSE(first_control_character("zero\u200Bwidth"));
+TEST_CASE("control characters and line separators are written as their escapes, other characters as they are") {
+    CHECK(visible_text("a\nb") == "a\\nb");
+    CHECK(visible_text("c\td") == "c\\td");
+    CHECK(visible_text("x\ry") == "x\\ry");
+    CHECK(visible_text("\x1b[31mred") == "\\u001b[31mred");
+    CHECK(visible_text(std::string("nul\0", 4)) == "nul\\u0000");
+    CHECK(visible_text("del\x7f") == "del\\u007f");
+    CHECK(visible_text("next\u0085line") == "next\\u0085line");
+    CHECK(visible_text("line\u2028separator") == "line\\u2028separator");
+    CHECK(visible_text("para\u2029graph") == "para\\u2029graph");
+    CHECK(visible_text("\n") == "\\n");  // a tokenizer's newline token
+    for (const std::string plain : {"damaged on arrival", "猫 cafe\u0301 <pad> a|b", "zero\u200Bwidth", "back\\slash", "bad \xff utf-8"})
+        CHECK(visible_text(plain) == plain);
 }
 
 TEST_CASE("measuring width leaves the program's locale and the thread's as they were") {
@@ -62,7 +62,7 @@ TEST_CASE("measuring width leaves the program's locale and the thread's as they 
     const locale_t thread_before = uselocale(locale_t{});
     CHECK(display_width("日本") == 4);
     CHECK(fit_width("日本語のラベル", 5) == "日本…");
-    CHECK(first_control_character("猫\n") == U'\n');
+    CHECK(visible_text("猫\n") == "猫\\n");
     CHECK(std::setlocale(LC_ALL, nullptr) == before);
     CHECK(uselocale(locale_t{}) == thread_before);
     CHECK(fmt::format("{:.4f}", 0.5) == "0.5000");

@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <cwchar>
+#include <cstdint>
 #include <initializer_list>
+
+#include <fmt/format.h>
 
 #include <locale.h>  // newlocale, uselocale (POSIX 2008)
 
@@ -93,13 +96,20 @@ std::string fit_width(const std::string& text, std::size_t width) {
     return text.substr(0, end) + "…";
 }
 
-std::optional<char32_t> first_control_character(const std::string& text) {
-    std::optional<char32_t> found;
-    for_each_character(text, [&](char32_t c, std::size_t, std::size_t, std::size_t) {
-        if (c < 0x20 || (c >= 0x7F && c <= 0x9F) || c == 0x2028 || c == 0x2029) found = c;
-        return !found;
+std::string visible_text(const std::string& text) {
+    std::string out;
+    bool changed = false;
+    for_each_character(text, [&](char32_t c, std::size_t, std::size_t start, std::size_t bytes) {
+        const bool control = c < 0x20 || (c >= 0x7F && c <= 0x9F) || c == 0x2028 || c == 0x2029;
+        changed = changed || control;
+        if (!control) out.append(text, start, bytes);
+        else if (c == U'\n') out += "\\n";
+        else if (c == U'\t') out += "\\t";
+        else if (c == U'\r') out += "\\r";
+        else out += fmt::format("\\u{:04x}", static_cast<std::uint32_t>(c));
+        return true;
     });
-    return found;
+    return changed ? out : text;  // the bytes as given, invalid UTF-8 included, when nothing was escaped
 }
 
 }  // namespace attn_trace

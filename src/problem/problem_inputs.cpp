@@ -117,18 +117,13 @@ Matrix ProblemLoader::direct_matrix(const char* key) {
     return heads_side_by_side(array);
 }
 
-// The labels of `key`, each refused when it holds a character that would split a
-// table's row or shift its columns (docs/PROBLEM.md#labels-title-tokens-source_tokens).
+// The labels of `key`. A label or title is shown as written, but for the characters that would break a printed
+// table (a tokenizer's newline token, say), shown as their escapes
+// (docs/PROBLEM.md#labels-title-tokens-source_tokens).
 std::vector<std::string> ProblemLoader::labels(const char* key) const {
     auto texts = reader_.strings(at(key), path_of(key));
-    for (std::size_t i = 0; i < texts.size(); ++i) one_line(texts[i], fmt::format("{}[{}]", path_of(key), i), "a label", "the printed tables");
+    for (std::string& text : texts) text = visible_text(text);
     return texts;
-}
-
-void ProblemLoader::one_line(const std::string& text, const std::string& path, const char* what, const char* breaks) const {
-    if (const auto c = first_control_character(text))
-        reader_.fail(path, fmt::format("expected {} without a newline, tab or other control character (one would break {}), found {}, which holds U+{:04X}",
-                                       what, breaks, json(text).dump(), static_cast<std::uint32_t>(*c)));
 }
 
 void ProblemLoader::read_labels() {

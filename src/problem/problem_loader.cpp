@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "attn_trace/number_text.hpp"
+#include "attn_trace/text_width.hpp"
 
 namespace attn_trace {
 
@@ -69,10 +70,7 @@ ProblemLoader::ProblemLoader(const json& root, const std::string& file, bool all
 Problem ProblemLoader::load() {
     if (!root_.is_object()) reader_.fail("$", "expected a JSON object with the problem's keys, found " + describe_json(root_));
     check_known_keys();
-    if (has("title")) {
-        problem_.title = reader_.string(root_["title"], "$.title");
-        one_line(problem_.title, "$.title", "a title", "the heading of every output");
-    }
+    if (has("title")) problem_.title = visible_text(reader_.string(root_["title"], "$.title"));  // one line, as labels
     check_finite_inputs();
     read_heads();
     read_layout();

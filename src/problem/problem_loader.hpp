@@ -75,8 +75,6 @@ private:
     Matrix direct_matrix(const char* key);
     void read_labels();
     std::vector<std::string> labels(const char* key) const;
-    // Refuses `text` at `path` when it holds a control character (docs/PROBLEM.md#labels-title-tokens-source_tokens).
-    void one_line(const std::string& text, const std::string& path, const char* what, const char* breaks) const;
     void read_d_out();
 
     // problem_settings.cpp: what shapes the scores and weights: scale, empty rows, lengths,

@@ -1,5 +1,5 @@
 # Token labels with unusual characters (docs/PROBLEM.md#labels-title-tokens-source_tokens):
-# a newline, tab or other control character is refused when the problem is loaded, by
+# a newline, tab or other control character is shown as its escape (\n, \t, \u001b) by
 # every command and from a model directory's problem too; CJK and combining marks line up
 # by terminal columns, whatever the locale; the text heatmap cuts a long column label
 # with a visible "…" (docs/COMMANDS.md#options-shared-by-run-decode-and-tiled). Each
@@ -8,22 +8,22 @@ source "$SOURCE_DIR/tests/cli/lib.sh"
 T=$ATTN_TRACE
 qkv='"Q": [[1, 0], [0, 1], [1, 1]], "K": [[1, 0], [0, 1], [1, 1]], "V": [[1, 0], [0, 1], [1, 1]]'
 
-# Refused, exit 2, naming the file, the label's path, what was expected and the character.
-expect_bad_input "{\"tokens\": [\"a\\nb\", \"c\\td\", \"e\"], $qkv}" \
-  '\$\.tokens\[0\]: expected a label without a newline, tab or other control character \(one would break the printed tables\), found "a\\nb", which holds U\+000A$'
-expect_bad_input "{\"tokens\": [\"a\", \"c\\td\", \"e\"], $qkv}" '\$\.tokens\[1\]: .*found "c\\td", which holds U\+0009$'
-expect_bad_input "{\"tokens\": [\"a\", \"b\", \"\\u001b[2J\"], $qkv}" '\$\.tokens\[2\]: .*which holds U\+001B$'
-expect_bad_input "{\"source_tokens\": [\"a\", \"b\\rc\", \"d\"], $qkv}" '\$\.source_tokens\[1\]: .*which holds U\+000D$'
-printf '{"tokens": ["a\\nb", "c", "e"], %s}' "$qkv" > newline.json
+# Shown as their escapes (\n, \t, \u001b), so every row stays one line, by every command
+# and from a model directory's problem too (tools/export_layer.py writes a tokenizer's newline token).
+printf '{"title": "two\\nlines", "tokens": ["a\\nb", "c\\td", "\\u001b[2J"], %s}' "$qkv" > newline.json
+expect_exit 0 '^attn-trace run: two\\nlines$' -- "$T" run newline.json --color never
+expect_exit 0 '^a\\nb       0\.4011  0\.1978     0\.4011$' -- "$T" run newline.json --steps weights --color never
+expect_exit 0 '^             a\\nb    c\\td  \\u001b\[2J$' -- "$T" run newline.json --steps weights --color never
 for command in "run --format markdown" "run --heatmap" "check" "decode" "tiled" "grad" "explain --cell weights[0,0]"; do
   # shellcheck disable=SC2086  # the command and its options are words
-  expect_exit 2 "newline\.json: \\\$\.tokens\[0\]: expected a label" -- "$T" $command newline.json
+  "$T" $command newline.json > out.txt 2>&1 || true
+  expect_exit 1 "" -- grep -q $'\x1b' out.txt  # no raw escape character from a label
 done
 
 # A model directory's problem goes through the same loader.
 cp -r "$SOURCE_DIR/tests/models/bloom" model
 sed -i 's/"softly"/"soft\\tly"/' model/problem.json
-expect_exit 2 'model/problem\.json: \$\.tokens\[6\]: .*found "soft\\tly", which holds U\+0009$' -- "$T" check model/problem.json
+expect_exit 0 'soft\\tly' -- "$T" run model/problem.json --steps weights --color never
 
 # CJK takes two columns, a combining mark none: the columns line up, in any locale.
 printf '{"tokens": ["cat", "猫", "日本", "cafe\\u0301"], %s}' '"Q": [[1], [0], [1], [2]], "K": [[1], [0], [1], [2]], "V": [[1], [0], [1], [2]]' > cjk.json
@@ -40,9 +40,5 @@ printf '{"tokens": ["extraordinary", "日本語のラベル", "cat"], %s}' "$qkv
 expect_exit 0 "" -- grep -qxF '               extrao… 日本語…     cat' long.txt
 expect_exit 0 "" -- grep -qxF 'extraordinary  0.4011▒ 0.1978░ 0.4011▒' long.txt
 expect_exit 0 "" -- grep -qxF '日本語のラベル 0.1978░ 0.4011▒ 0.4011▒' long.txt
-
-# The title heads every output: a newline in it is refused the same way.
-printf '%s' '{"title": "two\nlines", "Q": [[1]], "K": [[1]], "V": [[1]]}' > title.json
-expect_exit 2 '^attn-trace: error: title.json: \$\.title: expected a title without a newline, tab or other control character \(one would break the heading of every output\), found "two\\nlines", which holds U\+000A$' -- "$T" run title.json --format markdown
 
 finish
