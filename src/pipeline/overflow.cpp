@@ -57,15 +57,29 @@ struct InputPast {
     std::size_t row, col;
     double value;
 };
-std::optional<InputPast> first_input_past(const Problem& p, double largest) {
-    const auto past = [&](double x) { return std::fabs(x) > largest; };
+std::optional<InputPast> first_input_past(const Problem& p, Dtype dtype, const std::string& command) {
+    // f32 rounds to its largest number up to half an ulp past it (3.4028235e38 is fine);
+    // a half type's inputs arrive rounded already, inf where they were past.
+    const auto past = [&](double x) { return std::isinf(x) || (dtype == Dtype::f32 && std::isinf(static_cast<float>(x))); };
     std::vector<std::pair<std::string, const Matrix*>> matrices;
-    for (const Matrix& x : p.X) matrices.emplace_back("X", &x);
-    for (const Matrix& x : p.X_source) matrices.emplace_back("X_source", &x);
+    const auto batch = [&](const char* name, const std::vector<Matrix>& items) {
+        for (std::size_t b = 0; b < items.size(); ++b) matrices.emplace_back(items.size() > 1 ? fmt::format("{} (batch {})", name, b) : name, &items[b]);
+    };
+    batch("X", p.X);
+    batch("X_source", p.X_source);
+    if (command == "grad") batch("d_out", p.d_out);  // read by grad only
     const std::pair<const char*, const std::optional<Matrix>*> named[] = {{"W_Q", &p.W_Q}, {"W_K", &p.W_K}, {"W_V", &p.W_V}, {"W_O", &p.W_O},
                                                                          {"Q", &p.Q},     {"K", &p.K},     {"V", &p.V}};
     for (const auto& [name, m] : named)
         if (*m) matrices.emplace_back(name, &**m);
+    if (p.mla) {
+        const std::pair<const char*, const Matrix*> mla[] = {{"mla.W_DKV", &p.mla->W_DKV}, {"mla.W_UK", &p.mla->W_UK}, {"mla.W_UV", &p.mla->W_UV}};
+        for (const auto& [name, m] : mla) matrices.emplace_back(name, m);
+        const std::pair<const char*, const std::optional<Matrix>*> optional[] = {
+            {"mla.W_DQ", &p.mla->W_DQ}, {"mla.W_UQ", &p.mla->W_UQ}, {"mla.W_QR", &p.mla->W_QR}, {"mla.W_KR", &p.mla->W_KR}};
+        for (const auto& [name, m] : optional)
+            if (*m) matrices.emplace_back(name, &**m);
+    }
     for (const auto& [name, m] : matrices)
         for (std::size_t i = 0; i < m->rows(); ++i)
             for (std::size_t j = 0; j < m->cols(); ++j)
@@ -89,7 +103,7 @@ void check_overflow(Trace& trace, const Problem& p, Dtype dtype) {
     if (dtype == Dtype::f16) largest = 65504.0;
     if (dtype == Dtype::bf16) largest = 0x1.fep127;
     // An input past the dtype's range was never computed: the note names it, not the step it reached.
-    const auto input = first_input_past(p, largest);
+    const auto input = first_input_past(p, dtype, trace.command);
     const Note note{NoteKind::overflow,
                     {{"row", static_cast<double>(input ? input->row : found->row)}, {"col", static_cast<double>(input ? input->col : found->col)}, {"limit", largest}},
                     {{"step", input ? input->name : step_label(*found->step)}, {"value", input ? (std::isfinite(input->value) ? fmt::format("{:g}", input->value) : "") : nonfinite_name(found->value)},

@@ -38,6 +38,12 @@ expect_exit 2 "overflow: scaled \(head 0\)\[0, 2\] is inf" -- "$A" run "$E" --sc
 expect_exit 2 "overflow: Q\[0, 0\] = 1e\+39 is a finite input but past f32's range \(±3.4e\+38\): the type cannot hold it" -- sh -c "echo '{\"Q\": [[1e39]], \"K\": [[1]], \"V\": [[1]]}' | \"$A\" run - --dtype f32"
 expect_exit 2 "overflow: W_V\[0, 1\] = -1e\+39 is a finite input but past f32's range" -- sh -c "echo '{\"X\": [[1, 0]], \"W_Q\": [[1], [0]], \"W_K\": [[1], [0]], \"W_V\": [[1, -1e39], [3, 4]]}' | \"$A\" run - --dtype f32"
 expect_exit 0 "note: f16 \(traced as the type stores it\): overflow: Q\[0, 0\] is a finite input but past f16's range" -- sh -c "echo '{\"Q\": [[70000]], \"K\": [[1]], \"V\": [[1]]}' | \"$A\" run - --dtype f16"
+# ... in its sequence of a batch, in MLA's weights and grad's d_out; f32's own largest number is no overflow.
+expect_exit 2 "overflow: X \(batch 1\)\[0, 1\] = 1e\+39 is a finite input" -- sh -c "echo '{\"X\": [[[1, 0]], [[2, 1e39]]], \"W_Q\": [[1], [0]], \"W_K\": [[1], [0]], \"W_V\": [[1], [0]]}' | \"$A\" run - --dtype f32"
+expect_exit 2 "overflow: d_out\[0, 0\] = 1e\+39 is a finite input" -- sh -c "echo '{\"Q\": [[1]], \"K\": [[1]], \"V\": [[1]], \"d_out\": [[1e39]]}' | \"$A\" grad - --dtype f32"
+python3 -c "import json, sys; d = json.load(open(sys.argv[1])); d['mla']['W_DKV'][0][0] = 1e39; json.dump(d, open('mla_big.json', 'w'))" "$SOURCE_DIR/examples/mla_small.json"
+expect_exit 2 "overflow: mla\.W_DKV\[0, 0\] = 1e\+39 is a finite input" -- "$A" run mla_big.json --dtype f32
+expect_exit 2 "overflow: scores \(head 0\)\[0, 0\] is inf although every input is finite" -- sh -c "echo '{\"Q\": [[3.4028235e38]], \"K\": [[2]], \"V\": [[1]]}' | \"$A\" run - --dtype f32"
 
 # malformed input never aborts: a number past double's range, a deep nesting
 printf '1e400' > huge.json
