@@ -1,6 +1,12 @@
 #include "commands.hpp"
 
 #include <algorithm>
+#include <charconv>
+#include <cstdint>
+#include <limits>
+#include <system_error>
+
+#include <fmt/format.h>
 
 namespace attn_trace::cli {
 
@@ -30,14 +36,22 @@ CLI::Option* add_format_option(CLI::App& command, Format& format, const std::vec
 }
 
 void refuse_negative_counts(CLI::App& app) {
-    // CLI11 reads "-1" into an unsigned option as 2^64 − 1: --seed -1 wrote a seed no
-    // problem file takes, --max-memory -5 lifted the limit. A value that starts with '-'
-    // is refused before it is converted (and before a SIZE's transform reads it).
-    const CLI::Validator non_negative(
-        [](std::string& value) { return !value.empty() && value.front() == '-' ? "'" + value + "': expected a whole number (this option takes no negative value)" : std::string(); }, "");
+    // CLI11 reads "-1" into an unsigned option as 2^64 − 1 (--seed -1 wrote a seed no
+    // problem file takes, --max-memory -5 lifted the limit) and caps a number past 2^64 − 1
+    // at it: both are refused before the value is converted (and before a SIZE's transform).
+    const CLI::Validator in_range(
+        [](std::string& value) {
+            if (!value.empty() && value.front() == '-') return "'" + value + "': expected a whole number (this option takes no negative value)";
+            std::uint64_t parsed = 0;
+            const bool digits = !value.empty() && std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; });
+            if (digits && std::from_chars(value.data(), value.data() + value.size(), parsed).ec == std::errc::result_out_of_range)
+                return fmt::format("'{}': expected a whole number of at most {}", value, std::numeric_limits<std::uint64_t>::max());
+            return std::string();
+        },
+        "");
     for (CLI::App* command : app.get_subcommands({}))
         for (CLI::Option* option : command->get_options())
-            if (option->get_type_name().rfind("UINT", 0) == 0) option->check(non_negative);
+            if (option->get_type_name().rfind("UINT", 0) == 0) option->check(in_range);
 }
 
 }  // namespace attn_trace::cli

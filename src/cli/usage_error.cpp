@@ -68,6 +68,9 @@ std::string usage_error_text(const CLI::ParseError& error, const CLI::App& app) 
         return fmt::format("attn-trace: error: {} '{}'{}: expected one of {}{}", m[1].str(), m[2].str(), did_you_mean(m[2].str(), known),
                            fmt::join(known, ", "), hint);
     }
+    // Our validators' "--seed: '-1': expected …" (refuse_negative_counts), in the form below.
+    static const std::regex validated(R"((--\S+): '(.*)': (expected .*))");
+    if (std::regex_match(what, m, validated)) return fmt::format("attn-trace: error: {} '{}': {}{}", m[1].str(), m[2].str(), m[3].str(), hint);
     // CLI11's "Could not convert: --head = x" and "--atol: Value x not in range 0.000000 to
     // 1797…" (a bound of DBL_MAX written out): what the option takes, from its type and range.
     static const std::regex not_converted(R"(Could not convert: (\S+) = (.*))"), out_of_range(R"((\S+): Value (.*) not in range (\S+) to (\S+))");
@@ -80,8 +83,6 @@ std::string usage_error_text(const CLI::ParseError& error, const CLI::App& app) 
         if (!converted) {
             const double low = std::stod(m[3].str()), high = std::stod(m[4].str());
             expected += high >= 1e300 ? fmt::format(" of at least {:g}", low) : fmt::format(" from {} to {}", m[3].str(), m[4].str());
-        } else if (type.rfind("UINT", 0) == 0) {
-            expected += " of at least 0";
         }
         return fmt::format("attn-trace: error: {} '{}': expected {}{}{}", m[1].str(), m[2].str(), expected,
                            option && option->get_expected_max() > 1 ? " (or several, comma-separated)" : "", hint);

@@ -64,7 +64,7 @@ for args in "run good.json --max-memory -5" "grad good.json --max-output -1" "va
             "random --d-model -3" "random --n -1" "exercise --seed -1"; do
   option=$(echo "$args" | grep -o -- '--[a-z-]* -[0-9]*' | cut -d' ' -f1)
   # shellcheck disable=SC2086
-  expect_exit 2 "^attn-trace: error: $option: '-[0-9]*': expected a whole number \(this option takes no negative value\)" -- "$T" $args
+  expect_exit 2 "^attn-trace: error: $option '-[0-9]*': expected a whole number \(this option takes no negative value\)" -- "$T" $args
 done
 expect_exit 2 "^attn-trace: error: --n 0: expected a whole number of at least 1" -- "$T" random --n 0
 # random refuses a mask run would refuse, rather than write a file that cannot be run.
@@ -75,7 +75,10 @@ expect_exit 2 "^attn-trace: error: --seed '9223372036854775804': expected a whol
 # A value of the wrong kind says what the option takes (CLI11 said "Could not convert", and
 # wrote DBL_MAX out in 309 digits as a range's end).
 expect_exit 2 "^attn-trace: error: --head 'x': expected a whole number$" -- "$T" run good.json --head x
-expect_exit 2 "^attn-trace: error: --samples '1.5': expected a whole number of at least 0$" -- "$T" variance --samples 1.5
+expect_exit 2 "^attn-trace: error: --samples '1.5': expected a whole number$" -- "$T" variance --samples 1.5
+# ... and a number past 2^64 − 1, which CLI11 capped at it (a seed of 18446744073709551615).
+expect_exit 2 "^attn-trace: error: --seed '99999999999999999999': expected a whole number of at most 18446744073709551615$" -- "$T" variance --seed 99999999999999999999
+expect_exit 2 "^attn-trace: error: --n '99999999999999999999999': expected a whole number of at most 18446744073709551615$" -- "$T" random --n 99999999999999999999999
 expect_exit 2 "^attn-trace: error: --n '10,x': expected a whole number \(or several, comma-separated\)$" -- "$T" cost --n 10,x --d-model 8
 expect_exit 2 "^attn-trace: error: --atol 'x': expected a number of at least 0$" -- "$T" check good.json --atol x
 expect_exit 2 "^attn-trace: error: --precision '40': expected a whole number from 0 to 17$" -- "$T" run good.json --precision 40
