@@ -105,7 +105,11 @@ private:
                                              n_.number(grad_step(target_.step)->values(i(), j()))})});
         return finish(d);
     }
-    std::string symbol() const { return n_.sub(std::string(step_symbol(target_.step)), index(i(), j())); }
+    // In LaTeX the step table's own symbol (\mathrm{d}W_{Q}), braced so that the cell's indices are its subscript.
+    std::string symbol() const {
+        return n_.latex() ? "{" + std::string(step_symbol_latex(target_.step)) + "}_{" + index(i(), j()) + "}"
+                          : n_.sub(std::string(step_symbol(target_.step)), index(i(), j()));
+    }
     std::string product(double a, double b) const { return n_.factor(a) + n_.times() + n_.factor(b); }
     // Row r of a times column c of b's transpose: Σ_l a_rl · b_cl, as terms.
     std::vector<std::string> row_dot_row(const Matrix& a, std::size_t r, const Matrix& b, std::size_t c) const {
