@@ -98,10 +98,10 @@ check_markdown sheet_questions
 # Bad values: usage errors, exit 2, naming the nearest valid value and the command's usage line.
 expect_exit 2 "^attn-trace: error: --part 'question' \(did you mean 'questions'\?\): expected one of questions, answers, both" -- "$A" exercise --topic softmax --part question
 expect_exit 2 "Usage: attn-trace exercise \[OPTIONS\]" -- "$A" exercise --topic softmax --part key
-expect_exit 2 "^attn-trace: error: --count: '0': expected a whole number of exercises from 1 to 100 \(the nearest is 1\)" -- "$A" exercise --topic softmax --count 0
-expect_exit 2 "^attn-trace: error: --count: '500': expected a whole number of exercises from 1 to 100 \(the nearest is 100\)" -- "$A" exercise --topic softmax --count 500
-expect_exit 2 "^attn-trace: error: --count: '2.4': .*\(the nearest is 2\)" -- "$A" exercise --topic softmax --count 2.4
-expect_exit 2 "^attn-trace: error: --count: 'three': expected a whole number of exercises from 1 to 100$" -- "$A" exercise --topic softmax --count three
+expect_exit 2 "^attn-trace: error: --count '0': expected a whole number of exercises from 1 to 100 \(the nearest is 1\)" -- "$A" exercise --topic softmax --count 0
+expect_exit 2 "^attn-trace: error: --count '500': expected a whole number of exercises from 1 to 100 \(the nearest is 100\)" -- "$A" exercise --topic softmax --count 500
+expect_exit 2 "^attn-trace: error: --count '2.4': .*\(the nearest is 2\)" -- "$A" exercise --topic softmax --count 2.4
+expect_exit 2 "^attn-trace: error: --count 'three': expected a whole number of exercises from 1 to 100$" -- "$A" exercise --topic softmax --count three
 expect_exit 2 "^attn-trace: error: --topic 'casual' \(did you mean 'causal'\?\): expected one of scores, softmax" -- "$A" exercise --topic softmax,casual --count 2
 expect_exit 2 "^attn-trace: error: --topic '': expected one of scores" -- "$A" exercise --topic softmax, --count 2
 
