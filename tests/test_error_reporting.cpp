@@ -11,6 +11,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "attn_trace/cli_words.hpp"
 #include "attn_trace/errors.hpp"
 #include "cli/report_error.hpp"
 #include "attn_trace/parallel.hpp"
@@ -97,5 +98,6 @@ TEST_CASE("the library marks the settings it speaks of, the CLI words them as it
     const auto r = report([&] { throw error; });
     CHECK(r.exit_code == 2);
     CHECK(r.text == "attn-trace: error: --block-q 0: a query block holds at least 1 row (or set --empty-rows)\n");
-    CHECK(word_options("no marks, ⟦unclosed", cli::flag_of) == "no marks, ⟦unclosed");
+    CHECK(cli_words("no marks, ⟦unclosed") == "no marks, ⟦unclosed");
+    CHECK(cli_flag("max_memory") == "--max-memory");
 }

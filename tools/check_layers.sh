@@ -23,7 +23,9 @@ layer_of() {
     src/check/* | include/check/*) echo "8 check" ;;
     src/bench/* | include/bench/*) echo "8 bench" ;;
     src/teach/* | include/teach/*) echo "9 teach" ;;
-    src/cli/*) echo "10 cli" ;;
+    src/commands/* | include/commands/*) echo "10 commands" ;;
+    src/cli/*) echo "11 cli" ;;
+    src/python/*) echo "11 python" ;;
     *) echo "0 unknown" ;;
   esac
 }

@@ -29,6 +29,8 @@ packages=(
   # poppler-utils (pdftotext) reads the compiled LaTeX's text and pandoc renders the
   # Markdown's maths as other readers than GitHub would (tests/cli/latex_boxes.sh)
   catch2 texlive-latex-base cmark-gfm man-db chromium chromium-driver python3 python3-selenium poppler-utils pandoc
+  # the Python package (pip install ., docs/PYTHON.md): its headers and Debian's venv
+  python3-dev python3-venv
   # the second compiler: the clang build of everything and the fuzz targets (tools/fuzz.sh)
   clang libclang-rt-14-dev
 )

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs the whole test suite: builds (installing what is missing) and runs ctest.
 # Usage: bash tools/test.sh                 the Release build
-#        SANITIZE=1 bash tools/test.sh      a second build under ASan + UBSan, every test
+#        SANITIZE=1 bash tools/test.sh      a second build under ASan + UBSan, every test but
+#                                           the Python package's (an instrumented extension
+#                                           does not load into an uninstrumented python)
 #        SANITIZE=thread bash tools/test.sh a third under ThreadSanitizer: the tests of
 #                                           the code that runs threads ([fast], [threads])
 # CC=clang CXX=clang++ chooses the compiler of a build's first configuration (CI builds
@@ -35,9 +37,15 @@ case "${SANITIZE:-0}" in
     TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" OPENBLAS_NUM_THREADS=1 "$dir/tests/attn_trace_tests" "[fast],[threads]"
     exit ;;
   *)
+    # The Release build also builds the Python extension, and ctest runs pytest over it
+    # (python/tests), in a virtual environment of Debian's python3 that holds the
+    # package's build and test requirements from PyPI (docs/PYTHON.md#tests).
     dir=build
     fresh_for_compiler "$dir"
-    cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release "${werror[@]}" >/dev/null ;;
+    venv=$dir/python-venv
+    [ -x "$venv/bin/python" ] || /usr/bin/python3 -m venv "$venv"
+    "$venv/bin/pip" install -q --disable-pip-version-check nanobind numpy pytest
+    cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DATTN_TRACE_PYTHON=ON -DPython_EXECUTABLE="$PWD/$venv/bin/python" "${werror[@]}" >/dev/null ;;
 esac
 cmake --build "$dir"
 ctest --test-dir "$dir" --output-on-failure -j2

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "attn_trace/errors.hpp"
+#include "attn_trace/problem_overrides.hpp"
 #include "attn_trace/tolerances.hpp"
 
 namespace attn_trace {
@@ -115,13 +116,17 @@ CheckResult check_expectations(const Problem& problem, const CheckOptions& optio
 namespace {
 
 // The problem as the golden computed it: its recorded settings, then the command line's
-// overrides, each said in a note (docs/COMMANDS.md#check).
-Problem golden_problem(const Problem& problem, const TraceSummary& g, const GoldenOverrides& o, RunOptions& run, std::vector<std::string>& notes) {
+// overrides, each said in a note (docs/COMMANDS.md#check). The golden's record lists a
+// model's own masks first, as the problem has them: they stay the model's, and the rest
+// replace the file's masks, as ⟦mask⟧ then replaces them.
+Problem golden_problem(const Problem& problem, const TraceSummary& g, const ProblemOverrides& o, RunOptions& run, std::vector<std::string>& notes) {
     Problem p = problem;
-    run.dtype = parse_dtype(g.dtype, "the golden trace's $.problem.dtype");  // recompute as the golden was computed
+    p.dtype = parse_dtype(g.dtype, "the golden trace's $.problem.dtype");  // recompute as the golden was computed
     if (g.recorded) {
-        p.masks = masks_from_spec(g.mask_spec, p.n, p.m, "the golden trace's $.problem.mask_spec");
-        p.mask_spec = g.mask_spec;
+        std::vector<MaskSpec> recorded = masks_from_spec(g.mask_spec, p.n, p.m, "the golden trace's $.problem.mask_spec");
+        for (const MaskSpec& own : p.masks)
+            if (own.origin == MaskOrigin::model && !recorded.empty() && recorded.front().given == own.given) recorded.erase(recorded.begin());
+        replace_masks(p, std::move(recorded), MaskOrigin::file);
         p.scale = Scale{Scale::Kind::value, g.scale};
         p.empty_rows = parse_empty_rows(g.empty_rows, "the golden trace's $.problem.empty_rows");
         p.dropout.reset();
@@ -131,24 +136,12 @@ Problem golden_problem(const Problem& problem, const TraceSummary& g, const Gold
     } else {
         notes.push_back("the golden records no settings (it was written before they were recorded): the problem file's mask, scale, empty_rows and dropout apply");
     }
-    if (o.mask) {
-        p.masks = parse_mask_option(*o.mask, p.n, p.m, "⟦mask⟧");
-        p.mask_spec = mask_option_json(*o.mask);
-        notes.push_back(fmt::format("⟦mask⟧ {} replaces the golden's mask {}", *o.mask, g.recorded ? g.mask : "(the file's)"));
-    }
-    if (o.scale) {
-        p.scale = parse_scale(*o.scale, "⟦scale⟧");
-        notes.push_back(fmt::format("⟦scale⟧ {} replaces the golden's scale {}", *o.scale, g.scale));
-    }
-    if (o.empty_rows) {
-        p.empty_rows = parse_empty_rows(*o.empty_rows, "⟦empty_rows⟧");
-        notes.push_back(fmt::format("⟦empty_rows⟧ {} replaces the golden's {}", *o.empty_rows, g.empty_rows));
-    }
-    if (o.dtype) {
-        run.dtype = parse_dtype(*o.dtype, "⟦dtype⟧");
-        notes.push_back(fmt::format("⟦dtype⟧ {} replaces the golden's {}", *o.dtype, g.dtype));
-    }
-    validate_masks(p);
+    apply_overrides(p, o);
+    run.dtype = *p.dtype;
+    if (o.mask) notes.push_back(fmt::format("⟦mask⟧ {} replaces the golden's mask {}", *o.mask, g.recorded ? g.mask : "(the file's)"));
+    if (o.scale) notes.push_back(fmt::format("⟦scale⟧ {} replaces the golden's scale {}", *o.scale, g.scale));
+    if (o.empty_rows) notes.push_back(fmt::format("⟦empty_rows⟧ {} replaces the golden's {}", *o.empty_rows, g.empty_rows));
+    if (o.dtype) notes.push_back(fmt::format("⟦dtype⟧ {} replaces the golden's {}", *o.dtype, g.dtype));
     return p;
 }
 

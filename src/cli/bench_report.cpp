@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "attn_trace/cli_words.hpp"
 #include "attn_trace/cpu_kernel.hpp"
 #include "attn_trace/errors.hpp"
 #include "attn_trace/problem.hpp"
@@ -108,7 +109,7 @@ std::string bench_text_table(const BenchRun& run, BenchMode mode) {
         if (r.mode != mode) continue;
         const std::size_t length = decode ? r.m : r.n;
         if (r.status != "ok") {
-            out += fmt::format("{:>7}  {:<6} {}: {}\n", length, r.impl, r.status, word_options(r.reason, flag_of));
+            out += fmt::format("{:>7}  {:<6} {}: {}\n", length, r.impl, r.status, cli_words(r.reason));
             continue;
         }
         const std::string diff = r.max_abs_diff ? fmt::format("{:.2e} vs {}", *r.max_abs_diff, r.compared_with) : "";
@@ -150,7 +151,7 @@ std::string bench_json(const BenchConfig& c, const BenchRun& run) {
                 row["fraction_of_bound"] = r.roofline->fraction;
             }
         } else {
-            row["reason"] = word_options(r.reason, flag_of);
+            row["reason"] = cli_words(r.reason);
         }
         rows.push_back(std::move(row));
     }

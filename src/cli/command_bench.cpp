@@ -11,7 +11,7 @@
 #include "attn_trace/errors.hpp"
 #include "bench_report.hpp"
 #include "commands.hpp"
-#include "trace_budget.hpp"
+#include "budget_options.hpp"
 
 namespace attn_trace::cli {
 

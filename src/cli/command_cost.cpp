@@ -9,7 +9,7 @@
 #include "attn_trace/errors.hpp"
 #include "attn_trace/problem.hpp"
 #include "commands.hpp"
-#include "trace_budget.hpp"
+#include "budget_options.hpp"
 
 namespace attn_trace::cli {
 

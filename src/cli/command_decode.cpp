@@ -1,10 +1,7 @@
 // `decode`: KV-cache decoding, one query at a time (docs/COMMANDS.md#decode).
-#include <iostream>
-
 #include <fmt/format.h>
 
 #include "commands.hpp"
-#include "trace_budget.hpp"
 #include "trace_options.hpp"
 
 namespace attn_trace::cli {
@@ -15,38 +12,6 @@ struct DecodeCommandOptions {
     long long prefill = 0, layers = 1, tokens = -1;
     double bytes = 0;  // 0 = from the dtype
 };
-
-// "[0.5030 0.2484 0.2484]", long rows as their first five and last three numbers.
-std::string row_text(const Matrix& m, std::size_t row, const RenderOptions& r) {
-    std::vector<std::string> cells;
-    for (std::size_t j = 0; j < m.cols(); ++j) {
-        if (!r.full && m.cols() > 12 && j == 5) {
-            cells.push_back("…");
-            j = m.cols() - 4;
-            continue;
-        }
-        cells.push_back(format_number(m(row, j), r.precision));
-    }
-    return fmt::format("[{}]", fmt::join(cells, " "));
-}
-
-// One line per query row and head: its step, the cache length, the weight row, the output row.
-std::string step_table(const Trace& trace, const RenderOptions& r) {
-    std::string text = "\ndecode steps: t, cache length after appending, weights over the cache, output row\n";
-    for (const Step& weights : trace.steps) {
-        if (weights.name != StepName::weights || !weights.t || (r.head && weights.head != r.head)) continue;
-        const Step* out = trace.find(StepName::out, weights.head, weights.batch, weights.t, std::nullopt);
-        const int first = *weights.t + 1 - static_cast<int>(weights.values.rows());
-        for (std::size_t i = 0; i < weights.values.rows(); ++i) {
-            const std::string who = i < weights.row_labels.size() ? fmt::format(" ({})", weights.row_labels[i]) : "";
-            text += fmt::format("t = {}{}{}{}{}  cache {}  weights {}  out {}\n", first + static_cast<int>(i), who,
-                                weights.values.rows() > 1 ? " prefill" : "", weights.batch ? fmt::format("  batch {}", *weights.batch) : "",
-                                trace.problem.heads > 1 ? fmt::format("  head {}", *weights.head) : "", weights.values.cols(),
-                                row_text(weights.values, i, r), out ? row_text(out->values, i, r) : "");
-        }
-    }
-    return text;
-}
 
 void add_decode_command(CLI::App& app, int& exit_code) {
     static TraceOptions options;
@@ -77,21 +42,9 @@ Examples:
         decode_options.layers = static_cast<int>(whole_number_option("--layers", o.layers, 1));
         if (o.bytes != 0) decode_options.bytes = o.bytes;
         if (o.tokens != -1) decode_options.tokens = whole_number_option("--tokens", o.tokens, 0);
-        const Problem problem = load_with_overrides(options);
-        refuse_compared_over_budget(problem, "decode", decode_trace_bytes(problem), run_options(options, problem).dtype, options.budget);
-        const Trace trace =
-            traced_against_f64(run_options(options, problem), [&](const RunOptions& run) { return pipeline_decode(problem, run, decode_options); });
-        options.page_source.decode = decode_options;
-        if (options.format == Format::text && options.steps.empty() && !options.heatmap) {
-            // Per step one line; the matrices without t (stacked out, concat, final) as
-            // tables. --svg draws the weights of every step t.
-            Trace summary = trace;
-            std::erase_if(summary.steps, [](const Step& step) { return step.t.has_value(); });
-            print_trace(summary, options, problem, nullptr, &trace);
-            std::cout << step_table(trace, render_options(options, problem));
-        } else {
-            print_trace(trace, options, problem);
-        }
+        auto request = trace_request<DecodeRequest>(options);
+        request.decode = decode_options;
+        print_result(decode_command(load_with_overrides(options), request), options);
         exit_code = 0;
     });
 }

@@ -9,7 +9,7 @@
 #include "attn_trace/errors.hpp"
 #include "attn_trace/explain.hpp"
 #include "commands.hpp"
-#include "trace_budget.hpp"
+#include "budget_options.hpp"
 #include "trace_options.hpp"
 
 namespace attn_trace::cli {
@@ -80,7 +80,7 @@ Examples:
     auto* row = explain_command->add_option("--row", o.row, "one row: weights[i] or out[i]");
     cell->excludes(row);
     add_format_option(*explain_command, o.format, formats_of(for_explain), "text, markdown, latex or html (a page of its own)");
-    add_math_option(*explain_command, o.trace.math);
+    add_math_option(*explain_command, o.trace.output.math);
     auto* t = explain_command->add_option("--t", o.t, "a decode step: explain decode's k_cache, v_cache, masked, weights or out at step T");
     auto* tile = explain_command->add_option("--tile", o.tile, "a tiled step: explain tiled's masked, m, l, u or rescale at tile QB,KT");
     t->excludes(tile);
@@ -96,22 +96,17 @@ Examples:
         if (o.cell.empty() == o.row.empty()) throw InputError("explain needs one --cell STEP[i,j] or one --row STEP[i], e.g. --cell scores[0,2]");
         // The spec first: a typo is reported before the problem is computed.
         const ExplainTarget target = o.cell.empty() ? parse_row_spec(o.row) : parse_cell_spec(o.cell);
-        const ExplainOptions options{o.trace.head.value_or(0), o.trace.batch.value_or(0), o.trace.precision, o.format, math_style(o.trace.math, o.format)};
+        const ExplainOptions options{o.trace.output.head.value_or(0), o.trace.output.batch.value_or(0), o.trace.output.precision, o.format, math_style(o.trace.output.math, o.format)};
         ExplainSource source;
         if (o.t) source.t = whole_number_option("--t", *o.t, 0);
         if (!o.tile.empty()) source.tile = parse_tile(o.tile);
         source.decode.prefill = whole_number_option("--prefill", o.prefill, 0);
         source.tiled = TiledOptions{whole_number_option("--block-q", o.block_q, 1), whole_number_option("--block-k", o.block_k, 1)};
-        const Problem problem = load_with_overrides(o.trace);
-        // Refuse before computing anything: the estimate counts what the target needs.
-        const double bytes = explain_bytes(problem, source);
-        const double limit = static_cast<double>(o.trace.budget.memory);
-        if (bytes > limit)
-            throw InputError(fmt::format("{}: explaining '{}' would hold about {} (n = {}, m = {}, {} head{}{}); the limit is {} (--max-memory){}", problem.file,
-                                         target.spec, size_text(bytes), problem.n, problem.m, problem.heads, problem.heads == 1 ? "" : "s",
-                                         source.tile ? fmt::format(", tiles of {} × {} scores", source.tiled.block_q, source.tiled.block_k) : "",
-                                         size_text(limit), source.tile ? ": choose a smaller --block-q and --block-k" : ""));
-        std::cout << explain_problem(problem, run_options(o.trace, problem), target, options, source);
+        auto request = trace_request<ExplainRequest>(o.trace);
+        request.target = target;
+        request.options = options;
+        request.source = source;
+        std::cout << attn_trace::explain_command(load_with_overrides(o.trace), request);
         exit_code = 0;
     });
 }

@@ -1,10 +1,7 @@
 // `grad`: the backward pass, step by step (docs/COMMANDS.md#grad).
 #include <fmt/format.h>
 
-#include "attn_trace/errors.hpp"
-#include "attn_trace/pipeline.hpp"
 #include "commands.hpp"
-#include "trace_budget.hpp"
 #include "trace_options.hpp"
 
 namespace attn_trace::cli {
@@ -50,7 +47,6 @@ Examples:
     auto* block_q_option = grad->add_option("--block-q", block_q, "Br: query rows per block (with --tiled; with --fast default 64)")->capture_default_str();
     auto* block_k_option = grad->add_option("--block-k", block_k, "Bc: keys per tile (with --tiled; with --fast default 64)")->capture_default_str();
     grad->callback([&exit_code, block_q_option, block_k_option] {
-        const Problem problem = load_with_overrides(options);
         GradOptions grad_options;
         grad_options.d_out = d_out;
         if (row) grad_options.row = whole_number_option("--row", *row, 0);
@@ -60,29 +56,16 @@ Examples:
             if (block_q_option->count()) grad_options.fast->block_q = whole_number_option("--block-q", block_q, 1);
             if (block_k_option->count()) grad_options.fast->block_k = whole_number_option("--block-k", block_k, 1);
         }
-        // Untiled: the forward trace and about as many (n, m) steps again. The fused backward holds O(n) per head.
-        // --heatmap and --svg draw the forward weights A, what the backward reads: one more
-        // forward trace beside the gradients (`within` counts it; past the budget they are
-        // refused). The page hatches grad_masked's zeros where the forward pass's mask
-        // blocked the weight, from that forward trace when there is room for it.
-        const Dtype dtype = run_options(options, problem).dtype;
-        const double full = full_trace_bytes(problem), grad_bytes = tiled || fast ? 0 : 2 * full;
-        const bool pictures = options.heatmap || !options.svg.empty();
-        if (!tiled && !fast) refuse_compared_over_budget(problem, "grad", grad_bytes, dtype, options.budget);
-        const bool within = compared_trace_bytes(grad_bytes, dtype) + full <= static_cast<double>(options.budget.memory);
-        const bool page = options.format == Format::html && within;
-        if (pictures && !within)
-            throw InputError(fmt::format("{}: {} draws the forward weights A, whose full trace of n = {} × m = {} × {} head(s) would hold about {} "
-                                         "beside the gradients'; the limit is {} (--max-memory): leave it out, or raise --max-memory",
-                                         problem.file, options.heatmap ? "--heatmap" : "--svg", problem.n, problem.m, problem.heads, size_text(full),
-                                         size_text(static_cast<double>(options.budget.memory))));
+        auto request = trace_request<GradRequest>(options);
+        request.grad = grad_options;
+        request.pictures = options.output.heatmap ? "⟦heatmap⟧" : options.svg.empty() ? "" : "⟦svg⟧";
+        request.page = options.output.format == Format::html;
         // The SVG's panels are the weights of each (sequence, head) drawn: refused before the forward and backward run.
+        const Problem problem = load_with_overrides(options);
         if (!options.svg.empty())
-            check_svg_cells((options.head ? 1 : static_cast<std::size_t>(problem.heads)) * (options.batch ? 1 : problem.batch) * problem.n * problem.m);
-        const std::optional<Trace> forward = page || pictures ? std::optional(pipeline_full(problem, run_options(options, problem))) : std::nullopt;
-        const Trace trace =
-            traced_against_f64(run_options(options, problem), [&](const RunOptions& run) { return pipeline_grad(problem, run, grad_options); });
-        print_trace(trace, options, problem, nullptr, pictures ? &*forward : nullptr, page ? &*forward : nullptr);
+            check_svg_cells((options.output.head ? 1 : static_cast<std::size_t>(problem.heads)) * (options.output.batch ? 1 : problem.batch) * problem.n *
+                            problem.m);
+        print_result(grad_command(problem, request), options);
         exit_code = 0;
     });
 }

@@ -4,7 +4,7 @@
 #include "attn_trace/errors.hpp"
 #include "attn_trace/permutation.hpp"
 #include "commands.hpp"
-#include "trace_budget.hpp"
+#include "budget_options.hpp"
 #include "trace_options.hpp"
 
 namespace attn_trace::cli {
@@ -40,15 +40,11 @@ Examples:
     permute->add_option("--seed", o.seed, "draw P at random with this seed (default 0)")->excludes(perm_option);
     permute->add_flag("--source", o.source, "permute the source rows of cross-attention instead of the queries");
     permute->callback([&exit_code] {
-        const Problem problem = load_with_overrides(o.trace);
-        const std::size_t rows = permuted_rows(problem, o.source);
-        PermuteOptions permute_options;
-        permute_options.source = o.source;
-        permute_options.perm = o.perm.empty() ? random_permutation(rows, static_cast<std::uint64_t>(whole_number_option("--seed", o.seed.value_or(0), 0)))
-                                            : parse_permutation(o.perm, rows);
-        // Two full traces are computed.
-        refuse_over_budget(problem, "permute", 2 * full_trace_bytes(problem), o.trace.budget);
-        print_trace(permutation_trace(problem, run_options(o.trace, problem), permute_options), o.trace, problem);
+        auto request = trace_request<PermuteRequest>(o.trace);
+        request.perm = o.perm;
+        request.seed = whole_number_option("--seed", o.seed.value_or(0), 0);
+        request.source = o.source;
+        print_result(permute_command(load_with_overrides(o.trace), request), o.trace);
         exit_code = 0;
     });
 }

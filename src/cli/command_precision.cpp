@@ -8,7 +8,7 @@
 #include "attn_trace/errors.hpp"
 #include "attn_trace/precision.hpp"
 #include "commands.hpp"
-#include "trace_budget.hpp"
+#include "budget_options.hpp"
 #include "trace_options.hpp"
 
 namespace attn_trace::cli {
@@ -49,13 +49,13 @@ Examples:
   attn-trace precision examples/half_overflow.json --no-max-shift --svg precision.svg
   attn-trace precision examples/damaged_on_arrival.json --format json)");
     precision->add_option("PROBLEM", o.problem.problem_path, "problem file (JSON; its keys: docs/PROBLEM.md), or - for standard input")->required();
-    precision->add_option("--mask", o.problem.mask, "mask, overriding the file (as run's --mask)");
-    precision->add_option("--scale", o.problem.scale, "auto (1/sqrt(d_k)), none (1) or a number, overriding the file");
+    precision->add_option("--mask", o.problem.overrides.mask, "mask, overriding the file (as run's --mask)");
+    precision->add_option("--scale", o.problem.overrides.scale, "auto (1/sqrt(d_k)), none (1) or a number, overriding the file");
     precision->add_option("--backend", o.problem.backend, "cpu or cuda")->capture_default_str();
     add_empty_rows_and_dropout_options(*precision, o.problem);
     precision->add_flag("--no-max-shift", o.no_max_shift, "softmax as exp(z) / Σ exp(z), without subtracting the row max: what overflows");
     precision->add_option("--svg", o.svg, "also write the chart of each step's error by type to this file");
-    add_format_option(*precision, o.problem.format, formats_of(for_precision), "text, json, markdown or latex");
+    add_format_option(*precision, o.problem.output.format, formats_of(for_precision), "text, json, markdown or latex");
     add_memory_option(*precision, o.problem.budget);
     precision->callback([&exit_code] {
         const Problem problem = load_with_overrides(o.problem);
@@ -66,7 +66,7 @@ Examples:
             std::ofstream out(o.svg);
             if (!out || !(out << precision_svg(report))) throw InputError(fmt::format("{}: cannot write the file", o.svg));
         }
-        std::cout << rendered(report, o.problem.format);
+        std::cout << rendered(report, o.problem.output.format);
         exit_code = 0;
     });
 }

@@ -2,7 +2,6 @@
 #include <fmt/format.h>
 
 #include "commands.hpp"
-#include "trace_budget.hpp"
 #include "trace_options.hpp"
 
 namespace attn_trace::cli {
@@ -35,11 +34,9 @@ Examples:
     tiled->add_option("--block-k", block_k, "Bc: keys per tile")->capture_default_str();
     tiled->callback([&exit_code] {
         const TiledOptions tiled_options{whole_number_option("--block-q", block_q, 1), whole_number_option("--block-k", block_k, 1)};
-        const Problem problem = load_with_overrides(options);
-        refuse_compared_over_budget(problem, "tiled", tiled_trace_bytes(problem, tiled_options), run_options(options, problem).dtype, options.budget);
-        options.page_source.tiled = tiled_options;
-        print_trace(traced_against_f64(run_options(options, problem), [&](const RunOptions& run) { return pipeline_tiled(problem, run, tiled_options); }),
-                    options, problem);
+        auto request = trace_request<TiledRequest>(options);
+        request.tiled = tiled_options;
+        print_result(tiled_command(load_with_overrides(options), request), options);
         exit_code = 0;
     });
 }

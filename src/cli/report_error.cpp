@@ -1,25 +1,18 @@
 #include "report_error.hpp"
 
-#include <algorithm>
 #include <new>
 #include <ostream>
 
-#include "attn_trace/errors.hpp"
+#include "attn_trace/cli_words.hpp"
 
 namespace attn_trace::cli {
-
-std::string flag_of(const std::string& setting) {
-    std::string flag = "--" + setting;
-    std::replace(flag.begin(), flag.end(), '_', '-');
-    return flag;
-}
 
 int report_error(std::exception_ptr error, std::ostream& out) {
     constexpr const char* internal = "attn-trace: internal error (a bug in attn-trace; please report it with the command and the file): ";
     try {
         std::rethrow_exception(error);
     } catch (const Error& e) {
-        out << "attn-trace: error: " << word_options(e.marked(), flag_of) << "\n";
+        out << "attn-trace: error: " << cli_message(e) << "\n";
         return e.exit_code();
     } catch (const std::bad_alloc&) {
         out << "attn-trace: error: out of memory (the problem is too large for this machine; --max-memory sets the budget)\n";

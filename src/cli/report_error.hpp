@@ -6,9 +6,6 @@
 
 namespace attn_trace::cli {
 
-// The flag that sets a library setting: "block_q" -> "--block-q".
-std::string flag_of(const std::string& setting);
-
 // Writes one line to `out` and returns the exit code. An Error carries its own
 // code, and its settings are worded as this CLI's flags; running out of memory is
 // 2 (the problem is too large); anything else, of any type, is a bug in

@@ -7,34 +7,25 @@
 
 #include <CLI/CLI.hpp>
 
-#include "attn_trace/explain.hpp"
-#include "attn_trace/pipeline.hpp"
-#include "attn_trace/pitfalls.hpp"
-#include "attn_trace/problem.hpp"
+#include "attn_trace/problem_overrides.hpp"
 #include "attn_trace/render.hpp"
-#include "trace_budget.hpp"
+#include "attn_trace/trace_commands.hpp"
+#include "budget_options.hpp"
 
 namespace attn_trace::cli {
 
 struct TraceOptions {
     std::string problem_path;
-    std::string mask, scale, empty_rows;  // empty = as the file says
-    std::string dtype;  // empty = the file's "dtype", else f64
+    ProblemOverrides overrides;  // --mask, --scale, --empty-rows, --dtype, --train/--eval
+    bool train = false, eval = false;  // read into overrides.train
     std::string backend = "cpu";
-    Format format = Format::text;
-    std::optional<MathStyle> math;  // --math; unset: dollars
-    std::string steps;
-    std::optional<int> head, batch;
-    int precision = 4;
-    std::string color = "auto";
-    bool full = false;
     bool allow_nonfinite = false;  // "allow_nonfinite": true from the command line
-    bool train = false, eval = false;  // dropout's mode, overriding the file
-    bool heatmap = false;  // the weights as a terminal grid instead of the tables
-    std::string svg;       // also write the weights heatmap to this SVG file
-    std::string pitfall;   // run only: a mistake shown next to the right computation
-    Budget budget;         // --max-memory, --max-output
-    ExplainSource page_source;  // --format html: decode's --prefill, tiled's blocks, for the cells' explanations
+    OutputRequest output;          // --format, --math, --head, --batch, --precision, --full, --heatmap (color and steps below)
+    std::string steps;
+    std::string color = "auto";
+    std::string svg;      // also write the weights heatmap to this SVG file
+    std::string pitfall;  // run only: a mistake shown next to the right computation
+    Budget budget;        // --max-memory, --max-output
 };
 
 // Adds PROBLEM and the options that say what to compute (mask, scale, dtype,
@@ -53,20 +44,23 @@ void add_math_option(CLI::App& command, std::optional<MathStyle>& math);
 // where it would change nothing.
 MathStyle math_style(const std::optional<MathStyle>& math, Format format);
 
-// Loads the problem and applies --mask, --scale, --empty-rows over the file's values.
+// Loads the problem (docs/PROBLEM.md) and applies --mask, --scale, --empty-rows, --dtype,
+// --train and --eval over the file's values (attn_trace/problem_overrides.hpp).
 Problem load_with_overrides(const TraceOptions& options);
 RunOptions run_options(const TraceOptions& options, const Problem& problem);  // the dtype: --dtype, else the file's, else f64
-RenderOptions render_options(const TraceOptions& options, const Problem& problem);
+// What every trace command's request shares: --backend and the budget.
+template <class Request>
+Request trace_request(const TraceOptions& options) {
+    Request request;
+    request.backend = options.backend;
+    request.budget = options.budget;
+    return request;
+}
 // --color after NO_COLOR and the terminal test: whether to print ANSI colours.
 bool use_color(const std::string& setting);
 
-// Writes the trace in the chosen format (or --heatmap, or the pitfall `run
-// --pitfall` computed beside it) to standard output, and the --svg file when asked.
-// `pictured`: the trace --heatmap and --svg draw when it is not the printed one
-// (decode's text prints a summary; grad draws its forward, --steps narrowed to the
-// forward's own steps). `forward`: grad's forward trace, for the page
-// to hatch the gradients' zeros that the mask makes.
-void print_trace(const Trace& trace, const TraceOptions& options, const Problem& problem, const Pitfall* pitfall = nullptr,
-                 const Trace* pictured = nullptr, const Trace* forward = nullptr);
+// Writes the result as the options ask (attn_trace/trace_commands.hpp's
+// render_trace_output) to standard output, and the --svg file when asked.
+void print_result(const TraceResult& result, const TraceOptions& options);
 
 }  // namespace attn_trace::cli

@@ -338,7 +338,7 @@ TraceSummary summarise_problem(const Problem& p, Dtype dtype, const std::string&
             .dtype = dtype_name(dtype),
             .backend = backend_name,
             .empty_rows = empty_rows_name(p.empty_rows),
-            .mask_spec = p.mask_spec,
+            .mask_spec = recorded_mask_spec(p),
             .dropout = dropout,
             .model = p.model,
             .recorded = true};

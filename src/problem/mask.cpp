@@ -4,6 +4,7 @@
 #include <limits>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "attn_trace/errors.hpp"
 #include "attn_trace/split_list.hpp"
@@ -118,6 +119,7 @@ std::string mask_string_forms() { return "none, causal, causal-bottom-right, win
 MaskSpec parse_mask_string(const std::string& text, const std::string& where) {
     MaskSpec spec;
     spec.label = text;
+    spec.given = nlohmann::json(text).dump();
     if (text == "none") return spec;
     if (text == "causal" || text == "causal-upper-left") {
         spec.kind = MaskSpec::Kind::causal_upper_left;

@@ -93,6 +93,7 @@ MaskSpec read_spec(const json& value, const std::string& path, const JsonReader&
 MaskSpec read_mask_spec(const json& value, const std::string& path, const JsonReader& reader, std::size_t n, std::size_t m) {
     MaskSpec spec = read_spec(value, path, reader, n, m);
     spec.path = path;
+    spec.given = value.dump();
     return spec;
 }
 

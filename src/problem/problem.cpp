@@ -47,7 +47,9 @@ Problem parse_problem(const std::string& text, const std::string& file_label, bo
         if (stored == "F16") problem.checkpoint_dtype = Dtype::f16;
         if (stored == "F32") problem.checkpoint_dtype = Dtype::f32;
         if (stored == "F64") problem.checkpoint_dtype = Dtype::f64;
-        problem.model_masks = summary["sliding_window"].is_null() ? 1 : 2;
+        // The model reader put its own masks first: causal, and the layer's window.
+        const std::size_t own = summary["sliding_window"].is_null() ? 1 : 2;
+        for (std::size_t i = 0; i < own && i < problem.masks.size(); ++i) problem.masks[i].origin = MaskOrigin::model;
     }
     return problem;
 }
@@ -96,9 +98,19 @@ bool is_json_text(const std::string& text) {
 }
 }  // namespace
 
-std::string mask_option_json(const std::string& text) {
-    if (text == "none" || text.empty()) return "";
-    return is_json_text(text) ? parse_json_text(text, "⟦mask⟧").dump() : json(text).dump();
+std::string recorded_mask_spec(const Problem& problem) {
+    if (problem.masks.empty()) return "";
+    json given = json::array();
+    for (const MaskSpec& spec : problem.masks) given.push_back(spec.given.empty() ? json(spec.label) : json::parse(spec.given));
+    return (given.size() == 1 ? given[0] : given).dump();
+}
+
+void replace_masks(Problem& problem, std::vector<MaskSpec> masks, MaskOrigin origin) {
+    std::erase_if(problem.masks, [](const MaskSpec& spec) { return spec.origin != MaskOrigin::model; });
+    for (MaskSpec& spec : masks) {
+        spec.origin = origin;
+        problem.masks.push_back(std::move(spec));
+    }
 }
 
 std::vector<MaskSpec> parse_mask_option(const std::string& text, std::size_t n, std::size_t m, const std::string& where) {

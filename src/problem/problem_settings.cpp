@@ -170,26 +170,21 @@ void ProblemLoader::read_dropout(const json& value) {
 }
 
 void ProblemLoader::read_masks() {
-    // A top-level sparse pattern is one more mask: it combines with `mask` by adding.
-    // mask_spec records both as one list --mask reads back: [{"sparse": …}, the masks…].
-    nlohmann::json given = nlohmann::json::array();
+    // A top-level sparse pattern is one more mask: it combines with `mask` by adding, and the
+    // record of the masks (recorded_mask_spec) lists it first as {"sparse": …}.
     if (has("sparse")) {
         problem_.masks.push_back(read_sparse_spec(at("sparse"), "$.sparse", reader_, problem_.n, problem_.m));
-        given.push_back({{"sparse", at("sparse")}});
+        problem_.masks.back().given = nlohmann::json{{"sparse", at("sparse")}}.dump();
     }
     if (has("mask")) {
         const auto& value = at("mask");
         if (value.is_array() && !value.empty() && (value[0].is_string() || value[0].is_object())) {
-            for (std::size_t i = 0; i < value.size(); ++i) {
+            for (std::size_t i = 0; i < value.size(); ++i)
                 problem_.masks.push_back(read_mask_spec(value[i], fmt::format("$.mask[{}]", i), reader_, problem_.n, problem_.m));
-                given.push_back(value[i]);
-            }
         } else {
             problem_.masks.push_back(read_mask_spec(value, "$.mask", reader_, problem_.n, problem_.m));
-            given.push_back(value);
         }
     }
-    if (!given.empty()) problem_.mask_spec = (given.size() == 1 ? given[0] : given).dump();
 }
 
 void ProblemLoader::read_position_features() {

@@ -8,20 +8,16 @@
 #include "attn_trace/compare.hpp"
 #include "attn_trace/pipeline.hpp"
 #include "attn_trace/problem.hpp"
+#include "attn_trace/problem_overrides.hpp"
 #include "attn_trace/render.hpp"
 #include "attn_trace/trace.hpp"
 
 namespace attn_trace {
 
-// Settings given on check's command line: they replace a golden trace's
-// (docs/COMMANDS.md#check), and check names each one it replaced.
-struct GoldenOverrides {
-    std::optional<std::string> mask, scale, empty_rows, dtype;
-};
-
 struct CheckOptions {
     RunOptions run;
-    GoldenOverrides overrides;         // with --golden
+    // With --golden: settings that replace the golden's (docs/COMMANDS.md#check); check names each one it replaced.
+    ProblemOverrides overrides;
     std::optional<double> atol, rtol;  // override every entry's tolerance
     DecodeOptions decode;              // --prefill, for files whose steps carry t
     TiledOptions tiled;                // --block-q, --block-k, for files whose steps carry tile

@@ -10,6 +10,11 @@
 
 namespace attn_trace {
 
+// Where a mask came from (docs/PROBLEM.md#masks): a model directory's own (causal, its
+// window), the problem file's `mask` and `sparse`, or a command's mask option, which
+// replaces the file's and combines with the model's.
+enum class MaskOrigin { model, file, option };
+
 struct MaskSpec {
     enum class Kind {
         none,
@@ -31,6 +36,10 @@ struct MaskSpec {
     SparsePattern sparse;
     std::string label;   // how the user wrote it, e.g. "causal" or "window:3"
     std::string path;    // where: "$.mask[1]", "$.sparse" (empty: given by a program)
+    MaskOrigin origin = MaskOrigin::file;
+    // The mask as it was written, as JSON text ("\"causal\"", {"window": …}): what a run's
+    // JSON records in problem.mask_spec so that `check --golden` can apply it again.
+    std::string given;
 
     bool needs_shape() const { return kind == Kind::additive || kind == Kind::allowed || kind == Kind::blocked; }
     bool is_causal() const { return kind == Kind::causal_upper_left || kind == Kind::causal_bottom_right; }

@@ -124,11 +124,9 @@ struct Problem {
     int heads = 1;
     int kv_heads = 1;
     Scale scale;
+    // The model's masks first (origin model), then the file's or a mask option's
+    // (docs/PROBLEM.md#masks): all of them add.
     std::vector<MaskSpec> masks;
-    // The masks as given (the file's "sparse" and "mask", or --mask), as JSON text, ""
-    // for none: what a run's JSON records whole, so that `check --golden` can apply it
-    // (docs/COMMANDS.md#check).
-    std::string mask_spec;
     // From a model directory (docs/PROBLEM.md#a-model-directory-checkpointmodel): what its
     // config resolved for the layer, as the JSON text of `problem.model`; "" otherwise.
     std::string model;
@@ -136,7 +134,6 @@ struct Problem {
     // dtype); unset for any other problem. A half-type run of a checkpoint stored in the
     // other half type rounds its weights, and says so (docs/PROBLEM.md#dtype-half-precision).
     std::optional<Dtype> checkpoint_dtype;
-    std::size_t model_masks = 0;  // how many of `masks` (the first) the model imposes: causal, and its window
     EmptyRows empty_rows = EmptyRows::error;
     // The file's "dtype" (docs/PROBLEM.md#dtype-half-precision); a command's dtype option
     // overrides it, and without either a run computes in f64.
@@ -179,9 +176,13 @@ void validate_masks(const Problem& problem);
 // A --mask value: a string form (docs/PROBLEM.md#masks) or JSON, one spec object or a list of
 // them ({"sparse": {...}} among them), for n queries and m keys; "none" is no mask.
 std::vector<MaskSpec> parse_mask_option(const std::string& text, std::size_t n, std::size_t m, const std::string& where);
-// A --mask value as the JSON a problem's mask_spec holds: JSON as it is, a string form
-// as a JSON string ("causal" -> "\"causal\""); "" for none.
-std::string mask_option_json(const std::string& text);
+// Every mask of the problem as written, as JSON text: one mask alone, several as a list,
+// "" for none. A run's JSON records it (problem.mask_spec) for `check --golden`.
+std::string recorded_mask_spec(const Problem& problem);
+// The problem's masks of `origin` file or option replaced by `masks` (marked `origin`);
+// the model's own masks stay first, as a file's mask combines with them
+// (docs/PROBLEM.md#masks).
+void replace_masks(Problem& problem, std::vector<MaskSpec> masks, MaskOrigin origin);
 // One layer of a model directory as `cost --model` counts it (docs/COMMANDS.md#cost-of-a-model-directory).
 struct ModelLayerCache {
     std::string layer_type;                  // full_attention or sliding_attention

@@ -3,18 +3,16 @@
 // keeps, with the full computation beside it, and the bytes it prints. Each is
 // estimated before the allocation it bounds, and a problem past the budget is
 // refused with the figures (exit 2) rather than swapping, being killed, or
-// printing hundreds of megabytes. --max-memory and --max-output set the budget.
+// printing hundreds of megabytes. ⟦max_memory⟧ and ⟦max_output⟧ set the budget.
 #include <cstdint>
 #include <string>
-
-#include <CLI/CLI.hpp>
 
 #include "attn_trace/pipeline.hpp"
 #include "attn_trace/problem.hpp"
 #include "attn_trace/render.hpp"
 #include "attn_trace/size_text.hpp"
 
-namespace attn_trace::cli {
+namespace attn_trace {
 
 struct Budget {
     // Well inside this project's 24 GiB machines, with room for the renderers' copies.
@@ -23,12 +21,6 @@ struct Budget {
     // --batch choose what to print.
     std::uint64_t output = std::uint64_t{256} << 20;
 };
-
-// --max-memory SIZE (every command that computes a trace) and --max-output SIZE
-// (those that print one); SIZE as 4G, 512M, 1000000 (bytes).
-// `refused` names what is refused past the budget, as "a problem whose trace".
-void add_memory_option(CLI::App& command, Budget& budget, const std::string& refused = "a problem whose trace");
-void add_output_option(CLI::App& command, Budget& budget);
 
 // The bytes each pipeline's trace holds, estimated from the problem alone.
 double full_trace_bytes(const Problem& problem);
@@ -50,8 +42,4 @@ void refuse_compared_over_budget(const Problem& problem, const std::string& comm
 // would pass budget.output, or its renderer beside the trace would pass budget.memory.
 void refuse_large_output(const Problem& problem, const Trace& trace, Format format, const RenderOptions& options, const Budget& budget);
 
-// Reads a whole-number option given as signed so that "-1" gets a clear message,
-// not a conversion error: throws InputError unless minimum <= value.
-std::size_t whole_number_option(const std::string& name, long long value, long long minimum);
-
-}  // namespace attn_trace::cli
+}  // namespace attn_trace

@@ -1,4 +1,4 @@
-#include "trace_budget.hpp"
+#include "attn_trace/trace_budget.hpp"
 
 #include <algorithm>
 
@@ -6,7 +6,7 @@
 
 #include "attn_trace/errors.hpp"
 
-namespace attn_trace::cli {
+namespace attn_trace {
 
 namespace {
 
@@ -20,18 +20,6 @@ double heads_n_m(const Problem& p) { return static_cast<double>(p.batch) * p.hea
 std::size_t blocks(std::size_t count, std::size_t size) { return (count + size - 1) / size; }
 
 }  // namespace
-
-void add_memory_option(CLI::App& command, Budget& budget, const std::string& refused) {
-    command.add_option("--max-memory", budget.memory, fmt::format("refuse (exit 2) {} would hold more: SIZE as 4G, 512M or bytes", refused))
-        ->transform(CLI::AsSizeValue(false))
-        ->default_str("4G");
-}
-
-void add_output_option(CLI::App& command, Budget& budget) {
-    command.add_option("--max-output", budget.output, "refuse (exit 2) to print more than SIZE (as 256M, 1G or bytes)")
-        ->transform(CLI::AsSizeValue(false))
-        ->default_str("256M");
-}
 
 // The full trace keeps about eight n×m matrices per head (scores, scaled, capped,
 // mask, masked, exp, weights and their rendering).
@@ -64,7 +52,7 @@ namespace {
 void refuse(const Problem& p, const std::string& command, const std::string& beside, double bytes, const Budget& budget) {
     if (bytes <= static_cast<double>(budget.memory)) return;
     throw InputError(fmt::format("{}: the {} trace of n = {} queries × m = {} keys × {} head{}{} would hold about {}; the limit is {} "
-                                 "(--max-memory). Try a smaller problem, or `attn-trace run` (which takes the fast path when the trace is too large).",
+                                 "(⟦max_memory⟧). Try a smaller problem, or `attn-trace run` (which takes the fast path when the trace is too large).",
                                  p.file, command, p.n, p.m, p.heads, p.heads == 1 ? "" : "s", beside, size_text(bytes),
                                  size_text(static_cast<double>(budget.memory))));
 }
@@ -85,19 +73,14 @@ void refuse_large_output(const Problem& problem, const Trace& trace, Format form
     for (const Step& step : trace.steps) trace_bytes += 8.0 * static_cast<double>(step.values.data().size()) + bytes_per_step;
     const OutputEstimate e = estimate_output(trace, format, options);
     const std::string what = fmt::format("{} step{} and {} numbers in {}", e.steps, e.steps == 1 ? "" : "s", e.cells, format);
-    const std::string choose = "choose what to print with --steps, --head or --batch";
+    const std::string choose = "choose what to print with ⟦steps⟧, ⟦head⟧ or ⟦batch⟧";
     if (e.bytes > static_cast<double>(budget.output))
-        throw InputError(fmt::format("{}: the {} output would be about {} ({}); the limit is {} (--max-output): {}", problem.file, trace.command, size_text(e.bytes), what,
+        throw InputError(fmt::format("{}: the {} output would be about {} ({}); the limit is {} (⟦max_output⟧): {}", problem.file, trace.command, size_text(e.bytes), what,
                                      size_text(static_cast<double>(budget.output)), choose));
     if (e.memory + trace_bytes > static_cast<double>(budget.memory))
-        throw InputError(fmt::format("{}: writing the {} output ({}) would hold about {} beside the trace's {}; the limit is {} (--max-memory): {}{}",
+        throw InputError(fmt::format("{}: writing the {} output ({}) would hold about {} beside the trace's {}; the limit is {} (⟦max_memory⟧): {}{}",
                                      problem.file, trace.command, what, size_text(e.memory), size_text(trace_bytes), size_text(static_cast<double>(budget.memory)),
-                                     choose, format == Format::json ? ", or --format text" : ""));
+                                     choose, format == Format::json ? ", or ⟦format⟧ text" : ""));
 }
 
-std::size_t whole_number_option(const std::string& name, long long value, long long minimum) {
-    if (value < minimum) throw InputError(fmt::format("{} {}: expected a whole number of at least {}", name, value, minimum));
-    return static_cast<std::size_t>(value);
-}
-
-}  // namespace attn_trace::cli
+}  // namespace attn_trace

@@ -1,0 +1,50 @@
+#pragma once
+// `check` as a function (docs/COMMANDS.md#check): every file checked, each one's result
+// or the error that stopped it, and the report the CLI prints.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "attn_trace/check.hpp"
+#include "attn_trace/trace_budget.hpp"
+
+namespace attn_trace {
+
+struct CheckRequest {
+    std::vector<std::string> files;
+    std::string golden;            // a trace written by `run --format json` ("" for none): one file only
+    ProblemOverrides overrides;    // with a golden: replace its settings (dtype for any file)
+    std::optional<double> atol, rtol;
+    TiledOptions tiled;            // for files whose steps carry tile
+    DecodeOptions decode;          // for files whose steps carry t
+    std::string backend = "cpu";
+    bool allow_nonfinite = false;
+    Budget budget;
+};
+
+// One file's outcome: its result, or the error that made it bad input (exit 2).
+struct CheckedFile {
+    std::string file;
+    std::optional<CheckResult> result;
+    std::string error;  // the message, its settings marked; "" when the file was checked
+};
+
+struct CheckReport {
+    std::vector<CheckedFile> files;
+    std::size_t passed() const;
+    std::size_t failed() const;  // failed checks and bad files
+    // 0 every file passed, 1 a check failed, 2 a file is bad input (docs/COMMANDS.md#exit-codes).
+    int exit_code() const;
+};
+
+// Checks every file in turn; a backend that is not available stops the whole command
+// (BackendUnavailable), any other error marks that file bad and goes on. `each`, when
+// given, is called with each file's outcome as soon as it is known (the CLI prints as it goes).
+CheckReport check_command(const CheckRequest& request, const std::function<void(const CheckedFile&)>& each = {});
+
+// What the CLI prints on standard output for one file (its notes, PASS, FAIL with the
+// differing values, or ERROR; the error itself goes to standard error) and the closing line.
+std::string render_checked_file(const CheckedFile& checked);
+std::string render_check_closing(const CheckReport& report);  // "N passed, N failed"
+
+}  // namespace attn_trace
