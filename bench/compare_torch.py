@@ -15,7 +15,9 @@ with one query and enable_gqa=True, in bytes of KV cache read per second beside 
 copy bandwidth. With --grad it compares the backward: `attn-trace bench --grad` (the
 fused backward, its forward included) against SDPA's forward and backward through
 autograd, every gradient checked against attn-trace's. Each comparison is one
-function in COMPARISONS.
+function in COMPARISONS. With --python it compares the Python package's
+attn_trace.scaled_dot_product_attention with F.scaled_dot_product_attention on the same
+torch tensors (import attn_trace: pip install ., or PYTHONPATH=build/python).
 
 The machine is shared and noisy, so the whole comparison runs --rounds times
 (default 3), attn-trace and PyTorch back to back for each n: a burst of noise
@@ -27,6 +29,7 @@ their range.
     python3 bench/compare_torch.py --n 1024,8192,16384 --causal --repeats 7
     python3 bench/compare_torch.py --decode --cache 4096,32768 --heads 32 --kv-heads 8 --dk 128 --threads 2
     python3 bench/compare_torch.py --grad --n 1024,4096 --threads 2 --rounds 3
+    PYTHONPATH=build/python python3 bench/compare_torch.py --python --n 4096 --threads 2
 
 Thread counts are fixed for everyone before anything loads: OMP_NUM_THREADS,
 OPENBLAS_NUM_THREADS and MKL_NUM_THREADS, torch.set_num_threads, and
@@ -61,6 +64,8 @@ def parse_args():
     parser.add_argument("--rounds", type=int, default=3, help="times the whole comparison is repeated, attn-trace and PyTorch back to back per n")
     parser.add_argument("--attn-trace", default=None, help="the binary (default: build/attn-trace, then build-*/attn-trace, then PATH)")
     parser.add_argument("--grad", action="store_true", help="compare the backward (forward included): bench --grad against SDPA + autograd")
+    parser.add_argument("--python", action="store_true",
+                        help="compare the package's attn_trace.scaled_dot_product_attention with F.scaled_dot_product_attention")
     parser.add_argument("--decode", action="store_true", help="compare one decode step (one query per head over a KV cache) instead")
     parser.add_argument("--cache", default="4096,32768", help="--decode: KV cache lengths T, comma-separated")
     parser.add_argument("--kv-heads", type=int, default=None, help="--decode: KV heads (default: --heads)")
@@ -344,7 +349,45 @@ def compare_backward(args, binary, np, torch, F):
 
 
 # One function per kind of comparison, each (args, binary, numpy, torch, F) -> (failures, tolerance).
-COMPARISONS = {"backward": compare_backward, "decode": compare_decode, "forward": compare_forward}
+def compare_python(args, binary, np, torch, F):
+    """The package's scaled_dot_product_attention against PyTorch's, the same tensors in and out."""
+    import attn_trace
+
+    attn_trace.set_num_threads(args.threads)
+    lengths = [int(x) for x in args.n.split(",")]
+    dtype = torch.float32 if args.dtype == "f32" else torch.float64
+    agree = 1e-4 if args.dtype == "f32" else 1e-10
+    ours_ms = {n: [] for n in lengths}
+    sdpa_ms = {n: [] for n in lengths}
+    diffs = {}
+    generator = torch.Generator().manual_seed(0)
+    inputs = {n: tuple(torch.randn(1, args.heads, n, args.dk, dtype=dtype, generator=generator) for _ in "qkv") for n in lengths}
+    with torch.inference_mode():
+        for round_index in range(args.rounds):
+            for n in lengths:
+                print(f"round {round_index + 1}/{args.rounds}, n = {n} ...", file=sys.stderr, flush=True)
+                q, k, v = inputs[n]
+                ours, _, _, ours_out = timed(lambda: attn_trace.scaled_dot_product_attention(q, k, v, is_causal=args.causal),
+                                             args.repeats, args.warmup)
+                theirs, _, _, sdpa_out = timed(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=args.causal),
+                                               args.repeats, args.warmup)
+                ours_ms[n].append(ours)
+                sdpa_ms[n].append(theirs)
+                diffs[n] = float((ours_out - sdpa_out).abs().max())
+    print(f"attn_trace {attn_trace.__version__} (the package) against torch {torch.__version__}, {args.threads} threads each, "
+          f"d_k = {args.dk}, heads = {args.heads}, {'causal' if args.causal else 'no mask'}, "
+          f"{'float32' if args.dtype == 'f32' else 'float64'}, {args.repeats} repeats, {args.rounds} round(s)")
+    print(f"{'n':>6} {'attn_trace ms':>13} {'sdpa ms':>9} {'sdpa/ours':>9} {'rounds':>11} {'max |diff|':>10}")
+    failures = 0
+    for n in lengths:
+        ratios = [s / o for s, o in zip(sdpa_ms[n], ours_ms[n])]
+        print(f"{n:>6} {statistics.median(ours_ms[n]):13.2f} {statistics.median(sdpa_ms[n]):9.2f} {statistics.median(ratios):9.2f} "
+              f"{f'{min(ratios):.2f}-{max(ratios):.2f}':>11} {diffs[n]:10.2e}")
+        failures += not diffs[n] <= agree
+    return failures, agree
+
+
+COMPARISONS = {"backward": compare_backward, "decode": compare_decode, "forward": compare_forward, "python": compare_python}
 
 
 def main():
@@ -359,10 +402,11 @@ def main():
     torch.set_num_threads(args.threads)
     if args.rounds < 1 or args.repeats < 1:
         sys.exit("compare_torch.py: --rounds and --repeats must be at least 1")
-    binary = find_binary(args.attn_trace)
-    if args.decode and args.grad:
-        sys.exit("compare_torch.py: --decode and --grad are two comparisons: choose one")
-    failures, agree = COMPARISONS["decode" if args.decode else "backward" if args.grad else "forward"](args, binary, np, torch, F)
+    if args.decode + args.grad + args.python > 1:
+        sys.exit("compare_torch.py: --decode, --grad and --python are three comparisons: choose one")
+    binary = None if args.python else find_binary(args.attn_trace)
+    chosen = "decode" if args.decode else "backward" if args.grad else "python" if args.python else "forward"
+    failures, agree = COMPARISONS[chosen](args, binary, np, torch, F)
     if failures:
         sys.exit(f"compare_torch.py: {failures} setting(s) where attn-trace and PyTorch differ by more than {agree:g}")
     print(f"outputs agree (max |diff| <= {agree:g} against PyTorch)")

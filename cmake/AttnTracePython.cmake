@@ -22,9 +22,11 @@ add_custom_target(python_package ALL
   COMMAND ${CMAKE_COMMAND} -E copy_if_different ${ATTN_TRACE_PYTHON_FILES} ${ATTN_TRACE_PYTHON_PACKAGE}
   DEPENDS ${ATTN_TRACE_PYTHON_FILES} _core
   COMMENT "the Python package in ${ATTN_TRACE_PYTHON_PACKAGE}")
-# Type stubs for the extension (nanobind's stubgen), shipped beside it.
-nanobind_add_stub(_core_stub MODULE attn_trace._core OUTPUT ${ATTN_TRACE_PYTHON_PACKAGE}/_core.pyi
-                  PYTHON_PATH ${CMAKE_BINARY_DIR}/python DEPENDS _core python_package)
+# Type stubs for the extension (nanobind's stubgen), shipped beside it. The extension is
+# imported alone (as _core, from its own folder): the package's __init__ needs numpy,
+# which the isolated build environment of `pip install .` does not hold.
+nanobind_add_stub(_core_stub MODULE _core OUTPUT ${ATTN_TRACE_PYTHON_PACKAGE}/_core.pyi
+                  PYTHON_PATH ${ATTN_TRACE_PYTHON_PACKAGE} DEPENDS _core)
 if(SKBUILD)
   install(TARGETS _core LIBRARY DESTINATION attn_trace)
   install(FILES ${ATTN_TRACE_PYTHON_PACKAGE}/_core.pyi DESTINATION attn_trace)

@@ -6,6 +6,10 @@
 // problem, their `out` of every head and sequence must agree to rounding (decode's
 // against the full trace with the causal mask it implies), or the input is a finding:
 // the full trace is the judge of every other path (docs/RELIABILITY.md#fuzzing).
+// Each input also draws a mask option over the problem's own masks, as a command's
+// ⟦mask⟧ replaces them (docs/PROBLEM.md#masks): with the model problems of
+// fuzz/seeds/run_pipeline, the class of fault that `--mask none` on a model directory's
+// problem once was (an internal error) is found by the fuzzer.
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -20,6 +24,7 @@
 #include "attn_trace/mask.hpp"
 #include "attn_trace/pipeline.hpp"
 #include "attn_trace/problem.hpp"
+#include "attn_trace/problem_overrides.hpp"
 #include "attn_trace/render.hpp"
 #include "fuzz_limits.hpp"
 
@@ -86,6 +91,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         return 0;
     }
     if (!fuzz::small_enough(problem)) return 0;
+    // The mask option comes from the input's length, so that a saved input replays the same way.
+    static const char* const mask_options[] = {nullptr, "none", "causal", "window:2", R"(["causal", {"window": {"left": 1, "right": 0}}])"};
+    if (const char* mask = mask_options[size / 12 % 5]) {
+        ProblemOverrides overrides;
+        overrides.mask = mask;
+        try {
+            apply_overrides(problem, overrides);
+        } catch (const Error&) {
+            return 0;
+        }
+    }
     // The block sizes come from the input's length, so that a saved input replays the same way.
     const TiledOptions tiled{1 + size % 3, 1 + size / 3 % 4};
     for (const Dtype dtype : {Dtype::f64, Dtype::f32}) {

@@ -29,8 +29,9 @@ packages=(
   # poppler-utils (pdftotext) reads the compiled LaTeX's text and pandoc renders the
   # Markdown's maths as other readers than GitHub would (tests/cli/latex_boxes.sh)
   catch2 texlive-latex-base cmark-gfm man-db chromium chromium-driver python3 python3-selenium poppler-utils pandoc
-  # the Python package (pip install ., docs/PYTHON.md): its headers and Debian's venv
-  python3-dev python3-venv
+  # the Python package (pip install ., docs/PYTHON.md): Python's headers (python3-dev, and
+  # Debian 12's libpython3.11-dev that holds Python.h) and Debian's venv
+  python3-dev libpython3.11-dev python3-venv
   # the second compiler: the clang build of everything and the fuzz targets (tools/fuzz.sh)
   clang libclang-rt-14-dev
 )

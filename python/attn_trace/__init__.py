@@ -18,13 +18,14 @@ from typing import Any
 from . import _core
 from ._errors import BackendUnavailable, Error, InternalError, ProblemError
 from ._problem import size_bytes, source_of
+from ._sdpa import get_num_threads, scaled_dot_product_attention, set_num_threads
 from ._trace import Step, Steps, Trace
 
 __version__: str = _core.version
 
 __all__ = ["run", "decode", "tiled", "grad", "permute", "explain", "check", "exercise", "Trace", "Step", "Steps",
            "Explanation", "CheckResult", "Worksheet", "Error", "ProblemError", "BackendUnavailable", "InternalError",
-           "__version__"]
+           "scaled_dot_product_attention", "set_num_threads", "get_num_threads", "__version__"]
 
 
 def _call(function: Any, problem: Any, arrays: dict[str, Any], options: dict[str, Any]) -> Any:

@@ -58,12 +58,13 @@ Examples:
         CheckRequest request;
         request.files = o.files;
         request.golden = o.golden;
-        request.overrides = {o.mask, o.scale, o.empty_rows, check->count("--dtype") ? std::optional<std::string>(o.dtype) : std::nullopt, std::nullopt};
-        request.atol = o.atol;
-        request.rtol = o.rtol;
-        request.tiled = {whole_number_option("--block-q", o.block_q, 1), whole_number_option("--block-k", o.block_k, 1)};
-        request.decode.prefill = whole_number_option("--prefill", o.prefill, 0);
-        request.backend = o.backend;
+        CheckOptions& options = request.options;
+        options.overrides = {o.mask, o.scale, o.empty_rows, check->count("--dtype") ? std::optional<std::string>(o.dtype) : std::nullopt, std::nullopt};
+        options.atol = o.atol;
+        options.rtol = o.rtol;
+        options.tiled = {whole_number_option("--block-q", o.block_q, 1), whole_number_option("--block-k", o.block_k, 1)};
+        options.decode.prefill = whole_number_option("--prefill", o.prefill, 0);
+        options.run.backend = o.backend;
         request.allow_nonfinite = o.allow_nonfinite;
         request.budget = o.budget;
         // Each file's lines as soon as it is checked; a bad file's error on standard error.

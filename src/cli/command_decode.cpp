@@ -37,13 +37,11 @@ Examples:
     decode->add_option("--bytes", o.bytes, "bytes per cached number for the cache size (default 8 for f64, 4 for f32, 2 for f16 and bf16)");
     decode->add_option("--tokens", o.tokens, "cache length for the total cache size (default m, the problem's keys)");
     decode->callback([&exit_code] {
-        DecodeOptions decode_options;
-        decode_options.prefill = whole_number_option("--prefill", o.prefill, 0);
-        decode_options.layers = static_cast<int>(whole_number_option("--layers", o.layers, 1));
-        if (o.bytes != 0) decode_options.bytes = o.bytes;
-        if (o.tokens != -1) decode_options.tokens = whole_number_option("--tokens", o.tokens, 0);
         auto request = trace_request<DecodeRequest>(options);
-        request.decode = decode_options;
+        request.decode.prefill = whole_number_option("--prefill", o.prefill, 0);
+        request.decode.layers = static_cast<int>(whole_number_option("--layers", o.layers, 1));
+        if (o.bytes != 0) request.decode.bytes = o.bytes;
+        if (o.tokens != -1) request.decode.tokens = whole_number_option("--tokens", o.tokens, 0);
         print_result(decode_command(load_with_overrides(options), request), options);
         exit_code = 0;
     });

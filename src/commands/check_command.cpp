@@ -26,9 +26,10 @@ double check_trace_bytes(const Problem& p, const CheckOptions& options, const st
     return bytes;
 }
 
-CheckResult check_file(const std::string& file, const CheckRequest& request, CheckOptions options) {
+CheckResult check_file(const std::string& file, const CheckRequest& request) {
     const Problem problem = load_problem(file, request.allow_nonfinite);
-    options.run.dtype = request.overrides.dtype ? parse_dtype(*request.overrides.dtype, "⟦dtype⟧") : problem.dtype.value_or(Dtype::f64);
+    CheckOptions options = request.options;
+    options.run.dtype = options.overrides.dtype ? parse_dtype(*options.overrides.dtype, "⟦dtype⟧") : problem.dtype.value_or(Dtype::f64);
     std::optional<Trace> golden;
     if (!request.golden.empty()) golden = load_golden_trace(request.golden);
     refuse_over_budget(problem, "check", check_trace_bytes(problem, options, golden ? golden->command : ""), request.budget);
@@ -65,21 +66,15 @@ int CheckReport::exit_code() const {
 
 CheckReport check_command(const CheckRequest& request, const std::function<void(const CheckedFile&)>& each) {
     if (!request.golden.empty() && request.files.size() != 1) throw InputError("⟦golden⟧ compares one problem file with one trace");
-    if (request.golden.empty() && (request.overrides.mask || request.overrides.scale || request.overrides.empty_rows))
+    const ProblemOverrides& overrides = request.options.overrides;
+    if (request.golden.empty() && (overrides.mask || overrides.scale || overrides.empty_rows))
         throw InputError("⟦mask⟧, ⟦scale⟧ and ⟦empty_rows⟧ replace a golden trace's settings: give them with ⟦golden⟧ (an expect file's own settings are "
                          "its problem's)");
-    CheckOptions options;
-    options.run = {Dtype::f64, request.backend};
-    options.atol = request.atol;
-    options.rtol = request.rtol;
-    options.tiled = request.tiled;
-    options.decode = request.decode;
-    options.overrides = request.overrides;
     CheckReport report;
     for (const auto& file : request.files) {
         CheckedFile checked{file, std::nullopt, ""};
         try {
-            checked.result = check_file(file, request, options);
+            checked.result = check_file(file, request);
         } catch (const BackendUnavailable&) {
             throw;  // the same for every file: stop with exit 3
         } catch (const Error& error) {

@@ -12,6 +12,7 @@
 #include "attn_trace/errors.hpp"
 #include "attn_trace/problem.hpp"
 #include "json/json_text.hpp"
+#include "model_directory.hpp"
 #include "model_families.hpp"
 
 namespace attn_trace {
@@ -30,76 +31,6 @@ const std::vector<std::string> decided_keys = {"heads", "kv_heads", "rope", "sca
 const std::vector<std::string> rope_keys = {"rope_type", "type", "rope_theta", "factor", "original_max_position_embeddings", "low_freq_factor",
                                             "high_freq_factor", "beta_fast", "beta_slow", "attention_factor", "mscale", "mscale_all_dim",
                                             "truncate", "partial_rotary_factor"};
-
-// One model directory's config and tensors, and the messages that name them.
-class ModelDirectory {
-public:
-    ModelDirectory(const std::string& dir_name, ArraySource& arrays, const JsonReader& problem) : name_(dir_name), arrays_(arrays), problem_(problem) {
-        const std::string dir = arrays.resolve(dir_name);
-        config_path_ = (std::filesystem::path(dir) / "config.json").lexically_normal().string();
-        if (!std::filesystem::is_directory(dir))
-            problem.fail("$.checkpoint.model", fmt::format("\"{}\" is not a folder: expected a model directory holding config.json and model.safetensors", dir_name));
-        config_ = read_json_file(config_path_, "the model's config");
-        if (!config_.is_object()) JsonReader(config_path_).fail("$", "expected the model's configuration object, found " + describe_json(config_));
-        at_ = "$";
-        if (config_.contains("text_config") && config_["text_config"].is_object()) {  // a multimodal config: its text part
-            outer_type_ = config_.value("model_type", "");
-            config_ = json(config_["text_config"]);
-            at_ = "$.text_config";
-        }
-        index_tensors(dir);
-    }
-
-    const json& config() const { return config_; }
-    const std::string& outer_type() const { return outer_type_; }
-    std::string path(const std::string& field) const { return at_ + "." + field; }
-    [[noreturn]] void fail(const std::string& field, const std::string& what) const { JsonReader(config_path_).fail(path(field), what); }
-    bool has(const std::string& field) const { return config_.contains(field) && !config_[field].is_null(); }
-
-    double number(const std::string& field) const {
-        if (!has(field)) fail(field, "needs this field: attn-trace cannot size the layer without it");
-        return JsonReader(config_path_).number(config_[field], path(field));
-    }
-    long whole(const std::string& field, long min) const {
-        if (!has(field)) fail(field, "needs this field: attn-trace cannot size the layer without it");
-        return JsonReader(config_path_).whole_number(config_[field], path(field), min, 1L << 30);
-    }
-
-    // A true/false field: one spelt "true" or "yes" is refused, not read as false.
-    bool flag(const std::string& field, bool absent) const { return has(field) ? JsonReader(config_path_).boolean(config_[field], path(field)) : absent; }
-
-    // Every tensor name and the file (relative to the problem file) that holds it.
-    const std::map<std::string, std::string>& tensors() const { return tensors_; }
-    json reference(const std::string& tensor) const { return {{"safetensors", tensors_.at(tensor)}, {"tensor", tensor}}; }
-    std::vector<std::size_t> shape(const std::string& tensor) const { return arrays_.safetensors(tensors_.at(tensor)).tensor(tensor).shape; }
-    std::string dtype(const std::string& tensor) const { return arrays_.safetensors(tensors_.at(tensor)).tensor(tensor).dtype; }
-
-private:
-    // model.safetensors, or the shards model.safetensors.index.json maps each tensor to.
-    void index_tensors(const std::string& dir) {
-        const auto single = std::filesystem::path(dir) / "model.safetensors";
-        const auto index = std::filesystem::path(dir) / "model.safetensors.index.json";
-        const auto relative = [&](const std::string& file) { return (std::filesystem::path(name_) / file).lexically_normal().string(); };
-        if (std::filesystem::exists(single)) {
-            const std::string file = relative("model.safetensors");
-            for (const auto& t : arrays_.safetensors(file).tensors()) tensors_[t.name] = file;
-            return;
-        }
-        if (!std::filesystem::exists(index))
-            problem_.fail("$.checkpoint.model", fmt::format("\"{}\" holds neither model.safetensors nor model.safetensors.index.json", name_));
-        const json map = read_json_file(index.string(), "the index of the shards");
-        const JsonReader reader(index.string());
-        if (!map.is_object() || !map.contains("weight_map") || !map["weight_map"].is_object())
-            reader.fail("$.weight_map", "expected an object naming the shard of every tensor");
-        for (const auto& [tensor, shard] : map["weight_map"].items()) tensors_[tensor] = relative(reader.string(shard, "$.weight_map." + tensor));
-    }
-
-    std::string name_, config_path_, outer_type_, at_;
-    ArraySource& arrays_;
-    const JsonReader& problem_;
-    json config_;
-    std::map<std::string, std::string> tensors_;
-};
 
 struct LayerKind {
     std::string type = "full_attention";

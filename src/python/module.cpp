@@ -21,6 +21,7 @@
 #include "attn_trace/exercise.hpp"
 #include "attn_trace/explain.hpp"
 #include "attn_trace/render.hpp"
+#include "attn_trace/sdpa_command.hpp"
 #include "attn_trace/format_table.hpp"
 #include "attn_trace/trace_commands.hpp"
 #include "attn_trace/version.hpp"
@@ -203,6 +204,47 @@ void bind_check(nb::module_& m) {
         });
 }
 
+using Array4 = nb::ndarray<const double, nb::ndim<4>, nb::c_contig, nb::device::cpu>;
+
+void bind_sdpa(nb::module_& m) {
+    m.def(
+        "sdpa",
+        [](Array4 query, Array4 key, Array4 value, std::optional<Array4> mask, bool is_causal, double scale, const std::string& dtype, int threads) {
+            SdpaRequest r;
+            r.batch = query.shape(0);
+            r.heads = query.shape(1);
+            r.L = query.shape(2);
+            r.E = query.shape(3);
+            r.kv_heads = key.shape(1);
+            r.S = key.shape(2);
+            r.Ev = value.shape(3);
+            if (key.shape(0) != r.batch || value.shape(0) != r.batch || value.shape(1) != r.kv_heads || value.shape(2) != r.S || key.shape(3) != r.E)
+                throw InputError(fmt::format("query (B, H, L, E) = ({}, {}, {}, {}), key ({}, {}, {}, {}) and value ({}, {}, {}, {}) do not fit", r.batch, r.heads,
+                                             r.L, r.E, key.shape(0), key.shape(1), key.shape(2), key.shape(3), value.shape(0), value.shape(1),
+                                             value.shape(2), value.shape(3)));
+            r.query = query.data();
+            r.key = key.data();
+            r.value = value.data();
+            if (mask) {
+                r.mask = mask->data();
+                r.mask_batch = mask->shape(0);
+                r.mask_heads = mask->shape(1);
+            }
+            r.is_causal = is_causal;
+            r.scale = scale;
+            r.dtype = dtype == "f64" ? Dtype::f64 : Dtype::f32;
+            r.threads = threads;
+            auto* out = new std::vector<double>(r.batch * r.heads * r.L * r.Ev);
+            nb::capsule owner(out, [](void* p) noexcept { delete static_cast<std::vector<double>*>(p); });
+            {
+                nb::gil_scoped_release release;
+                sdpa_command(r, out->data());
+            }
+            return nb::ndarray<nb::numpy, double, nb::ndim<4>>(out->data(), {r.batch, r.heads, r.L, r.Ev}, owner);
+        },
+        "query"_a, "key"_a, "value"_a, "mask"_a = nb::none(), "is_causal"_a = false, "scale"_a, "dtype"_a = "f32", "threads"_a = 0);
+}
+
 void bind_commands(nb::module_& m) {
     const auto release = nb::call_guard<nb::gil_scoped_release>();
     m.def(
@@ -272,13 +314,14 @@ void bind_commands(nb::module_& m) {
             CheckRequest request;
             request.files = files;
             request.golden = golden;
-            request.overrides = ProblemOverrides{mask, scale, empty_rows, dtype, std::nullopt};
-            request.atol = atol;
-            request.rtol = rtol;
+            CheckOptions& options = request.options;
+            options.overrides = ProblemOverrides{mask, scale, empty_rows, dtype, std::nullopt};
+            options.atol = atol;
+            options.rtol = rtol;
             if (block_q == 0 || block_k == 0) throw InputError("⟦block_q⟧ and ⟦block_k⟧: a block holds at least 1 row or key");
-            request.tiled = TiledOptions{block_q, block_k};
-            request.decode.prefill = prefill;
-            request.backend = backend;
+            options.tiled = TiledOptions{block_q, block_k};
+            options.decode.prefill = prefill;
+            options.run.backend = backend;
             request.allow_nonfinite = allow_nonfinite;
             request.budget.memory = max_memory;
             return check_command(request);
@@ -328,5 +371,6 @@ NB_MODULE(_core, m) {
     nb::register_exception_translator(attn_trace::translate_errors);
     attn_trace::bind_result(m);
     attn_trace::bind_check(m);
+    attn_trace::bind_sdpa(m);
     attn_trace::bind_commands(m);
 }

@@ -12,12 +12,10 @@ namespace attn_trace {
 
 struct CheckRequest {
     std::vector<std::string> files;
-    std::string golden;            // a trace written by `run --format json` ("" for none): one file only
-    ProblemOverrides overrides;    // with a golden: replace its settings (dtype for any file)
-    std::optional<double> atol, rtol;
-    TiledOptions tiled;            // for files whose steps carry tile
-    DecodeOptions decode;          // for files whose steps carry t
-    std::string backend = "cpu";
+    std::string golden;  // a trace written by `run --format json` ("" for none): one file only
+    // The backend, the tolerances, decode's and tiled's options, and with a golden the
+    // settings that replace its own (overrides.dtype applies to any file).
+    CheckOptions options;
     bool allow_nonfinite = false;
     Budget budget;
 };
