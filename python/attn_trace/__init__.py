@@ -11,6 +11,7 @@ same library, with the CLI's options in snake case::
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 from typing import Any
@@ -58,13 +59,16 @@ def _interruptible(function: Any, kwargs: dict[str, Any]) -> Any:
     return outcome["value"]
 
 
+def _mask_text(mask: Any) -> str | None:
+    """A mask as the commands read it: a string form as it is, a list or dict as JSON."""
+    return None if mask is None else mask if isinstance(mask, str) else json.dumps(mask)
+
+
 def _problem_options(mask: str | list | dict | None, scale: str | float | None, empty_rows: str | None,
                      dtype: str | None, train: bool | None, backend: str, max_memory: int | str,
                      allow_nonfinite: bool) -> dict[str, Any]:
-    import json
-
     return {
-        "mask": None if mask is None else mask if isinstance(mask, str) else json.dumps(mask),
+        "mask": _mask_text(mask),
         "scale": None if scale is None else str(scale),
         "empty_rows": empty_rows, "dtype": dtype, "train": train, "backend": backend,
         "max_memory": max_memory, "allow_nonfinite": allow_nonfinite,
@@ -188,7 +192,7 @@ def check(*files: str | os.PathLike, golden: str | os.PathLike | None = None, ma
         raise ProblemError("check needs at least one problem file")
     return CheckResult(_interruptible(_core.check, {
         "files": [os.fspath(f) for f in files], "golden": os.fspath(golden) if golden is not None else "",
-        "mask": None if mask is None else mask if isinstance(mask, str) else __import__("json").dumps(mask),
+        "mask": _mask_text(mask),
         "scale": None if scale is None else str(scale), "empty_rows": empty_rows, "dtype": dtype, "backend": backend,
         "atol": atol, "rtol": rtol, "block_q": block_q, "block_k": block_k, "prefill": prefill,
         "allow_nonfinite": allow_nonfinite, "max_memory": max_memory}))

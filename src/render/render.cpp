@@ -1,18 +1,11 @@
 #include <algorithm>
-#include <cctype>
-#include <cstring>
-#include <regex>
-#include <stdexcept>
 #include <cmath>
-#include <optional>
-#include <utility>
 
 #include <fmt/format.h>
 
 #include "attn_trace/number_text.hpp"
 #include "attn_trace/render.hpp"
 #include "attn_trace/render_html.hpp"
-#include "attn_trace/text_width.hpp"
 
 namespace attn_trace {
 
