@@ -11,68 +11,23 @@ same library, with the CLI's options in snake case::
 
 from __future__ import annotations
 
-import json
 import os
-import threading
+import warnings
 from typing import Any
 
 from . import _core
 from ._errors import BackendUnavailable, Error, InternalError, ProblemError
-from ._problem import size_bytes, source_of
+from ._calls import _call, _interruptible, _mask_text, _problem_options
+from ._problem import Problem
+from ._reports import Report, cost, load, precision, random, variance
 from ._sdpa import get_num_threads, scaled_dot_product_attention, set_num_threads
 from ._trace import Step, Steps, Trace
 
 __version__: str = _core.version
 
-__all__ = ["run", "decode", "tiled", "grad", "permute", "explain", "check", "exercise", "Trace", "Step", "Steps",
-           "Explanation", "CheckResult", "Worksheet", "Error", "ProblemError", "BackendUnavailable", "InternalError",
+__all__ = ["run", "decode", "tiled", "grad", "permute", "explain", "check", "exercise", "cost", "variance", "precision",
+           "random", "load", "Problem", "Report", "Trace", "Step", "Steps", "Explanation", "CheckResult", "Worksheet", "Error", "ProblemError", "BackendUnavailable", "InternalError",
            "scaled_dot_product_attention", "set_num_threads", "get_num_threads", "__version__"]
-
-
-def _call(function: Any, problem: Any, arrays: dict[str, Any], options: dict[str, Any]) -> Any:
-    """Calls the extension with the problem's source and the options."""
-    kwargs = dict(source_of(problem, arrays))
-    kwargs.update(options)
-    return _interruptible(function, kwargs)
-
-
-def _interruptible(function: Any, kwargs: dict[str, Any]) -> Any:
-    """Calls the extension on a worker thread, so that Ctrl-C (a notebook's interrupt)
-    raises KeyboardInterrupt here within a tenth of a second. The work itself cannot be
-    stopped midway: it finishes in the background and its result is dropped."""
-    if "max_memory" in kwargs:
-        kwargs["max_memory"] = size_bytes(kwargs["max_memory"], "max_memory")
-    outcome: dict[str, Any] = {}
-
-    def work() -> None:
-        try:
-            outcome["value"] = function(**kwargs)
-        except BaseException as error:  # handed to the caller's thread
-            outcome["error"] = error
-
-    worker = threading.Thread(target=work, name="attn_trace", daemon=True)
-    worker.start()
-    while worker.is_alive():
-        worker.join(0.1)
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome["value"]
-
-
-def _mask_text(mask: Any) -> str | None:
-    """A mask as the commands read it: a string form as it is, a list or dict as JSON."""
-    return None if mask is None else mask if isinstance(mask, str) else json.dumps(mask)
-
-
-def _problem_options(mask: str | list | dict | None, scale: str | float | None, empty_rows: str | None,
-                     dtype: str | None, train: bool | None, backend: str, max_memory: int | str,
-                     allow_nonfinite: bool) -> dict[str, Any]:
-    return {
-        "mask": _mask_text(mask),
-        "scale": None if scale is None else str(scale),
-        "empty_rows": empty_rows, "dtype": dtype, "train": train, "backend": backend,
-        "max_memory": max_memory, "allow_nonfinite": allow_nonfinite,
-    }
 
 
 def run(problem: Any = None, *, mask: Any = None, scale: Any = None, empty_rows: str | None = None,
@@ -190,12 +145,18 @@ def check(*files: str | os.PathLike, golden: str | os.PathLike | None = None, ma
     """``attn-trace check FILE…``: every file's expect entries, or one file against a golden trace."""
     if not files:
         raise ProblemError("check needs at least one problem file")
-    return CheckResult(_interruptible(_core.check, {
+    result = CheckResult(_interruptible(_core.check, {
         "files": [os.fspath(f) for f in files], "golden": os.fspath(golden) if golden is not None else "",
         "mask": _mask_text(mask),
         "scale": None if scale is None else str(scale), "empty_rows": empty_rows, "dtype": dtype, "backend": backend,
         "atol": atol, "rtol": rtol, "block_q": block_q, "block_k": block_k, "prefill": prefill,
         "allow_nonfinite": allow_nonfinite, "max_memory": max_memory}))
+    # What the CLI writes on standard error for a file it could not read (its line in the
+    # text says ERROR) is a warning here, with the same words.
+    for file in result.files:
+        if file["error"] is not None:
+            warnings.warn(f"attn-trace: error: {file['error']}", RuntimeWarning, stacklevel=2)
+    return result
 
 
 class Worksheet(str):

@@ -42,6 +42,38 @@ def _plain(value: Any) -> Any:
     return value
 
 
+class Problem:
+    """A problem read and checked once (``attn_trace.load``, ``attn_trace.random``): every
+    command takes it where it takes a path (docs/PYTHON.md#problems)."""
+
+    def __init__(self, source: dict[str, Any], facts: dict[str, Any]):
+        self._source = source
+        for name in ("title", "batch", "n", "m", "heads", "kv_heads", "d_k", "d_v", "d_model"):
+            setattr(self, name, facts[name])
+        self.tokens: list[str] = list(facts["tokens"])
+
+    def to_json(self, path: str | os.PathLike | None = None) -> str:
+        """The problem file's text, which ``attn-trace run`` reads to the same trace; written
+        to ``path`` too when given. A problem loaded from a file is that file's text: paths
+        inside it (a checkpoint, an array file) stay relative to the file's own folder."""
+        from . import _core
+
+        if "path" in self._source:
+            with open(self._source["path"], encoding="utf-8") as file:
+                text = file.read()
+        else:
+            text = _core.problem_file_text(self._source["text"])
+        if path is not None:
+            with open(path, "w", encoding="utf-8") as file:
+                file.write(text)
+        return text
+
+    def __repr__(self) -> str:
+        title = f" {self.title!r}:" if self.title else ""
+        return (f"<attn_trace.Problem{title} batch {self.batch}, n = {self.n}, m = {self.m}, {self.heads} head"
+                f"{'' if self.heads == 1 else 's'}, d_k = {self.d_k}, d_v = {self.d_v}>")
+
+
 def source_of(problem: Any, arrays: dict[str, Any]) -> dict[str, Any]:
     """The keyword arguments of the extension's ``path=`` / ``text=`` / ``label=``."""
     if problem is not None and arrays:
@@ -51,6 +83,8 @@ def source_of(problem: Any, arrays: dict[str, Any]) -> dict[str, Any]:
         if not arrays:
             raise ProblemError("no problem: give a path, JSON text, a dict, or arrays such as Q=…, K=…, V=…")
         problem = arrays
+    if isinstance(problem, Problem):
+        return dict(problem._source)
     if isinstance(problem, os.PathLike):
         return {"path": os.fspath(problem)}
     if isinstance(problem, str):

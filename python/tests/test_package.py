@@ -28,19 +28,26 @@ def cli(*args: str) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.stem)
-def test_run_text_and_json_equal_the_cli_bytes(example: Path) -> None:
-    for format in ("text", "json"):
-        args = ["run", str(example.relative_to(SOURCE)), "--format", format]
-        expected = cli(*args, *(["--color", "never"] if format == "text" else []))
-        if expected.returncode != 0:
-            with pytest.raises(attn_trace.Error) as error:
-                attn_trace.run(str(example))
-            assert expected.stderr.strip() == f"attn-trace: error: {error.value}".replace(str(example), str(example.relative_to(SOURCE)))
-            assert error.value.exit_code == expected.returncode
-            return
-        os.chdir(SOURCE)
-        trace = attn_trace.run(str(example.relative_to(SOURCE)))
-        assert trace.render(format) == expected.stdout
+def test_run_in_every_format_equals_the_cli_bytes(example: Path) -> None:
+    os.chdir(SOURCE)
+    name = str(example.relative_to(SOURCE))
+    expected = cli("run", name, "--color", "never")
+    if expected.returncode != 0:
+        with pytest.raises(attn_trace.Error) as error:
+            attn_trace.run(str(example))
+        assert expected.stderr.strip() == f"attn-trace: error: {error.value}".replace(str(example), name)
+        assert error.value.exit_code == expected.returncode
+        return
+    trace = attn_trace.run(name)
+    assert trace.render("text") == expected.stdout
+    # csv writes one step: the weights, where the example has them.
+    for format, options in [("json", []), ("markdown", []), ("latex", []), ("html", []), ("csv", ["--steps", "weights"])]:
+        expected = cli("run", name, "--format", format, *options)
+        if expected.returncode != 0:  # a format this example cannot take (csv of a fast-path run): the same refusal
+            with pytest.raises(attn_trace.ProblemError, match="."):
+                trace.render(format, steps=options[1:])
+            continue
+        assert trace.render(format, steps=options[1:]) == expected.stdout, format
 
 
 @pytest.mark.parametrize("format", ["text", "json", "markdown", "latex", "html"])
@@ -243,6 +250,14 @@ def test_check_returns_its_result_and_the_clis_text(tmp_path: Path) -> None:
     assert attn_trace.check("examples/damaged_on_arrival.json", golden=golden).exit_code == 0
     replaced = attn_trace.check("examples/damaged_on_arrival.json", golden=golden, mask="none")
     assert replaced.exit_code == 1 and "note: --mask none replaces the golden's mask causal" in str(replaced)
+    # A file the CLI cannot read: its line says ERROR, its message (the CLI's standard error) a warning.
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"Q": [[1, 0]]')
+    expected = cli("check", str(broken))
+    with pytest.warns(RuntimeWarning) as caught:
+        result = attn_trace.check(broken)
+    assert [str(w.message) for w in caught] == expected.stderr.splitlines()
+    assert str(result) == expected.stdout and result.exit_code == expected.returncode == 2
 
 
 @pytest.mark.parametrize("format", ["markdown", "latex", "text", "json"])

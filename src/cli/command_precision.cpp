@@ -1,12 +1,11 @@
 // `precision`: f64, f32, f16 and bf16 side by side (docs/COMMANDS.md#precision).
 #include <fstream>
 #include <iostream>
-#include <stdexcept>
 
 #include <fmt/format.h>
 
 #include "attn_trace/errors.hpp"
-#include "attn_trace/precision.hpp"
+#include "attn_trace/report_commands.hpp"
 #include "commands.hpp"
 #include "budget_options.hpp"
 #include "trace_options.hpp"
@@ -20,18 +19,6 @@ struct PrecisionCommandOptions {
     bool no_max_shift = false;
     std::string svg;
 };
-
-std::string rendered(const PrecisionReport& report, Format format) {
-    switch (format) {
-        case Format::json: return precision_json(report);
-        case Format::markdown: return precision_markdown(report);
-        case Format::latex: return precision_latex(report);
-        case Format::text: return precision_text(report);
-        case Format::csv:
-        case Format::html: break;  // not in formats_of(for_precision): the option refuses them
-    }
-    throw std::logic_error("precision: a format outside for_precision");
-}
 
 void add_precision_command(CLI::App& app, int& exit_code) {
     static PrecisionCommandOptions o;
@@ -59,14 +46,16 @@ Examples:
     add_memory_option(*precision, o.problem.budget);
     precision->callback([&exit_code] {
         const Problem problem = load_with_overrides(o.problem);
-        // Four full traces, one per type, are held at once.
-        refuse_over_budget(problem, "precision", 4 * full_trace_bytes(problem), o.problem.budget);
-        const PrecisionReport report = measure_precision(problem, PrecisionOptions{!o.no_max_shift, o.problem.backend});
+        PrecisionRequest request;
+        request.backend = o.problem.backend;
+        request.budget = o.problem.budget;
+        request.max_shift = !o.no_max_shift;
+        const PrecisionReport report = precision_command(problem, request);
         if (!o.svg.empty()) {
             std::ofstream out(o.svg);
             if (!out || !(out << precision_svg(report))) throw InputError(fmt::format("{}: cannot write the file", o.svg));
         }
-        std::cout << rendered(report, o.problem.output.format);
+        std::cout << render_precision(report, o.problem.output.format);
         exit_code = 0;
     });
 }

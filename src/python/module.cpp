@@ -25,30 +25,12 @@
 #include "attn_trace/format_table.hpp"
 #include "attn_trace/trace_commands.hpp"
 #include "attn_trace/version.hpp"
+#include "bindings.hpp"
 
 namespace nb = nanobind;
 using namespace nb::literals;
 
 namespace attn_trace {
-
-namespace {
-
-// Every error reaches Python as the package's own class for its exit code, with the CLI's
-// message: ProblemError (2), BackendUnavailable (3), InternalError (4).
-void raise_as(const char* name, const std::string& message) {
-    nb::object error_class = nb::module_::import_("attn_trace._errors").attr(name);
-    PyErr_SetString(error_class.ptr(), message.c_str());
-}
-
-void translate_errors(const std::exception_ptr& error, void*) {
-    try {
-        std::rethrow_exception(error);
-    } catch (const Error& e) {
-        raise_as(e.exit_code() == 3 ? "BackendUnavailable" : e.exit_code() == 2 ? "ProblemError" : "InternalError", cli_message(e));
-    } catch (const std::bad_alloc&) {
-        raise_as("ProblemError", "out of memory (the problem is too large for this machine; max_memory sets the budget)");
-    }
-}
 
 ProblemSource source_of(const std::optional<std::string>& path, const std::optional<std::string>& text, const std::string& label, bool allow_nonfinite) {
     if (path.has_value() == text.has_value()) throw InputError("a problem is a path or JSON text: give one");
@@ -68,6 +50,31 @@ MathStyle math_of(const std::string& name) {
     const auto found = std::find(names.begin(), names.end(), name);
     if (found == names.end()) throw InputError(fmt::format("⟦math⟧ {}: expected one of {}", name, fmt::join(names, ", ")));
     return static_cast<MathStyle>(found - names.begin());
+}
+
+Problem problem_of(const std::optional<std::string>& path, const std::optional<std::string>& text, const std::string& label, bool allow_nonfinite,
+                   const std::optional<std::string>& mask, const std::optional<std::string>& scale, const std::optional<std::string>& empty_rows,
+                   const std::optional<std::string>& dtype, std::optional<bool> train) {
+    return load_with_overrides(source_of(path, text, label, allow_nonfinite), ProblemOverrides{mask, scale, empty_rows, dtype, train});
+}
+
+namespace {
+
+// Every error reaches Python as the package's own class for its exit code, with the CLI's
+// message: ProblemError (2), BackendUnavailable (3), InternalError (4).
+void raise_as(const char* name, const std::string& message) {
+    nb::object error_class = nb::module_::import_("attn_trace._errors").attr(name);
+    PyErr_SetString(error_class.ptr(), message.c_str());
+}
+
+void translate_errors(const std::exception_ptr& error, void*) {
+    try {
+        std::rethrow_exception(error);
+    } catch (const Error& e) {
+        raise_as(e.exit_code() == 3 ? "BackendUnavailable" : e.exit_code() == 2 ? "ProblemError" : "InternalError", cli_message(e));
+    } catch (const std::bad_alloc&) {
+        raise_as("ProblemError", "out of memory (the problem is too large for this machine; max_memory sets the budget)");
+    }
 }
 
 // A step's values as a float64 array of its own (the trace may go before the array does).
@@ -138,31 +145,6 @@ void bind_result(nb::module_& m) {
             },
             "steps"_a = std::vector<std::string>{}, "head"_a = nb::none(), "batch"_a = nb::none());
 }
-
-// The arguments every trace command takes: where the problem comes from and what replaces its settings.
-#define ATTN_TRACE_PROBLEM_ARGS                                                                                                                    \
-    const std::optional<std::string>&path, const std::optional<std::string>&text, const std::string &label, bool allow_nonfinite,                \
-        const std::optional<std::string>&mask, const std::optional<std::string>&scale, const std::optional<std::string>&empty_rows,              \
-        const std::optional<std::string>&dtype, std::optional<bool> train, const std::string &backend, std::uint64_t max_memory
-
-template <class Request>
-Request request_of(const std::string& backend, std::uint64_t max_memory) {
-    Request request;
-    request.backend = backend;
-    request.budget.memory = max_memory;
-    return request;
-}
-
-Problem problem_of(const std::optional<std::string>& path, const std::optional<std::string>& text, const std::string& label, bool allow_nonfinite,
-                   const std::optional<std::string>& mask, const std::optional<std::string>& scale, const std::optional<std::string>& empty_rows,
-                   const std::optional<std::string>& dtype, std::optional<bool> train) {
-    return load_with_overrides(source_of(path, text, label, allow_nonfinite), ProblemOverrides{mask, scale, empty_rows, dtype, train});
-}
-
-#define ATTN_TRACE_PROBLEM_NAMES                                                                                                                  \
-    "path"_a = nb::none(), "text"_a = nb::none(), "label"_a = "<problem>", "allow_nonfinite"_a = false, "mask"_a = nb::none(), "scale"_a = nb::none(), \
-    "empty_rows"_a = nb::none(), "dtype"_a = nb::none(), "train"_a = nb::none(), "backend"_a = "cpu", "max_memory"_a = Budget{}.memory
-#define ATTN_TRACE_PROBLEM problem_of(path, text, label, allow_nonfinite, mask, scale, empty_rows, dtype, train)
 
 void bind_check(nb::module_& m) {
     nb::class_<CheckReport>(m, "CheckReport")
@@ -373,4 +355,5 @@ NB_MODULE(_core, m) {
     attn_trace::bind_check(m);
     attn_trace::bind_sdpa(m);
     attn_trace::bind_commands(m);
+    attn_trace::bind_reports(m);
 }
