@@ -25,7 +25,8 @@ packages=(
   # the tests: Catch2 v2; pdflatex compiles every LaTeX output and cmark-gfm renders every
   # Markdown output as GitHub would (tests/cli/*documents.sh); man-db renders the installed
   # man page (tests/cli/install.sh); chromium, chromium-driver and python3-selenium open the
-  # HTML pages headless (tests/cli/browser.sh), python3 also checks docs/ citations;
+  # HTML pages headless (tests/cli/browser.sh) and the notebook's traces in their frames
+  # (python/tests/test_notebook.py), python3 also checks docs/ citations;
   # poppler-utils (pdftotext) reads the compiled LaTeX's text and pandoc renders the
   # Markdown's maths as other readers than GitHub would (tests/cli/latex_boxes.sh)
   catch2 texlive-latex-base cmark-gfm man-db chromium chromium-driver python3 python3-selenium poppler-utils pandoc

@@ -150,7 +150,7 @@ class Trace:
         # trace's in the same notebook, and nothing is fetched from a network.
         page = self.render("html")
         return (f'<iframe class="attn-trace" srcdoc="{html.escape(page, quote=True)}" '
-                'style="width: 100%; height: 600px; border: 1px solid #ccc" '
+                'style="width: 100%; height: 600px; border: 1px solid #ccc; box-sizing: border-box" '
                 'sandbox="allow-scripts"></iframe>')
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:

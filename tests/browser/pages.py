@@ -21,15 +21,9 @@ import sys
 import tempfile
 import time
 
-try:
-    from selenium import webdriver
-    from selenium.webdriver.chrome.options import Options
-    from selenium.webdriver.chrome.service import Service
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.common.keys import Keys
-except ImportError:
-    print("SKIP: python3-selenium is not installed (bash tools/setup.sh installs it)")
-    sys.exit(77)
+from chromium import console_messages, start_browser  # first: it exits 77 (skipped) where selenium is missing
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
 
 BINARY = os.environ["ATTN_TRACE"]
 SOURCE = os.environ["SOURCE_DIR"]
@@ -55,20 +49,6 @@ def check(condition, what):
         print("FAIL:", what)
 
 
-def start_browser():
-    for program in ("chromium", "chromedriver"):
-        if shutil.which(program) is None:
-            print(f"SKIP: {program} is not installed (bash tools/setup.sh installs chromium and chromium-driver)")
-            sys.exit(77)
-    options = Options()
-    options.binary_location = shutil.which("chromium")
-    for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1400,900",
-                     f"--user-data-dir={WORK}/profile"):
-        options.add_argument(argument)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    return webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=options)
-
-
 def open_page(driver, name, args, dark=False):
     """Writes the page of `attn-trace ARGS --format html`, opens it, and checks
     what every page must: self-contained, no console errors."""
@@ -79,7 +59,7 @@ def open_page(driver, name, args, dark=False):
     check("http:" not in html and "https:" not in html and " src=" not in html, f"{name}: the page refers to something outside it")
     driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme", "value": "dark" if dark else "light"}]})
     driver.get("file://" + path)
-    errors = [entry for entry in driver.get_log("browser") if entry["level"] in ("SEVERE", "WARNING")]
+    errors = console_messages(driver)
     check(not errors, f"{name}: console messages {errors}")
     return html
 
@@ -459,7 +439,7 @@ def test_print(driver):
 def main():
     os.makedirs(SHOTS, exist_ok=True)
     started = time.time()
-    driver = start_browser()
+    driver = start_browser(f"{WORK}/profile")
     try:
         run_size = test_run(driver)
         readme_size = test_readme_page(driver)
