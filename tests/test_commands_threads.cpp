@@ -24,7 +24,9 @@ const std::string causal_problem = testing::damaged_keys + R"(, "mask": "causal"
 std::vector<double> traced_numbers(bool fast) {
     RunRequest request;
     request.fast = fast;
-    const ProblemSource source{.text = causal_problem, .label = "<threads>"};
+    ProblemSource source;
+    source.text = causal_problem;
+    source.label = "<threads>";
     std::vector<double> numbers;
     for (const Step& step : run_command(load_with_overrides(source, {}), request).trace.steps)
         numbers.insert(numbers.end(), step.values.data().begin(), step.values.data().end());
@@ -40,7 +42,13 @@ std::vector<double> sdpa_out(int threads) {
         k[i] = std::cos(0.11 * static_cast<double>(i));
         v[i] = std::sin(0.05 * static_cast<double>(i) + 1);
     }
-    SdpaRequest r{.batch = 1, .heads = 2, .kv_heads = 2, .L = L, .S = L, .E = E, .Ev = E, .query = q.data(), .key = k.data(), .value = v.data()};
+    SdpaRequest r;
+    r.heads = r.kv_heads = 2;
+    r.L = r.S = L;
+    r.E = r.Ev = E;
+    r.query = q.data();
+    r.key = k.data();
+    r.value = v.data();
     r.is_causal = true;
     r.scale = 1 / std::sqrt(8.0);
     r.threads = threads;

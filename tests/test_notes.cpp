@@ -51,6 +51,7 @@ TEST_CASE("every kind of note the pipelines record has its sentence", "[notes]")
     const Problem mla = load_problem(ATTN_TRACE_SOURCE_DIR "/examples/mla_small.json");
     collect(pipeline_full(mla, {}), kinds);                   // mla
     collect(pipeline_decode(mla, {}, {}), kinds);             // mla_cache_size
+    collect(pipeline_decode(load_problem(ATTN_TRACE_SOURCE_DIR "/tests/models/gemma2/problem.json"), {}, {}), kinds);  // model_cache_size
     const Problem two = problem(R"({"Q": [[1, 0], [0, 1]], "K": [[1, 0], [0, 1]], "V": [[1], [2]]})");
     collect(permutation_trace(two, {}, PermuteOptions{{1, 0}, false}), kinds);  // permutation
     // grad --tiled compares with the untiled gradients only up to 2048² scores: one query
@@ -58,7 +59,7 @@ TEST_CASE("every kind of note the pipelines record has its sentence", "[notes]")
     const std::string many_keys = R"({"Q": [[1]], "K": {"random": {"shape": [4194305, 1], "seed": 2}},
                                       "V": {"random": {"shape": [4194305, 1], "seed": 3}}})";
     collect(pipeline_grad(problem(many_keys), {}, GradOptions{"", std::nullopt, TiledOptions{1, 4194305}, std::nullopt}), kinds);  // grad_tiled_unchecked
-    for (NoteKind kind : {NoteKind::causal_alignment, NoteKind::kv_sharing, NoteKind::decode, NoteKind::prefill, NoteKind::cache_offset, NoteKind::decode_reference, NoteKind::cache_heads, NoteKind::kv_cache_size, NoteKind::kv_cache_sharing, NoteKind::tiled, NoteKind::tile_legend, NoteKind::tile_skipped, NoteKind::more_tiles_skipped, NoteKind::fast_path, NoteKind::empty_rows, NoteKind::nonfinite_inputs, NoteKind::overflow, NoteKind::dropout_train, NoteKind::dropout_eval, NoteKind::mla, NoteKind::mla_cache_size, NoteKind::permutation, NoteKind::grad_tiled_unchecked, NoteKind::rolling_cache, NoteKind::dynamic_rope_decode, NoteKind::checkpoint_rounded}) {
+    for (NoteKind kind : {NoteKind::causal_alignment, NoteKind::kv_sharing, NoteKind::decode, NoteKind::prefill, NoteKind::cache_offset, NoteKind::decode_reference, NoteKind::cache_heads, NoteKind::kv_cache_size, NoteKind::kv_cache_sharing, NoteKind::tiled, NoteKind::tile_legend, NoteKind::tile_skipped, NoteKind::more_tiles_skipped, NoteKind::fast_path, NoteKind::empty_rows, NoteKind::nonfinite_inputs, NoteKind::overflow, NoteKind::dropout_train, NoteKind::dropout_eval, NoteKind::mla, NoteKind::mla_cache_size, NoteKind::model_cache_size, NoteKind::permutation, NoteKind::grad_tiled_unchecked, NoteKind::rolling_cache, NoteKind::dynamic_rope_decode, NoteKind::checkpoint_rounded}) {
         INFO("kind " << static_cast<int>(kind));
         CHECK(kinds.count(kind) == 1);
     }

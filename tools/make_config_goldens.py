@@ -231,7 +231,7 @@ def decode(name, model, ids, problems, same_as_full):
 def rope_summary(cfg, kind):
     rp = getattr(cfg, "rope_parameters", None)
     if rp is None:
-        return "none (ALiBi)"
+        return "none (absolute)" if cfg.model_type in ("gpt2", "bert") else "none (ALiBi)"
     if kind in rp:  # nested by layer type (Gemma 3)
         rp = rp[kind]
     s = f"{rp.get('rope_type', 'default')} θ={rp.get('rope_theta')}"
@@ -242,7 +242,8 @@ def rope_summary(cfg, kind):
 
 def reload_check(folder, ids, problems):
     """from_pretrained(folder) must give the same attention output and weights."""
-    model = transformers.AutoModelForCausalLM.from_pretrained(folder, attn_implementation="eager", dtype=torch.float32).eval()
+    auto = transformers.AutoModel if folder.name.startswith("bert") else transformers.AutoModelForCausalLM
+    model = auto.from_pretrained(folder, attn_implementation="eager", dtype=torch.float32).eval()
     worst = 0.0
     for layer, (_, _, prob, _) in problems.items():
         seen = run_layer(model, ids, layer)
@@ -553,18 +554,55 @@ def deepseek_v3_yarn():
     return r
 
 
+def gpt2_directory():
+    # GPT-2 from its own config.json (n_layer, n_head, n_embd): Conv1D c_attn stored (in, out)
+    # with q | k | v side by side, biases, causal, positions added before layer 0. Its two
+    # scale fields: scale_attn_by_inverse_layer_idx divides layer L's scale by L + 1 (so
+    # layers 0 and 1 differ), reorder_and_upcast_attn only reorders float16 arithmetic.
+    config = transformers.GPT2Config(vocab_size=VOCAB, n_positions=32, n_embd=16, n_layer=2, n_head=4,
+                                     scale_attn_by_inverse_layer_idx=True, reorder_and_upcast_attn=True, bos_token_id=None,
+                                     eos_token_id=None)
+    model = build(transformers.GPT2LMHeadModel, config, 36)
+    ids = random_ids(7, 36)
+    return model, ids, *save("gpt2_directory", model, ids, "Conv1D c_attn, biases, causal, scale_attn_by_inverse_layer_idx "
+                             "(layer L's scale ÷ (L + 1)), reorder_and_upcast_attn", [1, 0])
+
+
+def bert_directory():
+    # BERT's encoder from its own config.json: every key read (no causal mask), positions
+    # added before layer 0; `final` is the attention output's dense, before its residual
+    # add and LayerNorm.
+    config = transformers.BertConfig(vocab_size=VOCAB, hidden_size=16, num_hidden_layers=2, num_attention_heads=4,
+                                     intermediate_size=32, max_position_embeddings=32)
+    model = build(transformers.BertModel, config, 37)
+    ids = random_ids(6, 37)
+    return model, ids, *save("bert_directory", model, ids, "encoder, every key read; final = output dense before the "
+                             "residual add and LayerNorm", [1])
+
+
+MAKERS = ("llama_linear", "llama_dynamic", "llama_yarn", "llama3_scaling", "mistral_window", "qwen2_window", "qwen3_qknorm",
+          "olmo2_qknorm", "gemma2", "gemma3_text", "phi3", "gpt_neox", "bloom", "deepseek_v3_lora", "deepseek_v3_noqlora",
+          "deepseek_v3_yarn", "gpt2_directory", "bert_directory")
+
+
 def main():
+    # Names given on the command line make only those goldens (and none of the derived ones).
+    only = sys.argv[1:]
+    unknown = sorted(set(only) - set(MAKERS))
+    if unknown:
+        sys.exit(f"unknown golden(s) {unknown}: choose from {', '.join(MAKERS)}")
     start = time.perf_counter()
     reloads = {}
     made = {}
-    for make in (llama_linear, llama_dynamic, llama_yarn, llama3_scaling, mistral_window, qwen2_window, qwen3_qknorm,
-                 olmo2_qknorm, gemma2, gemma3_text, phi3, gpt_neox, bloom, deepseek_v3_lora, deepseek_v3_noqlora,
-                 deepseek_v3_yarn):
-        model, ids, folder, problems = make()
+    for name in only or MAKERS:
+        model, ids, folder, problems = globals()[name]()
         made[folder.name] = (model, ids, folder, problems)
         reloads[folder.name] = reload_check(folder, ids, problems)
         if folder.name in ("mistral_window", "llama_dynamic", "deepseek_v3"):
             decode(folder.name, model, ids, problems, same_as_full=folder.name != "llama_dynamic")
+    if only:
+        print(f"made {', '.join(only)} only ({time.perf_counter() - start:.1f} s)")
+        return
     v4_folder, _ = llama_yarn_v4(made["llama_yarn"][2])
     _, ids, _, problems = made["llama_yarn"]
     reloads["llama_yarn_v4"] = reload_check(v4_folder, ids, problems)

@@ -72,10 +72,14 @@ def capture(module_in, module_out, run, module_weights=None):
 
 
 def attention(model, layer):
-    """The attention module of `layer` in a causal LM of one of MODEL_TYPES (as
+    """The attention module of `layer` (GPT-2: attn; BERT: attention.self) in a model of one of MODEL_TYPES (as
     AutoModelForCausalLM loads it; for Gemma 3's multimodal wrapper, its text model): its
     hidden_states argument is the layer's attention input (after the input norm)."""
     kind = model.config.model_type
+    if kind == "gpt2":
+        return model.transformer.h[layer].attn
+    if kind == "bert":
+        return model.encoder.layer[layer].attention.self
     if kind == "gpt_neox":
         return model.gpt_neox.layers[layer].attention
     if kind == "bloom":
@@ -90,6 +94,8 @@ def capture_attention(model, layer, run):
     its eager weights. BloomAttention adds the residual inside its forward (dropout_add):
     there y is its `dense` output, before that add."""
     attn = attention(model, layer)
+    if model.config.model_type == "bert":  # final: the output dense, before the residual add and LayerNorm
+        return capture(attn, model.encoder.layer[layer].attention.output.dense, run, module_weights=attn)
     if model.config.model_type == "bloom":
         seen = capture(attn, attn.dense, run, module_weights=attn)
         if "y" not in seen:

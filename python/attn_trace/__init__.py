@@ -45,7 +45,7 @@ def run(problem: Any = None, *, mask: Any = None, scale: Any = None, empty_rows:
 
 def decode(problem: Any = None, *, mask: Any = None, scale: Any = None, empty_rows: str | None = None,
            dtype: str | None = None, train: bool | None = None, backend: str = "cpu", max_memory: int | str = "4G",
-           allow_nonfinite: bool = False, prefill: int = 0, layers: int = 1, bytes: float | None = None,
+           allow_nonfinite: bool = False, prefill: int = 0, layers: int | None = None, bytes: float | None = None,
            tokens: int | None = None, **arrays: Any) -> Trace:
     """``attn-trace decode``: KV-cache decoding, one query at a time (docs/COMMANDS.md#decode)."""
     options = _problem_options(mask, scale, empty_rows, dtype, train, backend, max_memory, allow_nonfinite)

@@ -49,7 +49,11 @@ a sliding layer holds min(n, W) tokens, MLA its latent and RoPE key.)");
     cost->add_option("--mla", o.mla, "D_C[,D_R]: compare the KV cache per token of MHA, GQA, MQA and MLA");
     add_format_option(*cost, o.format, formats_of(for_cost), "text or json");
     cost->callback([&exit_code, d_model, heads, kv_heads, layers, tokens, bytes] {
-        CostRequest request{.n = o.n, .sparse = o.sparse, .mla = o.mla, .model = o.model};
+        CostRequest request;
+        request.n = o.n;
+        request.sparse = o.sparse;
+        request.mla = o.mla;
+        request.model = o.model;
         if (d_model->count()) request.d_model = o.d_model;
         if (heads->count()) request.heads = o.heads;
         if (kv_heads->count()) request.kv_heads = o.kv_heads;

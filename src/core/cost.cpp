@@ -1,5 +1,6 @@
 #include "attn_trace/cost.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -126,6 +127,20 @@ CacheComparison compare_kv_caches(const CostQuestion& question, std::uint64_t d_
     c.mqa = times(2, c.d_head);
     c.mla = mla_cache_elements_per_token(d_c, d_r, 1);
     return c;
+}
+
+ModelCost compute_model_cost(const ModelCacheFacts& facts, std::uint64_t n, std::uint64_t tokens) {
+    require_bytes_per_number(facts.bytes_per_number);
+    ModelCost cost{facts, n, tokens, {}, 0, 0, 0, 0};
+    for (const auto& layer : facts.layers) {
+        const std::uint64_t held = layer.window ? std::min(tokens, *layer.window) : tokens;
+        cost.held.push_back(held);
+        cost.kv_cache_numbers_per_token += layer.kv_numbers_per_token;
+        cost.attention_parameters += layer.attention_parameters;
+        cost.kv_cache_bytes_total += static_cast<double>(layer.kv_numbers_per_token) * facts.bytes_per_number * static_cast<double>(held);
+    }
+    cost.kv_cache_bytes_per_token = static_cast<double>(cost.kv_cache_numbers_per_token) * facts.bytes_per_number;
+    return cost;
 }
 
 }  // namespace attn_trace

@@ -67,7 +67,7 @@ private:
         if (decode_.prefill > p_.n)
             throw InputError(fmt::format("⟦prefill⟧ {}: {} has n = {} queries, so the prefill block takes 0 to {} of them", decode_.prefill,
                                          p_.file, p_.n, p_.n));
-        if (decode_.layers < 1) throw InputError(fmt::format("⟦layers⟧ {}: expected a whole number of layers, at least 1", decode_.layers));
+        if (decode_.layers && *decode_.layers < 1) throw InputError(fmt::format("⟦layers⟧ {}: expected a whole number of layers, at least 1", *decode_.layers));
         if (decode_.bytes && !(*decode_.bytes > 0 && std::isfinite(*decode_.bytes)))
             throw InputError(fmt::format("⟦bytes⟧ {}: expected the bytes per cached number, greater than 0 (2 for fp16, 4 for f32)", *decode_.bytes));
     }
@@ -253,39 +253,58 @@ private:
         return block;
     }
 
-    // Cache size per token: layers · H_kv · (d_k + d_v) · bytes (= 2 · layers · H_kv · d_k · bytes when d_v = d_k).
+    // Cache size per token: layers · H_kv · (d_k + d_v) · bytes (= 2 · layers · H_kv · d_k · bytes
+    // when d_v = d_k). A model directory's problem, unless ⟦layers⟧ is given, counts the whole
+    // model as `cost --model` does: every layer with its own window, the checkpoint's bytes.
     void add_cache_size() {
-        const double bytes = decode_.bytes.value_or(dtype_bytes(dtype_));
-        // A rolling cache never holds more than its window.
-        const double tokens = static_cast<double>(std::min(decode_.tokens.value_or(p_.m), window_.value_or(decode_.tokens.value_or(p_.m))));
+        const std::optional<ModelCacheFacts>& model = decode_.layers ? std::nullopt : p_.model_cache;
+        const int layers = model ? static_cast<int>(model->layers.size()) : decode_.layers.value_or(1);
+        const double bytes = decode_.bytes.value_or(model ? model->bytes_per_number : dtype_bytes(dtype_));
+        const std::size_t cached = decode_.tokens.value_or(p_.m);
         const double per_kv_head = static_cast<double>(p_.d_k + p_.d_v);
-        const double elements = p_.mla ? static_cast<double>(mla_cache_elements_per_token(p_.mla->d_c, p_.mla->d_r, static_cast<std::uint64_t>(decode_.layers)))
-                                       : decode_.layers * p_.kv_heads * per_kv_head;
+        double elements = p_.mla ? static_cast<double>(mla_cache_elements_per_token(p_.mla->d_c, p_.mla->d_r, static_cast<std::uint64_t>(layers)))
+                                 : layers * p_.kv_heads * per_kv_head;
+        // A rolling cache never holds more than its window.
+        double tokens = static_cast<double>(std::min(cached, window_.value_or(cached))), total = elements * bytes * tokens;
+        if (model) {
+            ModelCacheFacts facts = *model;
+            facts.bytes_per_number = bytes;
+            const ModelCost cost = compute_model_cost(facts, cached, cached);
+            elements = static_cast<double>(cost.kv_cache_numbers_per_token);
+            tokens = static_cast<double>(cached);  // each sliding layer holds at most its window: in the total
+            total = cost.kv_cache_bytes_total;
+            const auto sliding = std::count_if(facts.layers.begin(), facts.layers.end(), [](const ModelLayerCache& l) { return l.window.has_value(); });
+            trace_.notes.push_back({NoteKind::model_cache_size,
+                                    {{"layers", layers}, {"bytes", bytes}, {"numbers_per_token", elements}, {"bytes_per_token", elements * bytes},
+                                     {"tokens", tokens}, {"bytes_total", total}, {"sliding", static_cast<double>(sliding)}},
+                                    {{"model_type", facts.model_type}}});
+        }
         auto& numbers = trace_.numbers;
-        numbers.emplace_back("kv_cache_layers", decode_.layers);
+        numbers.emplace_back("kv_cache_layers", layers);
         numbers.emplace_back("kv_cache_bytes_per_number", bytes);
         numbers.emplace_back("kv_cache_elements_per_token", elements);
         numbers.emplace_back("kv_cache_bytes_per_token", elements * bytes);
         numbers.emplace_back("kv_cache_tokens", tokens);
-        numbers.emplace_back("kv_cache_bytes_total", elements * bytes * tokens);
+        numbers.emplace_back("kv_cache_bytes_total", total);
         if (p_.mla) {
             // What the same model caching its decompressed keys and values holds (as transformers'
             // cache does): every head's key with its RoPE part, d_content + d_r, and its value.
             // cost --mla keeps the paper's comparison, an MHA model of 2·H·d_h.
-            const double without_mla = decode_.layers * p_.heads * static_cast<double>(p_.mla->d_content + p_.mla->d_r + p_.d_v) * bytes;
+            const double without_mla = layers * p_.heads * static_cast<double>(p_.mla->d_content + p_.mla->d_r + p_.d_v) * bytes;
             numbers.emplace_back("kv_cache_bytes_per_token_without_mla", without_mla);
             trace_.notes.push_back({NoteKind::mla_cache_size,
-                                    {{"layers", decode_.layers}, {"d_c", static_cast<double>(p_.mla->d_c)}, {"d_r", static_cast<double>(p_.mla->d_r)},
+                                    {{"layers", layers}, {"d_c", static_cast<double>(p_.mla->d_c)}, {"d_r", static_cast<double>(p_.mla->d_r)},
                                      {"bytes", bytes}, {"bytes_per_token", elements * bytes}, {"without_mla", without_mla}, {"heads", p_.heads}},
                                     {}});
             return;
         }
-        trace_.notes.push_back({NoteKind::kv_cache_size,
-                                {{"layers", decode_.layers}, {"kv_heads", p_.kv_heads}, {"d_k", static_cast<double>(p_.d_k)},
-                                 {"d_v", static_cast<double>(p_.d_v)}, {"bytes", bytes}, {"bytes_per_token", elements * bytes}, {"tokens", tokens}},
-                                {}});
+        if (!model)
+            trace_.notes.push_back({NoteKind::kv_cache_size,
+                                    {{"layers", layers}, {"kv_heads", p_.kv_heads}, {"d_k", static_cast<double>(p_.d_k)},
+                                     {"d_v", static_cast<double>(p_.d_v)}, {"bytes", bytes}, {"bytes_per_token", elements * bytes}, {"tokens", tokens}},
+                                    {}});
         if (p_.kv_heads < p_.heads) {
-            const double without_sharing = decode_.layers * p_.heads * per_kv_head * bytes;
+            const double without_sharing = layers * p_.heads * per_kv_head * bytes;
             numbers.emplace_back("kv_cache_bytes_per_token_without_sharing", without_sharing);
             trace_.notes.push_back({NoteKind::kv_cache_sharing,
                                     {{"kv_heads", p_.kv_heads}, {"heads", p_.heads}, {"bytes_per_token", elements * bytes}, {"without_sharing", without_sharing}},

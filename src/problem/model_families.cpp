@@ -27,7 +27,15 @@ const std::vector<ModelFamily>& table() {
              .out = "dense", .partial_rotary = 0.25, .ignored = {"rotary_emb.inv_freq", "bias", "masked_bias"}},
             {.model_type = "deepseek_v3", .prefix = layers, .layout = F::Layout::mla},
             {.model_type = "bloom", .prefix = "transformer.h.{L}.self_attention.", .layout = F::Layout::fused_per_head, .fused = "query_key_value",
-             .out = "dense", .alibi = true},
+             .out = "dense", .positions = F::Positions::alibi},
+            // Older GPT-2 checkpoints also saved the causal mask buffers.
+            {.model_type = "gpt2", .prefix = "transformer.h.{L}.attn.", .layout = F::Layout::conv1d_columns, .fused = "c_attn", .out = "c_proj",
+             .positions = F::Positions::absolute, .ignored = {"bias", "masked_bias"}},
+            // The output's LayerNorm (after the residual add) is not the attention's: `final`
+            // is the output dense, before it.
+            {.model_type = "bert", .prefix = "bert.encoder.layer.{L}.attention.", .separate = {"self.query", "self.key", "self.value"},
+             .out = "output.dense", .positions = F::Positions::absolute, .causal = false,
+             .ignored = {"output.LayerNorm.weight", "output.LayerNorm.bias"}},
         };
         return all;
     }();

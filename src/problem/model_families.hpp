@@ -15,13 +15,19 @@ struct ModelFamily {
     // without its first part (bare checkpoints) and, for multimodal ones, below a
     // language model.
     std::string prefix;
-    // separate: q_proj, k_proj, v_proj; fused_rows: phi3's qkv_proj, the rows of q, then k,
-    // then v; fused_per_head: query_key_value laid out head by head, [head][q, k, v][d];
-    // mla: DeepSeek-V3's latent projections (model_reader.cpp's mla_keys).
-    enum class Layout { separate, fused_rows, fused_per_head, mla } layout = Layout::separate;
+    // separate: three tensors (`separate` names them); fused_rows: phi3's qkv_proj, the rows
+    // of q, then k, then v; fused_per_head: query_key_value laid out head by head,
+    // [head][q, k, v][d]; conv1d_columns: GPT-2's c_attn, a Conv1D stored (in, out) with the
+    // columns of q, k and v side by side (its c_proj (in, out) too); mla: DeepSeek-V3's
+    // latent projections (model_reader.cpp's mla_keys).
+    enum class Layout { separate, fused_rows, fused_per_head, conv1d_columns, mla } layout = Layout::separate;
+    std::vector<std::string> separate = {"q_proj", "k_proj", "v_proj"};
     std::string fused = "";        // the fused tensor's name
     std::string out = "o_proj";    // the output projection's
-    bool alibi = false;            // positions by ALiBi (BLOOM) instead of RoPE
+    // Where positions enter: RoPE in the layer, ALiBi's biases (BLOOM), or absolute
+    // embeddings added before the first layer (GPT-2, BERT), which the layer never sees.
+    enum class Positions { rope, alibi, absolute } positions = Positions::rope;
+    bool causal = true;            // decoders; BERT's encoder reads every key (unless is_decoder)
     double partial_rotary = 1.0;   // the rotary fraction when the config gives none (GPT-NeoX: 0.25)
     enum class QkNorm { none, per_head, whole, per_head_plus_one } qk_norm = QkNorm::none;
     bool gemma_scale = false;  // scale (query_pre_attn_scalar)^(−1/2), attn_logit_softcapping

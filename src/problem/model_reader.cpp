@@ -12,6 +12,8 @@
 #include "attn_trace/errors.hpp"
 #include "attn_trace/problem.hpp"
 #include "json/json_text.hpp"
+#include "model_config_rules.hpp"
+#include "model_layer_config.hpp"
 #include "model_directory.hpp"
 #include "model_families.hpp"
 
@@ -25,141 +27,6 @@ using json = nlohmann::json;
 const std::vector<std::string> decided_keys = {"heads", "kv_heads", "rope", "scale", "softcap", "alibi", "weights_layout", "qk_norm", "mla",
                                                "Q", "K", "V", "W_Q", "W_K", "W_V", "W_O", "b_Q", "b_K", "b_V", "b_O",
                                                "in_proj_weight", "in_proj_bias", "out_proj.weight", "out_proj.bias", "X_source"};
-
-// The rope parameters each scaling type reads (transformers' names); any other key in the
-// config's rope dictionary is named rather than ignored.
-const std::vector<std::string> rope_keys = {"rope_type", "type", "rope_theta", "factor", "original_max_position_embeddings", "low_freq_factor",
-                                            "high_freq_factor", "beta_fast", "beta_slow", "attention_factor", "mscale", "mscale_all_dim",
-                                            "truncate", "partial_rotary_factor"};
-
-struct LayerKind {
-    std::string type = "full_attention";
-    std::optional<long> window;
-};
-
-// Which attention this layer has: the config's layer_types, else the family's rule.
-LayerKind layer_kind(const ModelDirectory& dir, const ModelFamily& family, long layer) {
-    const json& c = dir.config();
-    LayerKind kind;
-    if (dir.has("layer_types") && family.sliding != ModelFamily::Sliding::every_layer) {  // mistral and phi3 ignore the list, as transformers does
-        const json& types = c["layer_types"];
-        if (!types.is_array() || static_cast<long>(types.size()) <= layer || !types[static_cast<std::size_t>(layer)].is_string())
-            dir.fail("layer_types", fmt::format("expected a list naming the attention of each layer, layer {} included", layer));
-        kind.type = types[static_cast<std::size_t>(layer)].get<std::string>();
-    } else {
-        bool sliding = false;
-        switch (family.sliding) {
-            case ModelFamily::Sliding::none: break;
-            case ModelFamily::Sliding::every_layer: sliding = dir.has("sliding_window"); break;
-            case ModelFamily::Sliding::after_max_window_layers:
-                // transformers' default max_window_layers is 28
-                sliding = dir.flag("use_sliding_window", false) && layer >= (dir.has("max_window_layers") ? dir.whole("max_window_layers", 0) : 28);
-                break;
-            case ModelFamily::Sliding::even_layers: sliding = layer % 2 == 0; break;
-            case ModelFamily::Sliding::pattern: {
-                // transformers 5 saves the pattern as _sliding_window_pattern
-                const long pattern = dir.has("sliding_window_pattern")    ? dir.whole("sliding_window_pattern", 1)
-                                     : dir.has("_sliding_window_pattern") ? dir.whole("_sliding_window_pattern", 1)
-                                                                          : 6;
-                sliding = (layer + 1) % pattern != 0;
-                break;
-            }
-        }
-        kind.type = sliding ? "sliding_attention" : "full_attention";
-    }
-    if (kind.type == "sliding_attention") {
-        if (!dir.has("sliding_window")) dir.fail("sliding_window", fmt::format("layer {} is a sliding layer, but the config gives no window", layer));
-        kind.window = dir.whole("sliding_window", 1);
-    } else if (kind.type != "full_attention") {
-        dir.fail("layer_types", fmt::format("layer {} has attention \"{}\", which attn-trace does not implement (it knows full_attention and sliding_attention)", layer, kind.type));
-    }
-    return kind;
-}
-
-// The rope dictionary that applies to this layer, in transformers 5's form or built from
-// the older rope_theta + rope_scaling; `field` names where it came from.
-json rope_parameters(const ModelDirectory& dir, const ModelFamily& family, const LayerKind& kind, std::string& field) {
-    const json& c = dir.config();
-    if (dir.has("rope_parameters")) {
-        json params = c["rope_parameters"];
-        field = "rope_parameters";
-        if (params.is_object() && params.contains(kind.type) && params[kind.type].is_object()) {  // nested by layer type (gemma3)
-            field += "." + kind.type;
-            params = json(params[kind.type]);
-        }
-        if (!params.is_object()) dir.fail(field, "expected an object of RoPE parameters, found " + describe_json(params));
-        return params;
-    }
-    json params = dir.has("rope_scaling") ? c["rope_scaling"] : json::object();
-    field = dir.has("rope_scaling") ? "rope_scaling" : "rope_theta";
-    if (!params.is_object()) dir.fail("rope_scaling", "expected an object of RoPE parameters, found " + describe_json(params));
-    // GPT-NeoX's older names: rotary_emb_base, rotary_pct.
-    params["rope_theta"] = dir.has("rope_theta") ? c["rope_theta"] : dir.has("rotary_emb_base") ? c["rotary_emb_base"] : json(10000.0);
-    if (dir.has("rotary_pct") && !dir.has("partial_rotary_factor")) params["partial_rotary_factor"] = c["rotary_pct"];
-    // Gemma 3's sliding layers turn with their own base and no scaling.
-    if (family.model_type == "gemma3_text" && kind.type == "sliding_attention") {
-        params = {{"rope_type", "default"}, {"rope_theta", dir.has("rope_local_base_freq") ? c["rope_local_base_freq"] : json(10000.0)}};
-        field = "rope_local_base_freq";
-    }
-    return params;
-}
-
-// The problem's "rope" for the layer (half style, as transformers' rotate_half), and the
-// summary's rope object.
-json rope_of(const ModelDirectory& dir, const ModelFamily& family, const json& params, const std::string& field, std::size_t head_dim,
-             nlohmann::ordered_json& summary) {
-    for (const auto& [key, value] : params.items())
-        if (std::find(rope_keys.begin(), rope_keys.end(), key) == rope_keys.end())
-            dir.fail(field + "." + key, "a RoPE parameter attn-trace does not implement: it would change the angles, so the layer is refused rather than traced wrong");
-    const auto get = [&](const char* key) { return params.contains(key) && !params[key].is_null(); };
-    const auto number = [&](const char* key) {
-        if (!params[key].is_number()) dir.fail(field + "." + key, "expected a number, found " + describe_json(params[key]));
-        return params[key].get<double>();
-    };
-    std::string type = get("rope_type") ? params["rope_type"].get<std::string>() : get("type") ? params["type"].get<std::string>() : "default";
-    // Phi-3's "su" and "yarn" are LongRoPE in transformers, not the yarn of the table.
-    if (dir.config().value("model_type", "") == "phi3" && (type == "su" || type == "yarn")) type = "longrope (phi3's " + type + ")";
-    static const std::vector<std::string> types = {"default", "linear", "dynamic", "yarn", "llama3"};
-    if (std::find(types.begin(), types.end(), type) == types.end())
-        dir.fail(field + ".rope_type", fmt::format("RoPE scaling \"{}\" is not implemented (attn-trace has {}): the layer is refused rather than traced wrong", type, fmt::join(types, ", ")));
-    double partial = get("partial_rotary_factor") ? number("partial_rotary_factor") : dir.has("partial_rotary_factor") ? dir.number("partial_rotary_factor") : family.partial_rotary;
-    if (!(partial > 0 && partial <= 1)) dir.fail("partial_rotary_factor", fmt::format("expected a fraction in (0, 1], found {}", partial));
-    const auto rotary_dims = static_cast<std::size_t>(static_cast<double>(head_dim) * partial);  // as int(head_dim · factor)
-    if (rotary_dims < 2 || rotary_dims % 2) dir.fail("partial_rotary_factor", fmt::format("gives {} rotary dimensions of {}: RoPE needs an even number ≥ 2", rotary_dims, head_dim));
-    const double theta = get("rope_theta") ? number("rope_theta") : 10000.0;
-    json rope = {{"base", theta}, {"style", "half"}, {"rotary_dims", rotary_dims}};
-    json scaling = {{"type", type}};
-    std::optional<double> factor;
-    if (type != "default") {
-        if (get("factor")) factor = number("factor");
-        const double max_positions = dir.has("max_position_embeddings") ? dir.number("max_position_embeddings") : 0.0;
-        double original = get("original_max_position_embeddings") ? number("original_max_position_embeddings") : max_positions;
-        if (dir.has("original_max_position_embeddings") && type != "linear" && type != "dynamic") original = dir.number("original_max_position_embeddings");
-        if (type == "dynamic") original = max_positions;  // transformers reads max_position_embeddings here
-        if (!factor && type == "yarn" && original > 0) factor = max_positions / original;  // DeepSeek's form: the ratio
-        if (!factor) dir.fail(field + ".factor", type + " scaling needs its factor");
-        scaling["factor"] = *factor;
-        if (type != "linear") {
-            if (!(original > 0)) dir.fail(field + ".original_max_position_embeddings", type + " scaling needs the original context length");
-            scaling["original_max_position_embeddings"] = original;
-        }
-        if (type == "llama3")
-            for (const char* key : {"low_freq_factor", "high_freq_factor"}) {
-                if (!get(key)) dir.fail(field + "." + key, "llama3 scaling needs it");
-                scaling[key] = number(key);
-            }
-        if (type == "yarn") {
-            if (get("truncate") && !(params["truncate"].is_boolean() && params["truncate"].get<bool>()))
-                dir.fail(field + ".truncate", "yarn without truncation (truncate: false) is not implemented: the layer is refused rather than traced wrong");
-            // transformers reads `beta_fast or 32`: a 0 is the default too.
-            for (const char* key : {"beta_fast", "beta_slow", "attention_factor", "mscale", "mscale_all_dim"})
-                if (get(key) && !(std::string(key).rfind("beta", 0) == 0 && number(key) == 0)) scaling[key] = number(key);
-        }
-        rope["scaling"] = scaling;
-    }
-    summary = {{"theta", theta}, {"type", type}, {"factor", factor ? json(*factor) : json(nullptr)}, {"rotary_dims", rotary_dims}};
-    return rope;
-}
 
 // DeepSeek-V3's attention as the problem's "mla" (docs/FAMILY.md#models-from-their-own-configuration):
 // per head the query rows of q_b_proj (or q_proj) are [nope | rope], kv_a_proj_with_mqa's
@@ -208,17 +75,6 @@ json mla_keys(const ModelDirectory& dir, const std::string& prefix, long heads, 
     return {{"mla", mla}, {"W_Q", query}};
 }
 
-// Config fields that would change this layer's attention in ways attn-trace does not
-// implement: refused by name rather than ignored.
-void refuse_unimplemented(const ModelDirectory& dir) {
-    const json& c = dir.config();
-    if (dir.has("use_bidirectional_attention") && !(c["use_bidirectional_attention"].is_boolean() && !c["use_bidirectional_attention"].get<bool>()))
-        dir.fail("use_bidirectional_attention", "bidirectional attention in a decoder family is not implemented: the layer is refused rather than traced causal");
-    for (const char* field : {"attention_chunk_size", "clip_qkv", "attn_temperature_tuning", "qk_layernorm", "use_qk_norm", "logits_soft_cap"})
-        if (dir.has(field) && !(c[field].is_boolean() && !c[field].get<bool>()))
-            dir.fail(field, "changes the layer's attention in a way attn-trace does not implement: the layer is refused rather than traced wrong");
-}
-
 }  // namespace
 
 std::string expand_model(json& root, ArraySource& arrays, const JsonReader& reader) {
@@ -240,14 +96,17 @@ std::string expand_model(json& root, ArraySource& arrays, const JsonReader& read
     if (model_type.empty() && dir.outer_type() == "gemma3") model_type = "gemma3_text";
     const ModelFamily* family = model_family(model_type);
     if (!family)
-        dir.fail("model_type", fmt::format("\"{}\" is not a family attn-trace reads from a model directory (it reads {}){}", model_type, fmt::join(model_types(), ", "),
-                                           model_type == "gpt2" || model_type == "bert" ? "; for gpt2 and bert give \"safetensors\" and \"family\"" : ""));
-    refuse_unimplemented(dir);
-    // BLOOM's config names them n_layer, n_head and n_embed.
-    const auto either = [&](const char* name, const char* older) { return dir.has(name) || !dir.has(older) ? dir.whole(name, 1) : dir.whole(older, 1); };
-    const long layers = either("num_hidden_layers", "n_layer");
+        dir.fail("model_type", fmt::format("\"{}\" is not a family attn-trace reads from a model directory (it reads {})", model_type, fmt::join(model_types(), ", ")));
+    refuse_unimplemented(dir, *family);
+    // BLOOM's config names them n_layer, n_head and n_embed; GPT-2's n_layer, n_head and n_embd.
+    const auto either = [&](const char* name, std::initializer_list<const char*> older) {
+        for (const char* field : older)
+            if (!dir.has(name) && dir.has(field)) return dir.whole(field, 1);
+        return dir.whole(name, 1);
+    };
+    const long layers = either("num_hidden_layers", {"n_layer"});
     if (layer >= layers) reader.fail(at + ".layer", fmt::format("the model has {} layers (0 to {}), found {}", layers, layers - 1, layer));
-    const long hidden = either("hidden_size", "n_embed"), heads = either("num_attention_heads", "n_head");
+    const long hidden = either("hidden_size", {"n_embed", "n_embd"}), heads = either("num_attention_heads", {"n_head"});
     const long kv_heads = dir.has("num_key_value_heads") ? dir.whole("num_key_value_heads", 1) : heads;
     const long head_dim = dir.has("head_dim") ? dir.whole("head_dim", 1) : hidden / heads;
     if (heads % kv_heads) dir.fail("num_key_value_heads", fmt::format("{} query heads do not share {} KV heads evenly", heads, kv_heads));
@@ -256,7 +115,7 @@ std::string expand_model(json& root, ArraySource& arrays, const JsonReader& read
     std::string prefix = family->prefix;
     prefix.replace(prefix.find("{L}"), 3, std::to_string(layer));
     const std::string bare = prefix.substr(prefix.find('.') + 1);
-    const std::string first = family->layout == ModelFamily::Layout::separate ? "q_proj.weight"
+    const std::string first = family->layout == ModelFamily::Layout::separate ? family->separate[0] + ".weight"
                               : family->layout == ModelFamily::Layout::mla    ? "kv_a_proj_with_mqa.weight"
                                                                               : family->fused + ".weight";
     const std::vector<std::string> candidates = {prefix, bare, "language_model." + prefix, "model.language_model." + bare};
@@ -296,12 +155,27 @@ std::string expand_model(json& root, ArraySource& arrays, const JsonReader& read
         root["mla"] = parts["mla"];
         if (!parts["W_Q"].is_null()) root["W_Q"] = parts["W_Q"];
     } else if (family->layout == ModelFamily::Layout::separate) {
-        const char* names[] = {"q_proj", "k_proj", "v_proj"};
-        for (int part = 0; part < 3; ++part) {
+        const auto& names = family->separate;
+        for (std::size_t part = 0; part < 3; ++part) {
             take(std::string(names[part]) + ".weight", true);
             expect_shape(std::string(names[part]) + ".weight", part ? kv_rows : q_rows, static_cast<std::size_t>(hidden), part ? kv_counts : head_counts);
             root[keys[part]] = weight(std::string(names[part]) + ".weight");
             if (take(std::string(names[part]) + ".bias", false)) root[bias_keys[part]] = dir.reference(prefix + names[part] + ".bias");
+        }
+    } else if (family->layout == ModelFamily::Layout::conv1d_columns) {
+        const std::string fused = family->fused + ".weight";
+        take(fused, true);
+        expect_shape(fused, static_cast<std::size_t>(hidden), q_rows + 2 * kv_rows, "hidden_size by q, k and v of " + head_counts);
+        const bool biased = take(family->fused + ".bias", false);
+        const std::size_t bounds[] = {0, q_rows, q_rows + kv_rows, q_rows + 2 * kv_rows};
+        for (std::size_t part = 0; part < 3; ++part) {
+            json ref = dir.reference(prefix + fused);  // (in, out): the problem's orientation already
+            ref["cols"] = {bounds[part], bounds[part + 1]};
+            root[keys[part]] = ref;
+            if (!biased) continue;
+            json bias = dir.reference(prefix + family->fused + ".bias");
+            bias["cols"] = {bounds[part], bounds[part + 1]};
+            root[bias_keys[part]] = bias;
         }
     } else {
         // The rows of q, k and v in the fused tensor: one block each (phi3), or one per head.
@@ -332,8 +206,11 @@ std::string expand_model(json& root, ArraySource& arrays, const JsonReader& read
         }
     }
     take(family->out + ".weight", true);
-    if (family->layout != ModelFamily::Layout::mla) expect_shape(family->out + ".weight", static_cast<std::size_t>(hidden), q_rows, "hidden_size by " + head_counts);
-    root["W_O"] = weight(family->out + ".weight");
+    const bool conv1d = family->layout == ModelFamily::Layout::conv1d_columns;
+    if (family->layout != ModelFamily::Layout::mla)
+        expect_shape(family->out + ".weight", conv1d ? q_rows : static_cast<std::size_t>(hidden), conv1d ? static_cast<std::size_t>(hidden) : q_rows,
+                     "hidden_size by " + head_counts);
+    root["W_O"] = conv1d ? dir.reference(prefix + family->out + ".weight") : weight(family->out + ".weight");
     if (take(family->out + ".bias", false)) root["b_O"] = dir.reference(prefix + family->out + ".bias");
     if (family->qk_norm != ModelFamily::QkNorm::none) {
         take("q_norm.weight", true);
@@ -360,9 +237,11 @@ std::string expand_model(json& root, ArraySource& arrays, const JsonReader& read
     const LayerKind kind = layer_kind(dir, *family, layer);
     std::string rope_field;
     nlohmann::ordered_json rope_summary;
-    if (family->alibi) {
+    if (family->positions == ModelFamily::Positions::alibi) {
         root["alibi"] = true;  // BLOOM: the slopes of docs/PROBLEM.md#alibi, no RoPE
         rope_summary = nullptr;
+    } else if (family->positions == ModelFamily::Positions::absolute) {
+        rope_summary = nullptr;  // added to the embeddings before layer 0: X holds them already
     } else if (family->layout == ModelFamily::Layout::mla) {
         // RoPE turns the qk_rope_head_dim part (the config's head_dim is that part, too),
         // in adjacent pairs unless rope_interleave is false; the softmax scale is over the
@@ -389,15 +268,19 @@ std::string expand_model(json& root, ArraySource& arrays, const JsonReader& read
         // Gemma 2 caps its logits; Gemma 3's attention never reads the field (transformers 5.25).
         if (family->model_type == "gemma2" && dir.has("attn_logit_softcapping")) root["softcap"] = dir.number("attn_logit_softcapping");
     }
+    if (const auto scale = config_scale(dir, *family, layer, head_dim)) root["scale"] = *scale;
     // The model's own mask, then the file's: causal (bottom-right), and the layer's window.
-    json masks = json::array({"causal"});
+    json masks = json::array();
+    if (config_causal(dir, *family)) masks.push_back("causal");
     if (kind.window) masks.push_back(fmt::format("window:{}", *kind.window));
+    const std::size_t model_masks = masks.size();
     if (root.contains("mask")) {
         const json& given = root["mask"];
         if (given.is_array() && !given.empty() && (given[0].is_string() || given[0].is_object())) masks.insert(masks.end(), given.begin(), given.end());
         else masks.push_back(given);
     }
-    root["mask"] = masks;
+    if (masks.empty()) root.erase("mask");
+    else root["mask"] = masks;
     root.erase("checkpoint");
     // What a cache and a parameter count need (cost --model): the keys and values per token
     // (MLA: the latent and the RoPE key), the elements of the tensors read, their dtype.
@@ -410,6 +293,12 @@ std::string expand_model(json& root, ArraySource& arrays, const JsonReader& read
         for (std::size_t extent : dir.shape(tensor)) count *= extent;
         parameters += count;
     }
+    // Every layer's kind, for the cache of the whole model (decode counts it).
+    json cache_layers = json::array();
+    for (long l = 0; l < layers; ++l) {
+        const LayerKind each = layer_kind(dir, *family, l);
+        cache_layers.push_back({{"layer_type", each.type}, {"sliding_window", each.window ? json(*each.window) : json(nullptr)}});
+    }
     const nlohmann::ordered_json summary = {{"model_type", model_type},
                                             {"layer", layer},
                                             {"num_layers", layers},
@@ -418,6 +307,8 @@ std::string expand_model(json& root, ArraySource& arrays, const JsonReader& read
                                             {"attention_parameters", parameters},
                                             {"layer_type", kind.type},
                                             {"sliding_window", kind.window ? json(*kind.window) : json(nullptr)},
+                                            {"model_masks", model_masks},
+                                            {"cache_layers", cache_layers},
                                             {"rope", rope_summary},
                                             {"ignored_tensors", ignored}};
     return summary.dump();

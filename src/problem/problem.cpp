@@ -41,14 +41,23 @@ Problem parse_problem(const std::string& text, const std::string& file_label, bo
     if (!model.empty()) {
         auto summary = nlohmann::ordered_json::parse(model);
         if (problem.rope) summary["rope"]["attention_factor"] = problem.rope->attention_factor;  // resolved with the positions
+        ModelCacheFacts cache{summary["model_type"].get<std::string>(), 0, {}};
+        for (const auto& layer : summary["cache_layers"]) {
+            ModelLayerCache held{layer["layer_type"].get<std::string>(), std::nullopt, summary["kv_numbers_per_token"].get<std::uint64_t>(), 0};
+            if (layer["sliding_window"].is_number()) held.window = layer["sliding_window"].get<std::uint64_t>();
+            cache.layers.push_back(held);
+        }
+        summary.erase("cache_layers");  // problem.model says what this layer resolved
         problem.model = summary.dump();
         const std::string stored = summary["dtype"].get<std::string>();  // safetensors' names
         if (stored == "BF16") problem.checkpoint_dtype = Dtype::bf16;
         if (stored == "F16") problem.checkpoint_dtype = Dtype::f16;
         if (stored == "F32") problem.checkpoint_dtype = Dtype::f32;
         if (stored == "F64") problem.checkpoint_dtype = Dtype::f64;
+        cache.bytes_per_number = dtype_bytes(problem.checkpoint_dtype.value_or(Dtype::f32));
+        problem.model_cache = cache;
         // The model reader put its own masks first: causal, and the layer's window.
-        const std::size_t own = summary["sliding_window"].is_null() ? 1 : 2;
+        const auto own = summary["model_masks"].get<std::size_t>();
         for (std::size_t i = 0; i < own && i < problem.masks.size(); ++i) problem.masks[i].origin = MaskOrigin::model;
     }
     return problem;

@@ -240,7 +240,7 @@ void bind_commands(nb::module_& m) {
         ATTN_TRACE_PROBLEM_NAMES, "fast"_a = false, "pitfall"_a = "", release);
     m.def(
         "decode",
-        [](ATTN_TRACE_PROBLEM_ARGS, std::size_t prefill, int layers, std::optional<double> bytes, std::optional<std::size_t> tokens) {
+        [](ATTN_TRACE_PROBLEM_ARGS, std::size_t prefill, std::optional<int> layers, std::optional<double> bytes, std::optional<std::size_t> tokens) {
             auto request = request_of<DecodeRequest>(backend, max_memory);
             request.decode.prefill = prefill;
             request.decode.layers = layers;
@@ -248,7 +248,7 @@ void bind_commands(nb::module_& m) {
             if (tokens) request.decode.tokens = *tokens;
             return decode_command(ATTN_TRACE_PROBLEM, request);
         },
-        ATTN_TRACE_PROBLEM_NAMES, "prefill"_a = 0, "layers"_a = 1, "bytes"_a = nb::none(), "tokens"_a = nb::none(), release);
+        ATTN_TRACE_PROBLEM_NAMES, "prefill"_a = 0, "layers"_a = nb::none(), "bytes"_a = nb::none(), "tokens"_a = nb::none(), release);
     m.def(
         "tiled",
         [](ATTN_TRACE_PROBLEM_ARGS, std::size_t block_q, std::size_t block_k) {

@@ -162,20 +162,6 @@ std::string cache_comparison_json(const CacheComparison& c) {
     return out.dump(1) + "\n";
 }
 
-ModelCost compute_model_cost(const ModelCacheFacts& facts, std::uint64_t n, std::uint64_t tokens) {
-    require_bytes_per_number(facts.bytes_per_number);
-    ModelCost cost{facts, n, tokens, {}, 0, 0, 0, 0};
-    for (const auto& layer : facts.layers) {
-        const std::uint64_t held = layer.window ? std::min(tokens, *layer.window) : tokens;
-        cost.held.push_back(held);
-        cost.kv_cache_numbers_per_token += layer.kv_numbers_per_token;
-        cost.attention_parameters += layer.attention_parameters;
-        cost.kv_cache_bytes_total += static_cast<double>(layer.kv_numbers_per_token) * facts.bytes_per_number * static_cast<double>(held);
-    }
-    cost.kv_cache_bytes_per_token = static_cast<double>(cost.kv_cache_numbers_per_token) * facts.bytes_per_number;
-    return cost;
-}
-
 std::string model_cost_text(const ModelCost& cost, const std::string& dir) {
     const auto& f = cost.facts;
     std::string t = fmt::format("attn-trace cost: {} ({}), {}, {:g} bytes per number, {} cached\n\n", dir, f.model_type, plural(f.layers.size(), "layer"),

@@ -181,6 +181,13 @@ std::string note_text(const Note& note) {
             return fmt::format("the tiled gradients are not compared with the untiled ones here: those would hold n · m = {} × {} scores per head "
                                "(tests/test_grad.cpp compares them on smaller problems)",
                                whole(note, "n"), whole(note, "m"));
+        case NoteKind::model_cache_size:
+            return fmt::format("KV cache of the whole {} model, counted as cost counts its directory: {} layer{}{}, {:g} numbers per token · {:g} bytes = {:g} bytes "
+                               "per token; {:g} tokens → {}",
+                               note.word("model_type"), whole(note, "layers"), plural(whole(note, "layers")),
+                               whole(note, "sliding") ? fmt::format(" ({} sliding: each holds at most its window)", whole(note, "sliding")) : "",
+                               note.number("numbers_per_token"), note.number("bytes"), note.number("bytes_per_token"), note.number("tokens"),
+                               bytes_text(note.number("bytes_total")));
         case NoteKind::mla_cache_size:
             return fmt::format("MLA cache: c_cache (d_c = {}) and kr_cache (d_r = {}) for all {} heads, (d_c + d_r) · {} layer{} · {:g} bytes = {:g} bytes "
                                "per token, where the same heads caching their decompressed keys (with the RoPE part) and values would hold {:g} bytes "

@@ -9,7 +9,8 @@ T=$ATTN_TRACE
 M=$SOURCE_DIR/tests/models
 
 goldens=(llama_linear llama_dynamic llama_yarn llama_yarn_v4 llama3_scaling mistral_window qwen2_window qwen3_qknorm qwen3_sharded
-         olmo2_qknorm gemma2 gemma3_text gemma3_multimodal phi3 gpt_neox bloom deepseek_v3 deepseek_v3_noqlora deepseek_v3_yarn)
+         olmo2_qknorm gemma2 gemma3_text gemma3_multimodal phi3 gpt_neox bloom deepseek_v3 deepseek_v3_noqlora deepseek_v3_yarn
+         gpt2_directory bert_directory)
 for golden in "${goldens[@]}"; do
   for file in "$M/$golden"/problem*.json; do
     case $file in
@@ -44,6 +45,22 @@ expect_exit 0 '"rotary_dims":4' -- "$T" run "$M/phi3/problem.json" --format json
 expect_exit 0 '"rope":null' -- "$T" run "$M/bloom/problem.json" --format json --steps final
 copy bloom; edit m/config.json "c['n_head'] = 4; c.pop('num_attention_heads', None)"
 expect_exit 1 "^FAIL " -- "$T" check m/problem.json
+# GPT-2 and BERT from their own config.json: heads from n_head / num_attention_heads, GPT-2's
+# scale rules, BERT's encoder without a causal mask (its is_decoder adds one).
+expect_exit 0 'n = 7 queries, m = 7 keys, d_model = 16, 4 heads, d_k = 4, d_v = 4, scale = 0\.25, mask = causal,' -- "$T" run "$M/gpt2_directory/problem.json" --steps final
+expect_exit 0 'scale = 0\.5, mask = causal,' -- "$T" run "$M/gpt2_directory/problem_layer0.json" --steps final
+expect_exit 0 '"model_type":"gpt2".*"rope":null' -- "$T" run "$M/gpt2_directory/problem.json" --format json --steps final
+copy gpt2_directory; edit m/config.json "c['scale_attn_by_inverse_layer_idx'] = False"
+expect_exit 1 "^FAIL " -- "$T" check m/problem.json
+expect_exit 0 'scale = 0\.5, mask = causal,' -- "$T" run m/problem.json --steps final
+copy gpt2_directory; edit m/config.json "c['scale_attn_weights'] = False"
+expect_exit 0 'scale = 0\.5, mask = causal,' -- "$T" run m/problem.json --steps final  # 1 / (layer 1 + 1)
+copy gpt2_directory; edit m/config.json "c['n_head'] = 2"
+expect_exit 1 "^FAIL " -- "$T" check m/problem.json
+expect_exit 0 '4 heads, d_k = 4, d_v = 4, scale = 0\.5, mask = none,' -- "$T" run "$M/bert_directory/problem.json" --steps final
+copy bert_directory; edit m/config.json "c['is_decoder'] = True"
+expect_exit 0 'mask = causal,' -- "$T" run m/problem.json --steps final
+expect_exit 1 "^FAIL " -- "$T" check m/problem.json
 # A head-by-head fused tensor read as row blocks equals the blocks read one by one.
 printf '{"X": {"npy": "%s/gpt_neox/hidden.npy"}, "heads": 1, "W_Q": {"safetensors": "%s/gpt_neox/model.safetensors", "tensor": "gpt_neox.layers.1.attention.query_key_value.weight", "rows": [[0, 8], [24, 32]], "transpose": true}, "W_K": {"safetensors": "%s/gpt_neox/model.safetensors", "tensor": "gpt_neox.layers.1.attention.query_key_value.weight", "rows": [0, 16], "transpose": true}, "W_V": {"safetensors": "%s/gpt_neox/model.safetensors", "tensor": "gpt_neox.layers.1.attention.query_key_value.weight", "rows": [0, 16], "transpose": true}}' "$M" "$M" "$M" "$M" > blocks.json
 # columns 8 … 15 of Q are rows 24 … 31 of the tensor: the same numbers as K read from [24, 32]
@@ -64,6 +81,30 @@ expect_exit 2 "attn-trace: error: --scale 0.5: the scale of a model's layer is w
 expect_exit 0 '"max_abs_diff_vs_full":[0-9.e-]+' -- "$T" decode "$M/mistral_window/problem.json" --format json --steps final
 expect_exit 0 'max_abs_diff_vs_full = [0-9.e-]+$' -- "$T" tiled "$M/gemma3_text/problem_layer0.json" --steps final --color never
 expect_exit 0 '^final  Y = O_cat W_O  \(6, 32\)' -- "$T" run "$M/phi3/problem.json" --fast --steps final --color never
+# decode of a model problem counts the whole model's cache as cost --model does: its layers
+# (each sliding one holding at most its window, MLA's latent), the checkpoint's bytes,
+# --bytes over both; decode's own --layers counts this layer that many times instead.
+same_cache() {  # same_cache GOLDEN [--bytes B]
+  local keys decode m
+  decode=$("$T" decode "$M/$1/problem.json" --format json --steps final "${@:2}")
+  m=$(python3 -c "import json, sys; print(int(json.load(sys.stdin)['kv_cache_tokens']))" <<< "$decode")
+  keys=$(python3 - "$decode" "$("$T" cost --model "$M/$1" --n "$m" --format json "${@:2}")" <<'PY'
+import json, sys
+decode, cost = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+pairs = [("kv_cache_layers", len(cost["layers"])), ("kv_cache_bytes_per_number", cost["bytes"]),
+         ("kv_cache_elements_per_token", cost["kv_cache_numbers_per_token"]), ("kv_cache_bytes_per_token", cost["kv_cache_bytes_per_token"]),
+         ("kv_cache_tokens", cost["tokens"]), ("kv_cache_bytes_total", cost["kv_cache_bytes_total"])]
+print(" ".join(f"{k}={decode[k]:g}/{v:g}" for k, v in pairs if decode[k] != v) or "same")
+PY
+)
+  expect_exit 0 "^same$" -- echo "$keys"
+}
+for golden in mistral_window gemma2 qwen2_window deepseek_v3; do
+  same_cache "$golden"
+  same_cache "$golden" --bytes 2
+done
+expect_exit 0 'KV cache of the whole gemma2 model, counted as cost counts its directory: 2 layers \(1 sliding: each holds at most its window\), 64 numbers per token · 4 bytes = 256 bytes per token; 7 tokens' -- "$T" decode "$M/gemma2/problem.json" --steps final --color never
+expect_exit 0 '"kv_cache_layers":32,' -- "$T" decode "$M/gemma2/problem.json" --layers 32 --format json --steps final
 
 # Nothing silently ignored: refused GOLDEN FILE PYTHON PATTERN edits FILE of a copy of
 # GOLDEN (the JSON as `c`) and expects check to refuse it, exit 2, with PATTERN.
@@ -78,6 +119,8 @@ refused llama_yarn config.json "c['rope_parameters']['truncate'] = False" 'rope_
 refused llama_yarn_v4 config.json "c['rope_scaling']['short_factor'] = [1, 2]" 'config.json: \$\.rope_scaling\.short_factor: a RoPE parameter attn-trace does not implement'
 refused phi3 config.json "c['rope_parameters']['rope_type'] = 'yarn'; c['rope_parameters']['factor'] = 2.0" 'RoPE scaling "longrope \(phi3.s yarn\)" is not implemented'
 refused gemma3_text config.json "c['use_bidirectional_attention'] = True" '\$\.use_bidirectional_attention: bidirectional attention'
+refused gpt2_directory config.json "c['add_cross_attention'] = True" '\$\.add_cross_attention: a GPT-2 with cross-attention layers is not read'
+refused bert_directory config.json "c['position_embedding_type'] = 'relative_key'" '\$\.position_embedding_type: relative position embeddings change BERT.s scores'
 refused gemma3_multimodal config.json "c['text_config']['layer_types'][1] = 'chunked_attention'" 'config.json: \$\.text_config\.layer_types: layer 1 has attention "chunked_attention"'
 refused qwen3_qknorm problem.json "c['checkpoint']['layer'] = 2" '\$\.checkpoint\.layer: the model has 2 layers \(0 to 1\), found 2'
 refused mistral_window problem.json "c['checkpoint']['model'] = 'nowhere'" '\$\.checkpoint\.model: "nowhere" is not a folder'
@@ -150,7 +193,8 @@ for s in d['steps']:
         assert s['shape'][0] == min(t + 1, 3), (t, s['shape'])
         assert s['evicted'] == ([t - 3] if t >= 3 else []), (t, s['evicted'])
 assert d['max_abs_diff_vs_full'] < 1e-12
-assert d['kv_cache_tokens'] == 3
+assert d['kv_cache_tokens'] == 7  # the model's cache: each of its sliding layers holds 3 of the 7
+assert d['kv_cache_bytes_total'] == d['kv_cache_bytes_per_token'] * 3
 "
 # MLA from DeepSeek-V3's tensors: the latent norms are steps; decode compares the latent cache
 # with the decompressed one, 4 heads · (8 + 4 + 8) numbers against d_c + d_r = 8 + 4, 8 bytes each.

@@ -4,6 +4,7 @@
 // Counting convention: one multiply-add (a·b + c) counts 1; FLOPs that count the
 // multiply and the add separately are twice as many. Softmax and masking are left out.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -78,5 +79,28 @@ struct CacheComparison {
 CacheComparison compare_kv_caches(const CostQuestion& question, std::uint64_t d_c, std::uint64_t d_r);
 // What MLA caches per token: (d_c + d_r) · layers elements, one latent and one RoPE key for every head.
 std::uint64_t mla_cache_elements_per_token(std::uint64_t d_c, std::uint64_t d_r, std::uint64_t layers);
+
+// One layer of a model directory as `cost --model` counts it (docs/COMMANDS.md#cost-of-a-model-directory).
+struct ModelLayerCache {
+    std::string layer_type;                  // full_attention or sliding_attention
+    std::optional<std::uint64_t> window;     // a sliding layer's W: it caches min(n, W) tokens
+    std::uint64_t kv_numbers_per_token = 0;  // 2 · H_kv · d_head (MLA: d_c + d_r)
+    std::uint64_t attention_parameters = 0;  // elements of the tensors the family reads, norms included
+};
+struct ModelCacheFacts {
+    std::string model_type;
+    double bytes_per_number = 4;  // the checkpoint's dtype
+    std::vector<ModelLayerCache> layers;
+};
+// A model directory's KV cache (docs/COMMANDS.md#cost-of-a-model-directory): each layer
+// holds its numbers per token for min(tokens, W) tokens (W its window, if it slides).
+struct ModelCost {
+    ModelCacheFacts facts;
+    std::uint64_t n = 0, tokens = 0;
+    std::vector<std::uint64_t> held;  // tokens each layer holds
+    std::uint64_t kv_cache_numbers_per_token = 0, attention_parameters = 0;
+    double kv_cache_bytes_per_token = 0, kv_cache_bytes_total = 0;
+};
+ModelCost compute_model_cost(const ModelCacheFacts& facts, std::uint64_t n, std::uint64_t tokens);
 
 }  // namespace attn_trace

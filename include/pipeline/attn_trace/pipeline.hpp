@@ -29,8 +29,12 @@ Trace pipeline_full(const Problem& problem, const RunOptions& options);
 // by one key and value per step.
 struct DecodeOptions {
     std::size_t prefill = 0;            // the first P query rows as one bottom-right-aligned causal block
-    int layers = 1;                     // for the cache size: 2 · layers · H_kv · d_k · bytes per token
-    std::optional<double> bytes;        // bytes per cached number; default 8 (f64) or 4 (f32)
+    // For the cache size: 2 · layers · H_kv · d_k · bytes per token. Unset: a model
+    // directory's problem counts the whole model as `cost --model` does (its layers, each
+    // layer's window), any other problem 1 layer (docs/COMMANDS.md#decode).
+    std::optional<int> layers;
+    // Bytes per cached number; default the model's checkpoint dtype, else 8 (f64) or 4 (f32).
+    std::optional<double> bytes;
     std::optional<std::size_t> tokens;  // cache length for the total; default m
 };
 

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "attn_trace/cost.hpp"
 #include "attn_trace/dtype.hpp"
 #include "attn_trace/mask.hpp"
 #include "attn_trace/step_table.hpp"
@@ -134,6 +135,9 @@ struct Problem {
     // dtype); unset for any other problem. A half-type run of a checkpoint stored in the
     // other half type rounds its weights, and says so (docs/PROBLEM.md#dtype-half-precision).
     std::optional<Dtype> checkpoint_dtype;
+    // A model directory's KV cache, every layer (what `decode` counts unless its own
+    // layers are given; its attention_parameters are not read, 0); unset otherwise.
+    std::optional<ModelCacheFacts> model_cache;
     EmptyRows empty_rows = EmptyRows::error;
     // The file's "dtype" (docs/PROBLEM.md#dtype-half-precision); a command's dtype option
     // overrides it, and without either a run computes in f64.
@@ -183,18 +187,6 @@ std::string recorded_mask_spec(const Problem& problem);
 // the model's own masks stay first, as a file's mask combines with them
 // (docs/PROBLEM.md#masks).
 void replace_masks(Problem& problem, std::vector<MaskSpec> masks, MaskOrigin origin);
-// One layer of a model directory as `cost --model` counts it (docs/COMMANDS.md#cost-of-a-model-directory).
-struct ModelLayerCache {
-    std::string layer_type;                  // full_attention or sliding_attention
-    std::optional<std::uint64_t> window;     // a sliding layer's W: it caches min(n, W) tokens
-    std::uint64_t kv_numbers_per_token = 0;  // 2 · H_kv · d_head (MLA: d_c + d_r)
-    std::uint64_t attention_parameters = 0;  // elements of the tensors the family reads, norms included
-};
-struct ModelCacheFacts {
-    std::string model_type;
-    double bytes_per_number = 4;  // the checkpoint's dtype
-    std::vector<ModelLayerCache> layers;
-};
 // Every layer of the model directory DIR (relative to the working directory), through the
 // same reader as "checkpoint": {"model": DIR}; its errors are InputErrors.
 ModelCacheFacts read_model_cache(const std::string& dir);
