@@ -21,7 +21,7 @@ std::string commands_text(unsigned commands) {
     std::string out;
     for (auto [bit, names] : {std::pair{for_trace, "run, decode, tiled, grad, permute"}, {for_explain, "explain"}, {for_exercise, "exercise"},
                               {for_cost, "cost"}, {for_variance, "variance"}, {for_bench, "bench"},
-                              {for_precision, "precision"}})
+                              {for_precision, "precision"}, {for_view, "view"}})
         if (commands & bit) out += (out.empty() ? "" : ", ") + std::string(names);
     return out;
 }

@@ -19,14 +19,14 @@ from . import _core
 from ._errors import BackendUnavailable, Error, InternalError, ProblemError
 from ._calls import _call, _interruptible, _mask_text, _problem_options
 from ._problem import Problem
-from ._reports import Report, cost, load, precision, random, variance
+from ._reports import Report, cost, load, precision, random, variance, view
 from ._sdpa import get_num_threads, scaled_dot_product_attention, set_num_threads
 from ._trace import Step, Steps, Trace
 
 __version__: str = _core.version
 
 __all__ = ["run", "decode", "tiled", "grad", "permute", "explain", "check", "exercise", "cost", "variance", "precision",
-           "random", "load", "Problem", "Report", "Trace", "Step", "Steps", "Explanation", "CheckResult", "Worksheet", "Error", "ProblemError", "BackendUnavailable", "InternalError",
+           "view", "random", "load", "Problem", "Report", "Trace", "Step", "Steps", "Explanation", "CheckResult", "Worksheet", "Error", "ProblemError", "BackendUnavailable", "InternalError",
            "scaled_dot_product_attention", "set_num_threads", "get_num_threads", "__version__"]
 
 
@@ -138,15 +138,20 @@ class CheckResult:
         return f"<attn_trace.CheckResult {self.passed} passed, {self.failed} failed>"
 
 
-def check(*files: str | os.PathLike, golden: str | os.PathLike | None = None, mask: Any = None, scale: Any = None,
+def check(*files: str | os.PathLike | Problem, golden: str | os.PathLike | None = None, mask: Any = None, scale: Any = None,
           empty_rows: str | None = None, dtype: str | None = None, backend: str = "cpu", atol: float | None = None,
           rtol: float | None = None, block_q: int = 2, block_k: int = 2, prefill: int = 0,
           allow_nonfinite: bool = False, max_memory: int | str = "4G") -> CheckResult:
     """``attn-trace check FILE…``: every file's expect entries, or one file against a golden trace."""
     if not files:
         raise ProblemError("check needs at least one problem file")
+    paths = []
+    for file in files:
+        if isinstance(file, Problem) and file.path is None:
+            raise ProblemError("check reads problem files: write this problem with problem.to_json(path) and check that path")
+        paths.append(file.path if isinstance(file, Problem) else os.fspath(file))
     result = CheckResult(_interruptible(_core.check, {
-        "files": [os.fspath(f) for f in files], "golden": os.fspath(golden) if golden is not None else "",
+        "files": paths, "golden": os.fspath(golden) if golden is not None else "",
         "mask": _mask_text(mask),
         "scale": None if scale is None else str(scale), "empty_rows": empty_rows, "dtype": dtype, "backend": backend,
         "atol": atol, "rtol": rtol, "block_q": block_q, "block_k": block_k, "prefill": prefill,

@@ -46,23 +46,20 @@ class Problem:
     """A problem read and checked once (``attn_trace.load``, ``attn_trace.random``): every
     command takes it where it takes a path (docs/PYTHON.md#problems)."""
 
-    def __init__(self, source: dict[str, Any], facts: dict[str, Any]):
+    def __init__(self, source: dict[str, Any], facts: dict[str, Any], path: str | None = None):
         self._source = source
+        self.path = path  # the file it was read from (absolute), for check
         for name in ("title", "batch", "n", "m", "heads", "kv_heads", "d_k", "d_v", "d_model"):
             setattr(self, name, facts[name])
         self.tokens: list[str] = list(facts["tokens"])
 
     def to_json(self, path: str | os.PathLike | None = None) -> str:
         """The problem file's text, which ``attn-trace run`` reads to the same trace; written
-        to ``path`` too when given. A problem loaded from a file is that file's text: paths
-        inside it (a checkpoint, an array file) stay relative to the file's own folder."""
+        to ``path`` too when given. A problem loaded from a file is that file's text as it was
+        read: paths inside it (a checkpoint, an array file) stay relative to its folder."""
         from . import _core
 
-        if "path" in self._source:
-            with open(self._source["path"], encoding="utf-8") as file:
-                text = file.read()
-        else:
-            text = _core.problem_file_text(self._source["text"])
+        text = self._source["text"] if self.path else _core.problem_file_text(self._source["text"])
         if path is not None:
             with open(path, "w", encoding="utf-8") as file:
                 file.write(text)

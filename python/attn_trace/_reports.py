@@ -1,13 +1,15 @@
-"""The commands whose result is a report, not a trace: cost, variance and precision; and
+"""The commands whose result is a report, not a trace: cost, variance, precision and view; and
 problems made once, by ``load`` and ``random`` (docs/PYTHON.md#reports)."""
 
 from __future__ import annotations
 
 import json
+import operator
+import os
 from typing import Any
 
 from . import _core
-from ._calls import _call, _interruptible, _problem_options
+from ._calls import _call, _interruptible, _mask_text, _problem_options
 from ._errors import ProblemError
 from ._problem import Problem, source_of
 
@@ -51,7 +53,7 @@ def cost(n: int | list[int], *, d_model: int | None = None, heads: int | None = 
     """``attn-trace cost``: FLOPs, score memory, KV-cache bytes and parameters (docs/COMMANDS.md#cost).
     ``sparse`` a pattern as a dict or JSON text, ``mla`` ``(d_c, d_r)`` or ``"512,64"``,
     ``model`` a model directory."""
-    lengths = [n] if isinstance(n, int) else list(n)
+    lengths = [operator.index(length) for length in (n if isinstance(n, (list, tuple)) else [n])]
     if mla is not None and not isinstance(mla, str):
         mla = ",".join(str(int(width)) for width in mla)
     if sparse is not None and not isinstance(sparse, str):
@@ -80,20 +82,39 @@ def precision(problem: Any = None, *, mask: Any = None, scale: Any = None, empty
     return _report("precision", ("text", "json", "markdown", "latex", "svg"), texts)
 
 
+def view(*files: str | os.PathLike, mask: Any = None, scale: Any = None, empty_rows: str | None = None,
+         dtype: str | None = None, train: bool | None = None, backend: str = "cpu", max_memory: int | str = "4G",
+         allow_nonfinite: bool = False, precision: int = 4) -> Report:
+    """``attn-trace view FILE…``: one problem file per layer of a model, side by side
+    (docs/COMMANDS.md#view); ``report.json["layers"][l]["heads"][h]["weights"]`` each head's weights."""
+    if not files:
+        raise ProblemError("view needs one problem file per layer, e.g. layer0.json layer1.json")
+    options = _problem_options(mask, scale, empty_rows, dtype, train, backend, max_memory, allow_nonfinite)
+    options.update(files=[os.fspath(f) for f in files], precision=precision)
+    return _report("view", ("text", "json"), _interruptible(_core.view, options))
+
+
 def load(problem: Any = None, *, allow_nonfinite: bool = False, **arrays: Any) -> Problem:
     """Reads and checks a problem once: a path, JSON text, a dict or keyword arrays, as
     ``run`` takes them (docs/PYTHON.md#problems)."""
     source = dict(source_of(problem, arrays))
     if allow_nonfinite:
         source["allow_nonfinite"] = True
-    return Problem(source, _core.load(**source))
+    facts = _core.load(**source)  # the CLI's message for a file that is missing or wrong
+    path = None
+    if "path" in source:
+        # Read once: the file's text is kept, named by its absolute path, so that later edits
+        # and another working directory change nothing (its own paths resolve from its folder).
+        path = os.path.abspath(source.pop("path"))
+        with open(path, encoding="utf-8") as file:
+            source.update(text=file.read(), label=path)
+    return Problem(source, facts, path)
 
 
 def random(*, n: int = 4, m: int = 0, d_model: int = 0, dk: int = 2, dv: int = 0, heads: int = 1, kv_heads: int = 0,
            seed: int = 0, dist: str = "normal", mask: Any = None, literal: bool = False) -> Problem:
     """``attn-trace random``: a seeded random problem, the same on every platform
     (docs/COMMANDS.md#random); ``to_json()`` is the file the CLI writes."""
-    mask_text = "" if mask is None else mask if isinstance(mask, str) else json.dumps(mask)
     text = _core.random(n=n, m=m, d_model=d_model, dk=dk, dv=dv, heads=heads, kv_heads=kv_heads, seed=seed, dist=dist,
-                        mask=mask_text, literal=literal)
+                        mask=_mask_text(mask) or "", literal=literal)
     return load(text)

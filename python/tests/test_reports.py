@@ -48,6 +48,9 @@ def test_cost_equals_the_cli_in_each_format(args: list[str], kwargs: dict) -> No
 
 
 def test_cost_refusals_are_the_clis() -> None:
+    assert str(attn_trace.cost(np.int64(120), d_model=64, heads=4)) == str(attn_trace.cost(120, d_model=64, heads=4))
+    with pytest.raises(TypeError):
+        attn_trace.cost(120.0, d_model=64)
     with pytest.raises(attn_trace.ProblemError, match="--d-model excludes --model"):
         attn_trace.cost(10, model=str(SOURCE / "tests/models/gemma2"), d_model=16)
     with pytest.raises(ValueError, match="--n 0: expected a whole number of at least 1"):
@@ -93,15 +96,16 @@ def test_random_writes_the_clis_file_and_runs_to_its_trace(tmp_path: Path) -> No
     assert attn_trace.random(n=65536, dk=64).to_json() == cli("random", "--n", "65536", "--dk", "64")
     with pytest.raises(attn_trace.ProblemError, match="--kv-heads 3 must divide --heads 4"):
         attn_trace.random(heads=4, kv_heads=3)
-    with pytest.raises(attn_trace.ProblemError, match="--dist gaussian: expected normal, uniform or integers"):
+    with pytest.raises(attn_trace.ProblemError, match="--dist 'gaussian': expected one of normal, uniform, integers"):
         attn_trace.random(dist="gaussian")
 
 
-def test_load_checks_once_and_every_command_takes_the_problem() -> None:
+def test_load_checks_once_and_every_command_takes_the_problem(tmp_path: Path) -> None:
     problem = attn_trace.load(DAMAGED)
     assert (problem.n, problem.m, problem.d_k, problem.tokens) == (3, 3, 2, ["damaged", "on", "arrival"])
     assert "damaged on arrival" in repr(problem)
     assert problem.to_json() == DAMAGED.read_text()
+    assert attn_trace.check(problem).passed == 1
     causal = attn_trace.run(problem, mask="causal")
     assert np.array_equal(causal["weights"], attn_trace.run(DAMAGED, mask="causal")["weights"])
     arrays = attn_trace.load(Q=[[1.0, 0.0]], K=[[1.0, 0.0], [0.0, 1.0]], V=[[1.0, 2.0], [3.0, 4.0]])
@@ -109,6 +113,29 @@ def test_load_checks_once_and_every_command_takes_the_problem() -> None:
     assert str(attn_trace.run(arrays)) == str(attn_trace.run(json.loads(arrays.to_json())))
     with pytest.raises(attn_trace.ProblemError, match="V"):
         attn_trace.load(Q=[[1.0, 0.0]], K=[[1.0, 0.0]])
+    with pytest.raises(attn_trace.ProblemError, match="check reads problem files"):
+        attn_trace.check(arrays)
+    # Read once: another working directory and a later edit of the file change nothing.
+    copy = tmp_path / "copy.json"
+    copy.write_text(DAMAGED.read_text())
+    os.chdir(tmp_path)
+    loaded = attn_trace.load("copy.json")
+    copy.write_text("{}")
+    os.chdir(SOURCE)
+    assert str(attn_trace.run(loaded)) == str(attn_trace.run(problem)).replace(str(DAMAGED), str(copy))
+    assert loaded.to_json() == DAMAGED.read_text()
+    with pytest.raises(attn_trace.ProblemError, match="cannot open the problem file"):
+        attn_trace.load(tmp_path / "missing.json")
     # A problem with infinities loaded with allow_nonfinite keeps it for the commands.
     infinite = attn_trace.load({"Q": [[1.0, 0.0]], "K": [[1.0, 0.0]], "V": [["inf", 0.0]]}, allow_nonfinite=True)
     assert np.isinf(attn_trace.run(infinite)["out"]).any()
+
+
+def test_view_equals_the_cli() -> None:
+    files = [str(SOURCE / "tests/models/gpt2_directory" / name) for name in ("problem_layer0.json", "problem.json")]
+    report = attn_trace.view(*files, precision=2)
+    assert str(report) == cli("view", *files, "--precision", "2")
+    assert report.render("json") == cli("view", *files, "--format", "json")
+    assert [layer["layer"] for layer in report.json["layers"]] == [0, 1]
+    with pytest.raises(attn_trace.ProblemError, match="differ from"):
+        attn_trace.view(files[0], SOURCE / "tests/models/bert_directory/problem.json")

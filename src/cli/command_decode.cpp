@@ -9,8 +9,8 @@ namespace attn_trace::cli {
 namespace {
 
 struct DecodeCommandOptions {
-    long long prefill = 0, layers = 1, tokens = -1;
-    double bytes = 0;  // 0 = from the dtype
+    long long prefill = 0, layers = 1, tokens = 0;
+    double bytes = 0;
 };
 
 void add_decode_command(CLI::App& app, int& exit_code) {
@@ -36,14 +36,14 @@ Examples:
     add_trace_options(*decode, options);
     decode->add_option("--prefill", o.prefill, "the first P queries as one causal block before decoding one at a time")->capture_default_str();
     auto* layers = decode->add_option("--layers", o.layers, "layers, for the cache size (default 1; a model directory's problem: the model's, each with its window)");
-    decode->add_option("--bytes", o.bytes, "bytes per cached number for the cache size (default the model's checkpoint dtype; else 8 for f64, 4 for f32, 2 for f16 and bf16)");
-    decode->add_option("--tokens", o.tokens, "cache length for the total cache size (default m, the problem's keys)");
-    decode->callback([&exit_code, layers] {
+    auto* bytes = decode->add_option("--bytes", o.bytes, "bytes per cached number for the cache size (default the model's checkpoint dtype; else 8 for f64, 4 for f32, 2 for f16 and bf16)");
+    auto* tokens = decode->add_option("--tokens", o.tokens, "cache length for the total cache size (default m, the problem's keys)");
+    decode->callback([&exit_code, layers, bytes, tokens] {
         auto request = trace_request<DecodeRequest>(options);
         request.decode.prefill = whole_number_option("--prefill", o.prefill, 0);
         if (layers->count()) request.decode.layers = static_cast<int>(whole_number_option("--layers", o.layers, 1));
-        if (o.bytes != 0) request.decode.bytes = o.bytes;
-        if (o.tokens != -1) request.decode.tokens = whole_number_option("--tokens", o.tokens, 0);
+        if (bytes->count()) request.decode.bytes = o.bytes;
+        if (tokens->count()) request.decode.tokens = whole_number_option("--tokens", o.tokens, 0);
         print_result(decode_command(load_with_overrides(options), request), options);
         exit_code = 0;
     });

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <stdexcept>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -60,13 +59,13 @@ nlohmann::json literal_matrix(std::size_t rows, std::size_t cols, std::uint64_t 
 
 void check_random_request(const RandomRequest& r) {
     if (r.n == 0 || r.d_k == 0) throw InputError(fmt::format("{} 0: expected a whole number of at least 1", r.n == 0 ? "⟦n⟧" : "⟦dk⟧"));
-    if (r.heads < 1 || r.heads > 4096) throw InputError(fmt::format("⟦heads⟧ {}: expected a whole number from 1 to 4096", r.heads));
-    if (r.kv_heads < 0 || r.kv_heads > 4096) throw InputError(fmt::format("⟦kv_heads⟧ {}: expected a whole number from 1 to 4096", r.kv_heads));
+    if (r.heads < 1 || r.heads > 4096) throw InputError(fmt::format("⟦heads⟧ '{}': expected a whole number from 1 to 4096", r.heads));
+    if (r.kv_heads < 0 || r.kv_heads > 4096) throw InputError(fmt::format("⟦kv_heads⟧ '{}': expected a whole number from 1 to 4096", r.kv_heads));
     // A problem file's seeds run to 2^63 − 1 (docs/PROBLEM.md#matrix-forms), and the last matrix uses seed+4.
     const auto last_seed = static_cast<std::uint64_t>(std::numeric_limits<long>::max()) - 4;
-    if (r.seed > last_seed) throw InputError(fmt::format("⟦seed⟧ {}: expected a whole number from 0 to {}", r.seed, last_seed));
+    if (r.seed > last_seed) throw InputError(fmt::format("⟦seed⟧ '{}': expected a whole number from 0 to {}", r.seed, last_seed));
     if (r.dist != "normal" && r.dist != "uniform" && r.dist != "integers")
-        throw InputError(fmt::format("⟦dist⟧ {}: expected normal, uniform or integers", r.dist));
+        throw InputError(fmt::format("⟦dist⟧ '{}': expected one of normal, uniform, integers", r.dist));
 }
 
 }  // namespace

@@ -67,6 +67,15 @@ private:
         if (decode_.prefill > p_.n)
             throw InputError(fmt::format("⟦prefill⟧ {}: {} has n = {} queries, so the prefill block takes 0 to {} of them", decode_.prefill,
                                          p_.file, p_.n, p_.n));
+        // An encoder's layer (BERT's) lets every query read every key, later ones too: a cache
+        // of the past cannot hold that, and decode would trace another attention.
+        const auto model_causal = [](const MaskSpec& mask) {
+            return mask.origin == MaskOrigin::model && (mask.kind == MaskSpec::Kind::causal_bottom_right || mask.kind == MaskSpec::Kind::causal_upper_left);
+        };
+        if (p_.model_cache && std::none_of(p_.masks.begin(), p_.masks.end(), model_causal))
+            throw InputError(fmt::format("{}: a {} layer lets every query read every key, later ones too, which a cache of the past cannot hold: "
+                                         "decode traces decoders; run traces this layer",
+                                         p_.file, p_.model_cache->model_type));
         if (decode_.layers && *decode_.layers < 1) throw InputError(fmt::format("⟦layers⟧ {}: expected a whole number of layers, at least 1", *decode_.layers));
         if (decode_.bytes && !(*decode_.bytes > 0 && std::isfinite(*decode_.bytes)))
             throw InputError(fmt::format("⟦bytes⟧ {}: expected the bytes per cached number, greater than 0 (2 for fp16, 4 for f32)", *decode_.bytes));
@@ -259,7 +268,8 @@ private:
     void add_cache_size() {
         const std::optional<ModelCacheFacts>& model = decode_.layers ? std::nullopt : p_.model_cache;
         const int layers = model ? static_cast<int>(model->layers.size()) : decode_.layers.value_or(1);
-        const double bytes = decode_.bytes.value_or(model ? model->bytes_per_number : dtype_bytes(dtype_));
+        // The checkpoint's bytes whether or not ⟦layers⟧ replaces the model's layers.
+        const double bytes = decode_.bytes.value_or(p_.model_cache ? p_.model_cache->bytes_per_number : dtype_bytes(dtype_));
         const std::size_t cached = decode_.tokens.value_or(p_.m);
         const double per_kv_head = static_cast<double>(p_.d_k + p_.d_v);
         double elements = p_.mla ? static_cast<double>(mla_cache_elements_per_token(p_.mla->d_c, p_.mla->d_r, static_cast<std::uint64_t>(layers)))

@@ -32,10 +32,11 @@ const std::vector<ModelFamily>& table() {
             {.model_type = "gpt2", .prefix = "transformer.h.{L}.attn.", .layout = F::Layout::conv1d_columns, .fused = "c_attn", .out = "c_proj",
              .positions = F::Positions::absolute, .ignored = {"bias", "masked_bias"}},
             // The output's LayerNorm (after the residual add) is not the attention's: `final`
-            // is the output dense, before it.
+            // is the output dense, before it. Older checkpoints (bert-base-uncased) name its
+            // parameters gamma and beta.
             {.model_type = "bert", .prefix = "bert.encoder.layer.{L}.attention.", .separate = {"self.query", "self.key", "self.value"},
              .out = "output.dense", .positions = F::Positions::absolute, .causal = false,
-             .ignored = {"output.LayerNorm.weight", "output.LayerNorm.bias"}},
+             .ignored = {"output.LayerNorm.weight", "output.LayerNorm.bias", "output.LayerNorm.gamma", "output.LayerNorm.beta"}},
         };
         return all;
     }();

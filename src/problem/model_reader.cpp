@@ -209,7 +209,7 @@ std::string expand_model(json& root, ArraySource& arrays, const JsonReader& read
     const bool conv1d = family->layout == ModelFamily::Layout::conv1d_columns;
     if (family->layout != ModelFamily::Layout::mla)
         expect_shape(family->out + ".weight", conv1d ? q_rows : static_cast<std::size_t>(hidden), conv1d ? static_cast<std::size_t>(hidden) : q_rows,
-                     "hidden_size by " + head_counts);
+                     conv1d ? head_counts + " by hidden_size" : "hidden_size by " + head_counts);
     root["W_O"] = conv1d ? dir.reference(prefix + family->out + ".weight") : weight(family->out + ".weight");
     if (take(family->out + ".bias", false)) root["b_O"] = dir.reference(prefix + family->out + ".bias");
     if (family->qk_norm != ModelFamily::QkNorm::none) {
@@ -314,6 +314,14 @@ std::string expand_model(json& root, ArraySource& arrays, const JsonReader& read
     return summary.dump();
 }
 
+std::optional<Dtype> stored_dtype(const std::string& safetensors_dtype) {
+    if (safetensors_dtype == "F64") return Dtype::f64;
+    if (safetensors_dtype == "F32") return Dtype::f32;
+    if (safetensors_dtype == "F16") return Dtype::f16;
+    if (safetensors_dtype == "BF16") return Dtype::bf16;
+    return std::nullopt;
+}
+
 ModelCacheFacts read_model_cache(const std::string& dir) {
     ArraySource arrays("<stdin>");  // DIR as given, relative to the working directory
     const JsonReader reader("--model " + dir);
@@ -324,7 +332,7 @@ ModelCacheFacts read_model_cache(const std::string& dir) {
         layers = summary["num_layers"].get<long>();
         facts.model_type = summary["model_type"].get<std::string>();
         const std::string dtype = summary["dtype"].get<std::string>();
-        facts.bytes_per_number = dtype == "F64" ? 8 : dtype == "F32" ? 4 : 2;
+        facts.bytes_per_number = dtype_bytes(stored_dtype(dtype).value_or(Dtype::f32));
         ModelLayerCache cache;
         cache.layer_type = summary["layer_type"].get<std::string>();
         if (summary["sliding_window"].is_number()) cache.window = summary["sliding_window"].get<std::uint64_t>();

@@ -18,6 +18,7 @@
 #include "array_source.hpp"
 #include "checkpoint_reader.hpp"
 #include "mask_reader.hpp"
+#include "model_reader.hpp"
 #include "problem_loader.hpp"
 
 namespace attn_trace {
@@ -47,17 +48,14 @@ Problem parse_problem(const std::string& text, const std::string& file_label, bo
             if (layer["sliding_window"].is_number()) held.window = layer["sliding_window"].get<std::uint64_t>();
             cache.layers.push_back(held);
         }
+        const auto own = summary["model_masks"].get<std::size_t>();
         summary.erase("cache_layers");  // problem.model says what this layer resolved
+        summary.erase("model_masks");
         problem.model = summary.dump();
-        const std::string stored = summary["dtype"].get<std::string>();  // safetensors' names
-        if (stored == "BF16") problem.checkpoint_dtype = Dtype::bf16;
-        if (stored == "F16") problem.checkpoint_dtype = Dtype::f16;
-        if (stored == "F32") problem.checkpoint_dtype = Dtype::f32;
-        if (stored == "F64") problem.checkpoint_dtype = Dtype::f64;
+        problem.checkpoint_dtype = stored_dtype(summary["dtype"].get<std::string>());
         cache.bytes_per_number = dtype_bytes(problem.checkpoint_dtype.value_or(Dtype::f32));
         problem.model_cache = cache;
         // The model reader put its own masks first: causal, and the layer's window.
-        const auto own = summary["model_masks"].get<std::size_t>();
         for (std::size_t i = 0; i < own && i < problem.masks.size(); ++i) problem.masks[i].origin = MaskOrigin::model;
     }
     return problem;

@@ -16,6 +16,7 @@
 #include "attn_trace/problem_file.hpp"
 #include "attn_trace/report_commands.hpp"
 #include "attn_trace/variance.hpp"
+#include "attn_trace/view_command.hpp"
 #include "bindings.hpp"
 
 namespace nb = nanobind;
@@ -84,6 +85,20 @@ void bind_reports(nb::module_& m) {
         },
         "n"_a = RandomRequest{}.n, "m"_a = 0, "d_model"_a = 0, "dk"_a = RandomRequest{}.d_k, "dv"_a = 0, "heads"_a = 1, "kv_heads"_a = 0, "seed"_a = 0,
         "dist"_a = RandomRequest{}.dist, "mask"_a = "", "literal"_a = false, release);
+    m.def(
+        "view",
+        [](const std::vector<std::string>& files, const std::optional<std::string>& mask, const std::optional<std::string>& scale,
+           const std::optional<std::string>& empty_rows, const std::optional<std::string>& dtype, std::optional<bool> train, const std::string& backend,
+           std::uint64_t max_memory, bool allow_nonfinite, int precision) {
+            auto request = request_of<ViewRequest>(backend, max_memory);
+            request.files = files;
+            request.overrides = ProblemOverrides{mask, scale, empty_rows, dtype, train};
+            request.allow_nonfinite = allow_nonfinite;
+            const ModelView view = view_command(request);
+            return std::vector<std::string>{model_view_text(view, precision), model_view_json(view)};
+        },
+        "files"_a, "mask"_a = nb::none(), "scale"_a = nb::none(), "empty_rows"_a = nb::none(), "dtype"_a = nb::none(), "train"_a = nb::none(),
+        "backend"_a = "cpu", "max_memory"_a = Budget{}.memory, "allow_nonfinite"_a = false, "precision"_a = 4, release);
     m.def(
         "load",
         [](const std::optional<std::string>& path, const std::optional<std::string>& text, const std::string& label, bool allow_nonfinite) {

@@ -105,6 +105,22 @@ for golden in mistral_window gemma2 qwen2_window deepseek_v3; do
 done
 expect_exit 0 'KV cache of the whole gemma2 model, counted as cost counts its directory: 2 layers \(1 sliding: each holds at most its window\), 64 numbers per token · 4 bytes = 256 bytes per token; 7 tokens' -- "$T" decode "$M/gemma2/problem.json" --steps final --color never
 expect_exit 0 '"kv_cache_layers":32,' -- "$T" decode "$M/gemma2/problem.json" --layers 32 --format json --steps final
+expect_exit 0 '"kv_cache_bytes_per_number":4,' -- "$T" decode "$M/mistral_window/problem.json" --layers 2 --format json --steps final  # the checkpoint's F32
+expect_exit 2 "bert_directory/problem\.json: a bert layer lets every query read every key" -- "$T" decode "$M/bert_directory/problem.json"
+# bert-base-uncased's checkpoint names its LayerNorm parameters gamma and beta: left as the newer names are.
+copy bert_directory
+python3 - <<'PY'
+import json, struct
+raw = open("m/model.safetensors", "rb").read()
+size = struct.unpack("<Q", raw[:8])[0]
+header = json.loads(raw[8:8 + size])
+renamed = {k.replace("LayerNorm.weight", "LayerNorm.gamma").replace("LayerNorm.bias", "LayerNorm.beta"): v for k, v in header.items()}
+text = json.dumps(renamed).encode()
+text += b" " * (-len(text) % 8)
+open("m/model.safetensors", "wb").write(struct.pack("<Q", len(text)) + text + raw[8 + size:])
+PY
+expect_exit 0 "^PASS " -- "$T" check m/problem.json
+expect_exit 0 '"ignored_tensors":\["encoder\.layer\.1\.attention\.output\.LayerNorm\.beta","encoder\.layer\.1\.attention\.output\.LayerNorm\.gamma"\]' -- "$T" run m/problem.json --format json --steps final
 
 # Nothing silently ignored: refused GOLDEN FILE PYTHON PATTERN edits FILE of a copy of
 # GOLDEN (the JSON as `c`) and expects check to refuse it, exit 2, with PATTERN.

@@ -17,13 +17,13 @@ namespace attn_trace {
 
 // The commands whose --format accepts a format (docs/COMMANDS.md); run, decode,
 // tiled, grad and permute print a trace and share one list.
-enum FormatCommands : unsigned { for_trace = 1, for_explain = 2, for_exercise = 4, for_cost = 8, for_variance = 16, for_bench = 32, for_precision = 64 };
+enum FormatCommands : unsigned { for_trace = 1, for_explain = 2, for_exercise = 4, for_cost = 8, for_variance = 16, for_bench = 32, for_precision = 64, for_view = 128 };
 
 // X(name, what it is, commands), in the order --format lists them for a trace.
 #define ATTN_TRACE_FORMATS(X)                                                                                                                      \
-    X(text, "for people: aligned tables and prose", for_trace | for_explain | for_exercise | for_cost | for_variance | for_bench | for_precision)  \
+    X(text, "for people: aligned tables and prose", for_trace | for_explain | for_exercise | for_cost | for_variance | for_bench | for_precision | for_view) \
     X(json, "for scripts: one object; a trace in it is what check --golden reads",                                                               \
-      for_trace | for_exercise | for_cost | for_variance | for_bench | for_precision)                                                             \
+      for_trace | for_exercise | for_cost | for_variance | for_bench | for_precision | for_view)                                                  \
     X(markdown, "a worksheet: GitHub renders its tables and maths", for_trace | for_explain | for_exercise | for_precision)                        \
     X(latex, "a fragment that compiles in a plain article with amsmath", for_trace | for_explain | for_exercise | for_precision)                   \
     X(csv, "comma-separated values: one step's matrix, or bench's measurements", for_trace | for_bench)                                            \

@@ -1,0 +1,60 @@
+#include "attn_trace/view_command.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "attn_trace/attention_parts.hpp"
+#include "attn_trace/errors.hpp"
+
+namespace attn_trace {
+
+namespace {
+
+// The layer a model directory's problem reads, else the file's position.
+long layer_of(const Problem& problem, std::size_t position) {
+    if (problem.model.empty()) return static_cast<long>(position);
+    return nlohmann::json::parse(problem.model)["layer"].get<long>();
+}
+
+}  // namespace
+
+ModelView view_command(const ViewRequest& request) {
+    if (request.files.empty()) throw InputError("view needs one problem file per layer, e.g. layer0.json layer1.json");
+    ModelView view;
+    std::string first;
+    for (std::size_t position = 0; position < request.files.size(); ++position) {
+        const std::string& file = request.files[position];
+        ProblemSource source;
+        source.path = file;
+        source.allow_nonfinite = request.allow_nonfinite;
+        const Problem problem = load_with_overrides(source, request.overrides);
+        if (problem.batch > 1)
+            throw InputError(fmt::format("{}: holds {} sequences; view shows the layers of one sequence: give each layer's problem for one", file, problem.batch));
+        if (position == 0) {
+            first = file;
+            view.n = problem.n;
+            view.m = problem.m;
+            view.queries = query_labels(problem);
+            view.keys = key_labels(problem);
+        } else if (problem.n != view.n || problem.m != view.m || query_labels(problem) != view.queries || key_labels(problem) != view.keys) {
+            throw InputError(fmt::format("{}: its {} queries over {} keys{} differ from {}'s {} over {}: view puts the layers of one sequence side by side",
+                                         file, problem.n, problem.m, problem.n == view.n && problem.m == view.m ? " (their tokens)" : "", first, view.n,
+                                         view.m));
+        }
+        RunRequest run;
+        run.backend = request.backend;
+        run.budget = request.budget;
+        const TraceResult result = run_command(problem, run);
+        ModelViewLayer layer{file, layer_of(problem, position), {}};
+        for (int h = 0; h < problem.heads; ++h) {
+            const Step* weights = result.trace.find(StepName::weights, h, std::nullopt, std::nullopt, std::nullopt);
+            if (!weights)
+                throw InputError(fmt::format("{}: its trace holds no weights (the fast path, past ⟦max_memory⟧): view needs every head's weights", file));
+            layer.heads.push_back(view_head(h, weights->values));
+        }
+        view.layers.push_back(std::move(layer));
+    }
+    return view;
+}
+
+}  // namespace attn_trace
