@@ -16,7 +16,7 @@ export OMP_NUM_THREADS=1  # float32 sums in one order, as tools/make_config_gold
 
 failed=0
 for f in llama_linear mistral_window qwen2_window qwen3_qknorm olmo2_qknorm gemma2 gemma3_text gemma3_multimodal \
-         phi3 gpt_neox bloom deepseek_v3; do
+         phi3 gpt_neox bloom deepseek_v3 gpt2_directory bert_directory; do
   ids=$(cd tools && "$PYTHON" -c 'import json, sys
 from make_config_goldens import WORDS
 print(",".join(str(WORDS.index(t)) for t in json.load(open(sys.argv[1]))["tokens"]))' "../tests/models/$f/problem.json")

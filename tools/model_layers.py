@@ -24,7 +24,7 @@ FAMILIES = {"gpt2": "gpt2", "llama": "llama", "mistral": "llama", "qwen2": "llam
 # text_config is a gemma3_text config and its text layers lie under model.language_model.
 # (language_model.model. in checkpoints saved in the older layout).
 MODEL_TYPES = ("llama", "mistral", "qwen2", "qwen3", "olmo2", "gemma2", "gemma3_text", "gemma3", "phi3", "gpt_neox",
-               "bloom", "deepseek_v3")
+               "bloom", "deepseek_v3", "gpt2", "bert")
 
 # safetensors dtypes of floating tensors → the torch dtype a model stored so runs in here:
 # float64 as float64, the rest in float32 (bf16 and f16 widen exactly to float32, and
@@ -209,24 +209,26 @@ def write_problem(folder, seen, tokens, title, family, layer, safetensors, heads
     return problem
 
 
-def expectations(seen, atol, rtol=None):
-    """`expect`: the captured output as `final`, and head 0's weights where they were caught."""
+def expectations(seen, atol, rtol=None, heads=1):
+    """`expect`: the captured output as `final`, and the weights of the first `heads` heads
+    (all: None) where they were caught."""
     tol = {"atol": atol} if rtol is None else {"atol": atol, "rtol": rtol}
     expect = [{"name": "final", **tol, "data": matrix(seen["y"][0])}]
     if "weights" in seen:
-        expect.append({"name": "weights", "head": 0, **tol, "data": matrix(seen["weights"][0, 0])})
+        for head in range(seen["weights"].shape[1] if heads is None else heads):
+            expect.append({"name": "weights", "head": head, **tol, "data": matrix(seen["weights"][0, head])})
     return expect
 
 
-def write_model_problem(folder, seen, tokens, title, model, layer, tol):
+def write_model_problem(folder, seen, tokens, title, model, layer, tol, heads=1):
     """hidden.npy and problem.json in `folder` for the model-directory route: X from the
     captured input, `"checkpoint": {"model": model, "layer": layer}` (model: the directory,
-    relative to `folder` or absolute) and as expect the captured output and head 0's
-    weights, atol = rtol = tol. No heads, kv_heads, mask or rope: attn-trace takes those
+    relative to `folder` or absolute) and as expect the captured output and the weights
+    of the first `heads` heads (None: every head), atol = rtol = tol. No heads, kv_heads, mask or rope: attn-trace takes those
     from the model's config.json."""
     folder = Path(folder)
     np.save(folder / "hidden.npy", seen["x"][0].numpy())
     problem = {"title": title, "tokens": tokens, "checkpoint": {"model": str(model), "layer": layer},
-               "X": {"npy": "hidden.npy"}, "expect": expectations(seen, tol, tol)}
+               "X": {"npy": "hidden.npy"}, "expect": expectations(seen, tol, tol, heads)}
     (folder / "problem.json").write_text(json.dumps(problem, indent=1) + "\n")
     return problem
