@@ -99,7 +99,19 @@ TEST_CASE("a signed step diverges around 0, a non-negative one keeps the sequent
     const std::string sequential = weights.substr(0, weights.find("</section>"));
     CHECK(sequential.find("class=\"pos") == std::string::npos);
     CHECK(sequential.find("class=\"neg") == std::string::npos);
-    CHECK(sequential.find("legend") == std::string::npos);
+    CHECK(sequential.find("<p class=\"legend\">weights: one scale for every head and step, 0 (light) to 1 (dark)</p>") != std::string::npos);
+}
+
+TEST_CASE("weights take the fixed scale 0…1: a decode step's weight 1 is the darkest, its 0.5035 half way") {
+    // damaged on arrival, causal, decoded: at t = 0 the one weight is 1; at t = 2 the row is
+    // 0.5035, 0.2483, 0.2483. Over each step's own range the 1 was the lightest (docs/COMMANDS.md#output-formats).
+    const Problem problem = parse_problem(damaged_causal, "test.json");
+    RenderOptions options;
+    options.steps = {StepName::weights};
+    const std::string page = render_html(pipeline_decode(problem, {}, {}), options);
+    CHECK(page.find(R"(<td data-i="0" data-j="0" title="1" class="hi" style="--h:1.00")") != std::string::npos);
+    CHECK(page.find(R"(style="--h:0.50">0.5035</td>)") != std::string::npos);
+    CHECK(page.find(R"(style="--h:0.25">0.2483</td>)") != std::string::npos);
 }
 
 // The class of the section of the step named `name` (its first one).

@@ -27,11 +27,15 @@ Place place_of(const Step& s) {
 
 // A step's heat colouring (docs/COMMANDS.md#output-formats): a step with a negative
 // value is signed and takes the diverging scale (blue below 0, red above, white at
-// 0, near-black in the dark scheme; symmetric: ±max |x|), so that the sign shows; a
-// non-negative step takes the sequential scale over its finite range.
+// 0, near-black in the dark scheme; symmetric: ±max |x|), so that the sign shows;
+// weights take the fixed scale 0…1, as the heatmaps and the SVG do, so that a weight
+// has one colour in every head, decode step and tile (at t = 0 a weight of 1 is the
+// darkest, not the lightest); any other non-negative step its finite range.
 struct Heat {
     double low = 0, high = 0, largest = 0;  // finite min, max and max |x|
-    explicit Heat(const Matrix& m) {
+    bool fixed = false;                      // weights: 0…1
+    explicit Heat(const Step& step) {
+        const Matrix& m = step.values;
         bool any = false;
         for (double x : m.data()) {
             if (!std::isfinite(x)) continue;
@@ -39,6 +43,11 @@ struct Heat {
             high = any ? std::max(high, x) : x;
             largest = std::max(largest, std::abs(x));
             any = true;
+        }
+        if (step.name == StepName::weights && low >= 0 && high <= 1) {
+            fixed = true;
+            low = 0;
+            high = 1;
         }
     }
     bool diverging() const { return low < 0; }
@@ -127,6 +136,7 @@ std::string legend(const Step& step, const Heat& heat, bool hatched, int precisi
         out += fmt::format("<p class=\"legend\">signed: blue below 0, <span class=\"in-light\">white</span><span class=\"in-dark\">near-black</span> at 0, red above 0, "
                            "the scale ±{} (max |x|)</p>\n",
                            format_number(heat.largest, precision));
+    if (heat.fixed) out += "<p class=\"legend\">weights: one scale for every head and step, 0 (light) to 1 (dark)</p>\n";
     if (hatched)
         out += zero_where_blocked(step.name) ? "<p class=\"legend\"><span class=\"swatch b\"></span> hatched: the mask blocked the weight, so this gradient is exactly 0 by construction</p>\n"
                                              : "<p class=\"legend\"><span class=\"swatch b\"></span> hatched: masked (−∞ before the softmax, 0 after it)</p>\n";
@@ -144,7 +154,7 @@ struct Table {
 Table step_table(const Step& step, const RenderOptions& options, const Step* masked, bool clickable) {
     const Matrix& m = step.values;
     const CellFormat format(m, options.precision);
-    const Heat heat(m);
+    const Heat heat(step);
     const auto rows = visible_rows(m.rows(), options.full);
     const auto cols = visible_columns(m.cols(), options.full);
     Table table{"<table>\n<thead><tr><th></th>", std::vector<std::size_t>(cols.size() + 1, 0)};
