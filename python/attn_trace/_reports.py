@@ -12,6 +12,7 @@ from . import _core
 from ._calls import _call, _interruptible, _mask_text, _problem_options
 from ._errors import ProblemError
 from ._problem import Problem, source_of
+from ._trace import framed
 
 
 class Report:
@@ -41,6 +42,10 @@ class Report:
 
     def _repr_latex_(self) -> str | None:
         return self._texts.get("latex")
+
+    def _repr_html_(self) -> str | None:
+        page = self._texts.get("html")
+        return None if page is None else framed(page)
 
 
 def _report(command: str, formats: tuple[str, ...], texts: list[str]) -> Report:
@@ -86,12 +91,14 @@ def view(*files: str | os.PathLike, mask: Any = None, scale: Any = None, empty_r
          dtype: str | None = None, train: bool | None = None, backend: str = "cpu", max_memory: int | str = "4G",
          allow_nonfinite: bool = False, precision: int = 4) -> Report:
     """``attn-trace view FILE…``: one problem file per layer of a model, side by side
-    (docs/COMMANDS.md#view); ``report.json["layers"][l]["heads"][h]["weights"]`` each head's weights."""
+    (docs/COMMANDS.md#view); ``report.json["layers"][l]["heads"][h]["weights"]`` each head's weights;
+    ``render("html")`` (and the notebook's display) the model view page."""
     if not files:
         raise ProblemError("view needs one problem file per layer, e.g. layer0.json layer1.json")
     options = _problem_options(mask, scale, empty_rows, dtype, train, backend, max_memory, allow_nonfinite)
-    options.update(files=[os.fspath(f) for f in files], precision=precision)
-    return _report("view", ("text", "json"), _interruptible(_core.view, options))
+    options.update(files=[os.fspath(f) for f in files], precision=precision,
+                   explain='attn_trace.explain("{file}", cell="{cell}", head={head})')
+    return _report("view", ("text", "json", "html"), _interruptible(_core.view, options))
 
 
 def load(problem: Any = None, *, allow_nonfinite: bool = False, **arrays: Any) -> Problem:

@@ -12,6 +12,14 @@ import numpy as np
 from . import _core
 
 
+def framed(page: str) -> str:
+    """A page in a frame of its own, as the notebook shows it: its scripts and styles cannot
+    meet another page's in the same notebook, and nothing is fetched from a network."""
+    return (f'<iframe class="attn-trace" srcdoc="{html.escape(page, quote=True)}" '
+            'style="width: 100%; height: 600px; border: 1px solid #ccc; box-sizing: border-box" '
+            'sandbox="allow-scripts"></iframe>')
+
+
 class Step:
     """One step of a trace: ``name``, ``symbol``, ``formula``, ``shape`` (as the CLI prints
     a single matrix of it) and ``values``, every matrix of the step in the layout of
@@ -146,12 +154,7 @@ class Trace:
                 f"{'' if r.heads == 1 else 's'}, {len(self.steps)} steps, {self.dtype}>")
 
     def _repr_html_(self) -> str:
-        # The page in a frame of its own: its scripts and styles cannot meet another
-        # trace's in the same notebook, and nothing is fetched from a network.
-        page = self.render("html")
-        return (f'<iframe class="attn-trace" srcdoc="{html.escape(page, quote=True)}" '
-                'style="width: 100%; height: 600px; border: 1px solid #ccc; box-sizing: border-box" '
-                'sandbox="allow-scripts"></iframe>')
+        return framed(self.render("html"))
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
         printer.text(repr(self))

@@ -10,6 +10,9 @@ namespace attn_trace::cli {
 
 namespace {
 
+// How the page's explanation of a dot product (scores, out) names its whole arithmetic.
+constexpr const char* view_explain_command = "attn-trace explain {file} --cell {cell} --head {head}";
+
 struct ViewCommandOptions {
     std::vector<std::string> files;
     TraceOptions trace;  // the overrides, backend, dtype, precision and budget every layer shares
@@ -22,11 +25,14 @@ void add_view_command(CLI::App& app, int& exit_code) {
 one sequence: the same queries, keys and tokens (files that differ are refused, both named). Each
 layer is traced as run traces it; a model directory's problem keeps its model's layer index. The
 text lists, per layer, for each query and head the key it weighs most and that weight; the JSON
-adds every head's weights.
+adds every head's weights. The HTML page is the grid of layers × heads: each cell a head's weights,
+its tokens on hover, a click opens that head's trace (every cell explained on a click), and a
+"lines" control draws bertviz's lines between tokens.
 
 Examples:
   attn-trace view tests/models/gpt2_directory/problem_layer0.json tests/models/gpt2_directory/problem.json
-  attn-trace view tests/models/gpt2_directory/problem_layer0.json tests/models/gpt2_directory/problem.json --format json)");
+  attn-trace view tests/models/gpt2_directory/problem_layer0.json tests/models/gpt2_directory/problem.json --format json
+  attn-trace view examples/model_view/layer*/problem.json --format html > model.html)");
     view->add_option("PROBLEM", o.files, "one problem file per layer, in layer order")->required();
     view->add_option("--mask", o.trace.overrides.mask, "a mask over every layer's own (as run's --mask)");
     view->add_option("--scale", o.trace.overrides.scale, "auto (1/sqrt(d_k)), none (1) or a number, overriding the files");
@@ -36,7 +42,7 @@ Examples:
     view->add_option("--precision", o.trace.output.precision, "decimals of the weights in the text")->check(CLI::Range(0, 17))->capture_default_str();
     view->add_flag("--allow-nonfinite", o.trace.allow_nonfinite, "trace how a NaN or infinity in an input spreads, instead of refusing it");
     add_empty_rows_and_dropout_options(*view, o.trace);
-    add_format_option(*view, o.trace.output.format, formats_of(for_view), "text or json");
+    add_format_option(*view, o.trace.output.format, formats_of(for_view), "text, json or html");
     add_memory_option(*view, o.trace.budget, "a layer whose trace");
     view->callback([&exit_code] {
         auto request = trace_request<ViewRequest>(o.trace);
@@ -45,7 +51,10 @@ Examples:
         if (o.trace.train || o.trace.eval) request.overrides.train = o.trace.train;
         request.allow_nonfinite = o.trace.allow_nonfinite;
         const ModelView view = view_command(request);
-        std::cout << (o.trace.output.format == Format::json ? model_view_json(view) : model_view_text(view, o.trace.output.precision));
+        const Format format = o.trace.output.format;
+        std::cout << (format == Format::json   ? model_view_json(view)
+                      : format == Format::html ? model_view_html(view, o.trace.output.precision, view_explain_command)
+                                               : model_view_text(view, o.trace.output.precision));
         exit_code = 0;
     });
 }

@@ -32,6 +32,7 @@ ModelView view_command(const ViewRequest& request) {
             throw InputError(fmt::format("{}: holds {} sequences; view shows the layers of one sequence: give each layer's problem for one", file, problem.batch));
         if (position == 0) {
             first = file;
+            view.title = problem.title;
             view.n = problem.n;
             view.m = problem.m;
             view.queries = query_labels(problem);
@@ -51,6 +52,8 @@ ModelView view_command(const ViewRequest& request) {
             if (!weights)
                 throw InputError(fmt::format("{}: its trace holds no weights (the fast path, past ⟦max_memory⟧): view needs every head's weights", file));
             layer.heads.push_back(view_head(h, weights->values));
+            for (const Step& step : result.trace.steps)
+                if (step.head == h && !step.t && !step.tile) layer.heads.back().steps.push_back(step);
         }
         view.layers.push_back(std::move(layer));
     }

@@ -89,16 +89,16 @@ void bind_reports(nb::module_& m) {
         "view",
         [](const std::vector<std::string>& files, const std::optional<std::string>& mask, const std::optional<std::string>& scale,
            const std::optional<std::string>& empty_rows, const std::optional<std::string>& dtype, std::optional<bool> train, const std::string& backend,
-           std::uint64_t max_memory, bool allow_nonfinite, int precision) {
+           std::uint64_t max_memory, bool allow_nonfinite, int precision, const std::string& explain) {
             auto request = request_of<ViewRequest>(backend, max_memory);
             request.files = files;
             request.overrides = ProblemOverrides{mask, scale, empty_rows, dtype, train};
             request.allow_nonfinite = allow_nonfinite;
             const ModelView view = view_command(request);
-            return std::vector<std::string>{model_view_text(view, precision), model_view_json(view)};
+            return std::vector<std::string>{model_view_text(view, precision), model_view_json(view), model_view_html(view, precision, explain)};
         },
         "files"_a, "mask"_a = nb::none(), "scale"_a = nb::none(), "empty_rows"_a = nb::none(), "dtype"_a = nb::none(), "train"_a = nb::none(),
-        "backend"_a = "cpu", "max_memory"_a = Budget{}.memory, "allow_nonfinite"_a = false, "precision"_a = 4, release);
+        "backend"_a = "cpu", "max_memory"_a = Budget{}.memory, "allow_nonfinite"_a = false, "precision"_a = 4, "explain"_a = "", release);
     m.def(
         "load",
         [](const std::optional<std::string>& path, const std::optional<std::string>& text, const std::string& label, bool allow_nonfinite) {

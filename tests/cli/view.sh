@@ -36,3 +36,33 @@ expect_exit 2 "renamed\.json: its 3 queries over 3 keys \(their tokens\) differ 
 python3 -c "import json; p = json.load(open('$SOURCE_DIR/examples/damaged_on_arrival.json')); p['X'] = [p['X'], p['X']]; p.pop('tokens', None); json.dump(p, open('batch.json', 'w'))"
 expect_exit 2 "batch\.json: holds 2 sequences; view shows the layers of one sequence" -- "$T" view batch.json
 expect_exit 2 "PROBLEM is required" -- "$T" view
+
+# The page (docs/COMMANDS.md#the-model-view-page): a cell a head, each head's steps carried
+# exactly: the weights decoded from the page equal the JSON view's, bit for bit.
+"$T" view "$M/gpt2_directory/problem_layer0.json" "$M/gpt2_directory/problem.json" --format html > view.html
+expect_exit 0 "" -- python3 - <<'PY'
+import json, re, struct
+page = open("view.html", encoding="utf-8").read()
+view = json.load(open("view.json"))
+cells = re.findall(r'<canvas data-layer="(\d+)" data-head="(\d+)"', page)
+assert cells == [(str(l), str(h)) for l in (0, 1) for h in range(4)], cells
+data = json.loads(re.search(r'<script type="application/json" id="model-data">(.*?)</script>', page, re.S).group(1))
+assert data["explain"] == "attn-trace explain {file} --cell {cell} --head {head}", data["explain"]
+for l, layer in enumerate(data["layers"]):
+    for h, head in enumerate(layer["heads"]):
+        names = [s["name"] for s in head["steps"]]
+        assert names == ["scores", "scaled", "mask", "masked", "row_max", "exp", "row_sum", "weights", "out"], names
+        step = head["steps"][names.index("weights")]
+        size = {"f4": 4, "f8": 8}[step["type"]]
+        raw = bytes.fromhex(step["hex"])
+        values = struct.unpack(f"<{len(raw) // size}{'f' if size == 4 else 'd'}", raw)
+        expected = [x for row in view["layers"][l]["heads"][h]["weights"] for x in row]
+        assert list(values) == expected, (l, h)
+        assert head["steps"][names.index("weights")]["operands"] == [["exp", "ij"], ["row_sum", "i0"]]
+PY
+# A BERT-base-shaped model (12 layers × 12 heads, d_model 768, random weights) on 20 tokens:
+# its page stays under 5 MB.
+for l in 0 1 2 3 4 5 6 7 8 9 10 11; do "$T" random --n 20 --d-model 768 --heads 12 --dk 64 --seed $((l * 10)) -o "base$(printf %02d "$l").json"; done
+"$T" view base*.json --dtype f32 --format html > base.html
+expect_exit 0 "" -- python3 -c "import os; size = os.path.getsize('base.html'); assert 3_000_000 < size <= 5_000_000, size"
+expect_exit 0 "" -- grep -c 'data-layer="11" data-head="11"' base.html

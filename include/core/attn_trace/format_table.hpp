@@ -27,7 +27,7 @@ enum FormatCommands : unsigned { for_trace = 1, for_explain = 2, for_exercise = 
     X(markdown, "a worksheet: GitHub renders its tables and maths", for_trace | for_explain | for_exercise | for_precision)                        \
     X(latex, "a fragment that compiles in a plain article with amsmath", for_trace | for_explain | for_exercise | for_precision)                   \
     X(csv, "comma-separated values: one step's matrix, or bench's measurements", for_trace | for_bench)                                            \
-    X(html, "a page of its own, to explore", for_trace | for_explain | for_exercise)
+    X(html, "a page of its own, to explore", for_trace | for_explain | for_exercise | for_view)
 
 enum class Format : std::uint8_t {
 #define ATTN_TRACE_FORMAT_ID(name, what, commands) name,
