@@ -17,6 +17,7 @@ from typing import Any
 
 from . import _core
 from ._errors import BackendUnavailable, Error, InternalError, ProblemError
+from ._model import ModelTrace, trace_model
 from ._calls import _call, _interruptible, _mask_text, _problem_options
 from ._problem import Problem
 from ._reports import Report, cost, load, precision, random, variance, view
@@ -26,7 +27,7 @@ from ._trace import Step, Steps, Trace
 __version__: str = _core.version
 
 __all__ = ["run", "decode", "tiled", "grad", "permute", "explain", "check", "exercise", "cost", "variance", "precision",
-           "view", "random", "load", "Problem", "Report", "Trace", "Step", "Steps", "Explanation", "CheckResult", "Worksheet", "Error", "ProblemError", "BackendUnavailable", "InternalError",
+           "view", "trace_model", "ModelTrace", "random", "load", "Problem", "Report", "Trace", "Step", "Steps", "Explanation", "CheckResult", "Worksheet", "Error", "ProblemError", "BackendUnavailable", "InternalError",
            "scaled_dot_product_attention", "set_num_threads", "get_num_threads", "__version__"]
 
 

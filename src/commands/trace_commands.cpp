@@ -41,7 +41,8 @@ std::string fast_path_reason(const Problem& p, Dtype dtype, bool requested, cons
 }  // namespace
 
 Problem load_with_overrides(const ProblemSource& source, const ProblemOverrides& overrides) {
-    Problem problem = source.text ? parse_problem(*source.text, source.label, source.allow_nonfinite) : load_problem(source.path, source.allow_nonfinite);
+    if (source.model && !source.text) throw InputError("a model in memory is read with a problem given as text");
+    Problem problem = source.text ? parse_problem(*source.text, source.label, source.allow_nonfinite, source.model) : load_problem(source.path, source.allow_nonfinite);
     apply_overrides(problem, overrides);
     return problem;
 }

@@ -45,19 +45,22 @@ ModelView view_command(const ViewRequest& request) {
         RunRequest run;
         run.backend = request.backend;
         run.budget = request.budget;
-        const TraceResult result = run_command(problem, run);
-        ModelViewLayer layer{file, layer_of(problem, position), {}};
-        for (int h = 0; h < problem.heads; ++h) {
-            const Step* weights = result.trace.find(StepName::weights, h, std::nullopt, std::nullopt, std::nullopt);
-            if (!weights)
-                throw InputError(fmt::format("{}: its trace holds no weights (the fast path, past ⟦max_memory⟧): view needs every head's weights", file));
-            layer.heads.push_back(view_head(h, weights->values));
-            for (const Step& step : result.trace.steps)
-                if (step.head == h && !step.t && !step.tile) layer.heads.back().steps.push_back(step);
-        }
-        view.layers.push_back(std::move(layer));
+        view.layers.push_back(view_layer(run_command(problem, run).trace, layer_of(problem, position), file));
     }
     return view;
+}
+
+ModelViewLayer view_layer(const Trace& trace, long layer, const std::string& file) {
+    ModelViewLayer out{file, layer, {}};
+    const std::string name = file.empty() ? fmt::format("layer {}", layer) : file;
+    for (int h = 0; h < trace.problem.heads; ++h) {
+        const Step* weights = trace.find(StepName::weights, h, std::nullopt, std::nullopt, std::nullopt);
+        if (!weights) throw InputError(fmt::format("{}: its trace holds no weights (the fast path, past ⟦max_memory⟧): view needs every head's weights", name));
+        out.heads.push_back(view_head(h, weights->values));
+        for (const Step& step : trace.steps)
+            if (step.head == h && !step.t && !step.tile) out.heads.back().steps.push_back(step);
+    }
+    return out;
 }
 
 }  // namespace attn_trace

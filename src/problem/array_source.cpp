@@ -21,6 +21,7 @@ std::string ArraySource::resolve(const std::string& name) const {
 }
 
 const SafetensorsFile& ArraySource::safetensors(const std::string& name) {
+    if (const ModelInMemory* model = held(name)) return *model->tensors;
     const std::string path = resolve(name);
     auto& slot = open_[path];
     if (!slot) slot = std::make_unique<SafetensorsFile>(SafetensorsFile::open(path));

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "attn_trace/array_files.hpp"
+#include "attn_trace/problem.hpp"
 #include "json/json_reader.hpp"
 
 namespace attn_trace {
@@ -30,6 +31,9 @@ public:
     std::string resolve(const std::string& name) const;
     // The safetensors file (opened on first use); InputError if it cannot be.
     const SafetensorsFile& safetensors(const std::string& name);
+    // A model in memory, named as a model directory would be (ModelDirectory reads it).
+    void hold(const ModelInMemory& model) { held_ = &model; }
+    const ModelInMemory* held(const std::string& name) const { return held_ && held_->name == name ? held_ : nullptr; }
     // Called with "$.X[2][5] (hidden.npy)" and the value for the first NaN or infinity of each array read.
     void on_nonfinite(std::function<void(const std::string&, double)> report) { nonfinite_ = std::move(report); }
 
@@ -46,6 +50,7 @@ private:
     std::function<void(const std::string&, double)> nonfinite_;
     std::string folder_;
     std::map<std::string, std::unique_ptr<SafetensorsFile>> open_;
+    const ModelInMemory* held_ = nullptr;
 };
 
 }  // namespace attn_trace

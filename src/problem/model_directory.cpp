@@ -12,11 +12,12 @@ using json = nlohmann::json;
 
 ModelDirectory::ModelDirectory(const std::string& dir_name, ArraySource& arrays, const JsonReader& problem)
     : name_(dir_name), arrays_(arrays), problem_(problem) {
-    const std::string dir = arrays.resolve(dir_name);
+    const ModelInMemory* held = arrays.held(dir_name);
+    const std::string dir = held ? dir_name + " (in memory)" : arrays.resolve(dir_name);
     config_path_ = (std::filesystem::path(dir) / "config.json").lexically_normal().string();
-    if (!std::filesystem::is_directory(dir))
+    if (!held && !std::filesystem::is_directory(dir))
         problem.fail("$.checkpoint.model", fmt::format("\"{}\" is not a folder: expected a model directory holding config.json and model.safetensors", dir_name));
-    config_ = read_json_file(config_path_, "the model's config");
+    config_ = held ? parse_json_text(held->config, config_path_) : read_json_file(config_path_, "the model's config");
     if (!config_.is_object()) JsonReader(config_path_).fail("$", "expected the model's configuration object, found " + describe_json(config_));
     at_ = "$";
     if (config_.contains("text_config") && config_["text_config"].is_object()) {  // a multimodal config: its text part
@@ -24,7 +25,11 @@ ModelDirectory::ModelDirectory(const std::string& dir_name, ArraySource& arrays,
         config_ = json(config_["text_config"]);
         at_ = "$.text_config";
     }
-    index_tensors(dir);
+    if (!held) {
+        index_tensors(dir);
+        return;
+    }
+    for (const auto& t : held->tensors->tensors()) tensors_[t.name] = dir_name;  // ArraySource::safetensors(dir_name) is the held file
 }
 
 void ModelDirectory::index_tensors(const std::string& dir) {

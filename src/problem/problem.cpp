@@ -34,9 +34,15 @@ double Problem::scale_factor() const {
     return 1.0;
 }
 
-Problem parse_problem(const std::string& text, const std::string& file_label, bool allow_nonfinite) {
+ModelInMemory hold_model(std::string name, std::string config, std::string safetensors) {
+    const std::string label = name + " (in memory)/model.safetensors";
+    return ModelInMemory{std::move(name), std::move(config), std::make_shared<const SafetensorsFile>(SafetensorsFile::parse(std::move(safetensors), label))};
+}
+
+Problem parse_problem(const std::string& text, const std::string& file_label, bool allow_nonfinite, const ModelInMemory* held) {
     json root = parse_json_text(text, file_label);
     ArraySource arrays(file_label);  // .npy and safetensors files, relative to the problem file
+    if (held) arrays.hold(*held);
     const std::string model = expand_checkpoint(root, arrays, JsonReader(file_label));
     Problem problem = ProblemLoader(root, file_label, allow_nonfinite, arrays).load();
     if (!model.empty()) {

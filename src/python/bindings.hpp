@@ -14,13 +14,14 @@
 
 namespace attn_trace {
 
-ProblemSource source_of(const std::optional<std::string>& path, const std::optional<std::string>& text, const std::string& label, bool allow_nonfinite);
+ProblemSource source_of(const std::optional<std::string>& path, const std::optional<std::string>& text, const std::string& label, bool allow_nonfinite,
+                        const ModelInMemory* model = nullptr);
 // A format the commands in `commands` write (format_table.hpp), else InputError.
 Format format_of(const std::string& name, unsigned commands);
 MathStyle math_of(const std::string& name);
 Problem problem_of(const std::optional<std::string>& path, const std::optional<std::string>& text, const std::string& label, bool allow_nonfinite,
                    const std::optional<std::string>& mask, const std::optional<std::string>& scale, const std::optional<std::string>& empty_rows,
-                   const std::optional<std::string>& dtype, std::optional<bool> train);
+                   const std::optional<std::string>& dtype, std::optional<bool> train, const ModelInMemory* model = nullptr);
 
 template <class Request>
 Request request_of(const std::string& backend, std::uint64_t max_memory) {
@@ -40,10 +41,12 @@ void bind_reports(nanobind::module_& m);
 #define ATTN_TRACE_PROBLEM_ARGS                                                                                                                    \
     const std::optional<std::string>&path, const std::optional<std::string>&text, const std::string &label, bool allow_nonfinite,                \
         const std::optional<std::string>&mask, const std::optional<std::string>&scale, const std::optional<std::string>&empty_rows,              \
-        const std::optional<std::string>&dtype, std::optional<bool> train, const std::string &backend, std::uint64_t max_memory
+        const std::optional<std::string>&dtype, std::optional<bool> train, const std::string &backend, std::uint64_t max_memory,                 \
+        const ModelInMemory *model
 
 #define ATTN_TRACE_PROBLEM_NAMES                                                                                                                  \
     "path"_a = nb::none(), "text"_a = nb::none(), "label"_a = "<problem>", "allow_nonfinite"_a = false, "mask"_a = nb::none(), "scale"_a = nb::none(), \
-    "empty_rows"_a = nb::none(), "dtype"_a = nb::none(), "train"_a = nb::none(), "backend"_a = "cpu", "max_memory"_a = Budget{}.memory
-#define ATTN_TRACE_PROBLEM problem_of(path, text, label, allow_nonfinite, mask, scale, empty_rows, dtype, train)
+    "empty_rows"_a = nb::none(), "dtype"_a = nb::none(), "train"_a = nb::none(), "backend"_a = "cpu", "max_memory"_a = Budget{}.memory,          \
+    "model"_a = nb::none()
+#define ATTN_TRACE_PROBLEM problem_of(path, text, label, allow_nonfinite, mask, scale, empty_rows, dtype, train, model)
 

@@ -32,9 +32,10 @@ using namespace nb::literals;
 
 namespace attn_trace {
 
-ProblemSource source_of(const std::optional<std::string>& path, const std::optional<std::string>& text, const std::string& label, bool allow_nonfinite) {
+ProblemSource source_of(const std::optional<std::string>& path, const std::optional<std::string>& text, const std::string& label, bool allow_nonfinite,
+                        const ModelInMemory* model) {
     if (path.has_value() == text.has_value()) throw InputError("a problem is a path or JSON text: give one");
-    ProblemSource source{.path = path.value_or(""), .text = text, .label = label, .allow_nonfinite = allow_nonfinite};
+    ProblemSource source{.path = path.value_or(""), .text = text, .label = label, .allow_nonfinite = allow_nonfinite, .model = model};
     return source;
 }
 
@@ -54,8 +55,8 @@ MathStyle math_of(const std::string& name) {
 
 Problem problem_of(const std::optional<std::string>& path, const std::optional<std::string>& text, const std::string& label, bool allow_nonfinite,
                    const std::optional<std::string>& mask, const std::optional<std::string>& scale, const std::optional<std::string>& empty_rows,
-                   const std::optional<std::string>& dtype, std::optional<bool> train) {
-    return load_with_overrides(source_of(path, text, label, allow_nonfinite), ProblemOverrides{mask, scale, empty_rows, dtype, train});
+                   const std::optional<std::string>& dtype, std::optional<bool> train, const ModelInMemory* model) {
+    return load_with_overrides(source_of(path, text, label, allow_nonfinite, model), ProblemOverrides{mask, scale, empty_rows, dtype, train});
 }
 
 namespace {

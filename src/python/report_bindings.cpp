@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "attn_trace/cost_command.hpp"
+#include "attn_trace/errors.hpp"
 #include "attn_trace/problem_file.hpp"
 #include "attn_trace/report_commands.hpp"
 #include "attn_trace/variance.hpp"
@@ -99,13 +100,43 @@ void bind_reports(nb::module_& m) {
         },
         "files"_a, "mask"_a = nb::none(), "scale"_a = nb::none(), "empty_rows"_a = nb::none(), "dtype"_a = nb::none(), "train"_a = nb::none(),
         "backend"_a = "cpu", "max_memory"_a = Budget{}.memory, "allow_nonfinite"_a = false, "precision"_a = 4, "explain"_a = "", release);
+    nb::class_<ModelInMemory>(m, "ModelInMemory").def_ro("name", &ModelInMemory::name);
+    m.def(
+        "hold_model",
+        [](const std::string& name, const std::string& config, nb::bytes tensors) {
+            return hold_model(name, config, std::string(tensors.c_str(), tensors.size()));
+        },
+        "name"_a, "config"_a, "tensors"_a);
+    m.def(
+        "model_page",
+        [](const nb::list& traces, const std::vector<long>& layers, const std::string& title, const std::vector<bool>& special, int precision,
+           const std::string& explain, bool hide_special) {
+            ModelView view;
+            view.title = title;
+            view.special = special;
+            view.hide_special = hide_special;
+            for (std::size_t k = 0; k < layers.size(); ++k) {
+                const Trace& trace = nb::cast<const TraceResult&>(traces[k]).trace;
+                view.layers.push_back(view_layer(trace, layers[k], ""));
+                if (k > 0) continue;
+                const Step* weights = trace.find(StepName::weights, 0, std::nullopt, std::nullopt, std::nullopt);
+                if (!weights) throw InputError("the first layer's trace holds no weights");
+                view.n = weights->values.rows();
+                view.m = weights->values.cols();
+                view.queries = weights->row_labels;
+                view.keys = weights->column_labels;
+            }
+            return model_view_html(view, precision, explain);
+        },
+        "traces"_a, "layers"_a, "title"_a, "special"_a, "precision"_a = 4, "explain"_a = "", "hide_special"_a = false);
     m.def(
         "load",
-        [](const std::optional<std::string>& path, const std::optional<std::string>& text, const std::string& label, bool allow_nonfinite) {
+        [](const std::optional<std::string>& path, const std::optional<std::string>& text, const std::string& label, bool allow_nonfinite,
+           const ModelInMemory* model) {
             // Holds the GIL: facts_of builds Python objects (loading is reading and checking, not computing).
-            return facts_of(problem_of(path, text, label, allow_nonfinite, std::nullopt, std::nullopt, std::nullopt, std::nullopt, std::nullopt));
+            return facts_of(problem_of(path, text, label, allow_nonfinite, std::nullopt, std::nullopt, std::nullopt, std::nullopt, std::nullopt, model));
         },
-        "path"_a = nb::none(), "text"_a = nb::none(), "label"_a = "<problem>", "allow_nonfinite"_a = false);
+        "path"_a = nb::none(), "text"_a = nb::none(), "label"_a = "<problem>", "allow_nonfinite"_a = false, "model"_a = nb::none());
     m.def(
         "problem_file_text", [](const std::string& json) { return problem_file_text(nlohmann::ordered_json::parse(json)); }, "json"_a);
 }

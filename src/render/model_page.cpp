@@ -155,7 +155,14 @@ constexpr const char* script = R"js(
   const panelTitle = document.getElementById("model-explain-title");
   const full = document.getElementById("model-explain-full");
   const cellPx = Math.max(2, Math.min(8, Math.floor(96 / Math.max(data.n, data.m))));
+  const specialBox = document.getElementById("special");
   let lines = false;
+  // The rows and columns the grid draws: all, or all but the special tokens while they are hidden.
+  function shownIndices(count) {
+    const out = [];
+    for (let k = 0; k < count; ++k) if (!(specialBox && !specialBox.checked && data.special[k])) out.push(k);
+    return out;
+  }
 
   function label(list, i) { return i < list.length ? list[i] : String(i); }
   function values(step) {
@@ -191,26 +198,28 @@ constexpr const char* script = R"js(
 
   function draw(canvas) {
     const head = headOf(Number(canvas.dataset.l), Number(canvas.dataset.h));
-    const w = values(stepOf(head, "weights")), n = data.n, m = data.m;
+    const w = values(stepOf(head, "weights")), m = data.m, rows = shownIndices(data.n), cols = shownIndices(data.m);
     const ctx = canvas.getContext("2d"), lo = colour("--lo"), hi = colour("--hi");
     if (!lines) {
-      canvas.width = m * cellPx; canvas.height = n * cellPx;
-      for (let i = 0; i < n; ++i)
-        for (let j = 0; j < m; ++j) { ctx.fillStyle = mix(lo, hi, Math.min(1, Math.max(0, w[i * m + j]))); ctx.fillRect(j * cellPx, i * cellPx, cellPx, cellPx); }
+      canvas.width = cols.length * cellPx; canvas.height = rows.length * cellPx;
+      rows.forEach(function (i, r) {
+        cols.forEach(function (j, c) { ctx.fillStyle = mix(lo, hi, Math.min(1, Math.max(0, w[i * m + j]))); ctx.fillRect(c * cellPx, r * cellPx, cellPx, cellPx); });
+      });
       return;
     }
     // bertviz's lines: queries on the left, keys on the right, each line as dark as its weight.
-    const rowPx = Math.max(3, Math.floor(96 / Math.max(n, m)));
-    canvas.width = 72; canvas.height = Math.max(n, m) * rowPx;
+    const rowPx = Math.max(3, Math.floor(96 / Math.max(data.n, data.m)));
+    canvas.width = 72; canvas.height = Math.max(rows.length, cols.length) * rowPx;
     ctx.fillStyle = mix(lo, hi, 0); ctx.fillRect(0, 0, canvas.width, canvas.height);
     ctx.strokeStyle = mix(lo, hi, 1); ctx.lineWidth = 1;
-    for (let i = 0; i < n; ++i)
-      for (let j = 0; j < m; ++j) {
+    rows.forEach(function (i, r) {
+      cols.forEach(function (j, c) {
         const a = w[i * m + j];
-        if (!(a > 0.01)) continue;
+        if (!(a > 0.01)) return;
         ctx.globalAlpha = Math.min(1, a);
-        ctx.beginPath(); ctx.moveTo(4, (i + 0.5) * rowPx); ctx.lineTo(canvas.width - 4, (j + 0.5) * rowPx); ctx.stroke();
-      }
+        ctx.beginPath(); ctx.moveTo(4, (r + 0.5) * rowPx); ctx.lineTo(canvas.width - 4, (c + 0.5) * rowPx); ctx.stroke();
+      });
+    });
     ctx.globalAlpha = 1;
   }
   function drawAll() { grid.querySelectorAll("canvas").forEach(draw); }
@@ -219,10 +228,13 @@ constexpr const char* script = R"js(
     const box = canvas.getBoundingClientRect(), l = Number(canvas.dataset.l), h = Number(canvas.dataset.h);
     const head = headOf(l, h), w = values(stepOf(head, "weights"));
     const y = (e.clientY - box.top) / box.height, x = (e.clientX - box.left) / box.width;
-    const i = Math.min(data.n - 1, Math.floor(y * (lines ? Math.max(data.n, data.m) : data.n)));
-    let j = Math.min(data.m - 1, Math.floor(x * data.m));
-    if (lines) { j = 0; for (let c = 1; c < data.m; ++c) if (w[i * data.m + c] > w[i * data.m + j]) j = c; }
-    if (i < 0 || i >= data.n) return;
+    const rows = shownIndices(data.n), cols = shownIndices(data.m);
+    const r = Math.floor(y * (lines ? Math.max(rows.length, cols.length) : rows.length));
+    if (r < 0 || r >= rows.length) return;
+    const i = rows[r];
+    // In lines, the pointed query's strongest key among those drawn.
+    let j = cols[Math.max(0, Math.min(cols.length - 1, Math.floor(x * cols.length)))];
+    if (lines) cols.forEach(function (c) { if (w[i * data.m + c] > w[i * data.m + j]) j = c; });
     const text = "layer " + data.layers[l].layer + ", head " + head.head + ": query " + label(data.queries, i) + " → key " +
                  label(data.keys, j) + ": " + rounded(w[i * data.m + j], {integers: false});
     hover.textContent = text;
@@ -329,6 +341,7 @@ constexpr const char* script = R"js(
     linesButton.setAttribute("aria-pressed", String(lines));
     drawAll();
   });
+  if (specialBox) specialBox.addEventListener("change", drawAll);
   window.matchMedia("(prefers-color-scheme: dark)").addEventListener("change", drawAll);
   document.querySelectorAll("[data-js]").forEach(function (e) { e.hidden = false; });
   drawAll();
@@ -350,7 +363,7 @@ std::string model_view_html(const ModelView& view, int precision, const std::str
         heads = std::max(heads, layer.heads.size());
         layers.push_back({{"layer", layer.layer}, {"file", layer.file}, {"heads", list}});
     }
-    const json data = {{"n", view.n}, {"m", view.m}, {"precision", precision}, {"queries", view.queries}, {"keys", view.keys}, {"explain", explain}, {"layers", layers}};
+    const json data = {{"n", view.n}, {"m", view.m}, {"precision", precision}, {"queries", view.queries}, {"keys", view.keys}, {"explain", explain}, {"special", view.special}, {"layers", layers}};
 
     const std::string title = "attn-trace view" + (view.title.empty() ? "" : ": " + view.title);
     std::string body = "<style>" + std::string(style) + "</style>\n<header>\n<h1>" + html_escape(title) + "</h1>\n";
@@ -358,7 +371,12 @@ std::string model_view_html(const ModelView& view, int precision, const std::str
                         "on one scale 0 (light) to 1 (dark). Point at a cell for its tokens; click it for the head's trace.</p>\n",
                         view.layers.size(), view.layers.size() == 1 ? "" : "s", heads, heads == 1 ? "" : "s", view.n, view.m);
     body += "<div class=\"controls\" hidden data-js><button id=\"lines\" aria-pressed=\"false\" title=\"draw each head as lines from queries (left) to keys "
-            "(right), as dark as their weight\">lines</button> <output id=\"hover\" aria-live=\"polite\"></output></div>\n</header>\n";
+            "(right), as dark as their weight\">lines</button>";
+    if (std::find(view.special.begin(), view.special.end(), true) != view.special.end())
+        body += fmt::format(" <label title=\"the tokenizer's special tokens ([CLS], [SEP], …): their rows and columns in the grid\"><input type=\"checkbox\" "
+                            "id=\"special\"{}> special tokens</label>",
+                            view.hide_special ? "" : " checked");
+    body += " <output id=\"hover\" aria-live=\"polite\"></output></div>\n</header>\n";
     body += fmt::format("<section id=\"grid\" aria-label=\"layers and heads\" style=\"grid-template-columns:max-content repeat({},max-content)\">\n<span></span>", heads);
     for (std::size_t h = 0; h < heads; ++h) body += fmt::format("<span class=\"label column\">head {}</span>", h);
     body += "\n";

@@ -24,6 +24,7 @@ struct ProblemSource {
     std::optional<std::string> text;
     std::string label = "<problem>";
     bool allow_nonfinite = false;  // as "allow_nonfinite": true in the file
+    const ModelInMemory* model = nullptr;  // a model in memory the text's checkpoint may name
 };
 
 // Reads the problem and applies the overrides over its own settings.

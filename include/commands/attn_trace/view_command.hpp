@@ -20,4 +20,8 @@ struct ViewRequest : TraceRequest {
 // tokens differ from the first file's, naming both.
 ModelView view_command(const ViewRequest& request);
 
+// One layer of the view from its trace (of one sequence): every head's weights and steps.
+// `file` is the problem file it was traced from, "" for a model traced in memory.
+ModelViewLayer view_layer(const Trace& trace, long layer, const std::string& file);
+
 }  // namespace attn_trace

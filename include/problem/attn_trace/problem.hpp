@@ -5,6 +5,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -167,11 +168,26 @@ struct Problem {
     double scale_factor() const;  // s of Z = s·S + M
 };
 
+class SafetensorsFile;
+
+// A model held in memory (the Python package's trace_model, docs/PYTHON.md#whole-models):
+// what a model directory holds, its config.json and its tensors, read as a directory is
+// read and never written to disk. A problem names it by `name` in "checkpoint": {"model":
+// name} (docs/PROBLEM.md#a-model-directory-checkpointmodel).
+struct ModelInMemory {
+    std::string name;
+    std::string config;                              // config.json's text
+    std::shared_ptr<const SafetensorsFile> tensors;  // its tensors, as one safetensors file in memory
+};
+// The safetensors bytes are checked (as a file's are) once, here.
+ModelInMemory hold_model(std::string name, std::string config, std::string safetensors);
+
 // Reads and validates a problem file; "-" reads standard input.
 // Throws JsonPathError / InputError (exit code 2) naming the file and the JSON path.
 // allow_nonfinite (--allow-nonfinite) has the effect of "allow_nonfinite": true in the file.
 Problem load_problem(const std::string& path, bool allow_nonfinite = false);
-Problem parse_problem(const std::string& text, const std::string& file_label, bool allow_nonfinite = false);
+// `model`, where given, is the model in memory its checkpoint may name.
+Problem parse_problem(const std::string& text, const std::string& file_label, bool allow_nonfinite = false, const ModelInMemory* model = nullptr);
 
 // Re-checks what depends on several keys (mask shapes against n and m, lengths
 // against the batch): called again after command-line options replace file values.

@@ -32,6 +32,10 @@ struct ModelView {
     std::vector<std::string> queries, keys;  // token labels (empty: numbered)
     std::size_t n = 0, m = 0;
     std::vector<ModelViewLayer> layers;
+    // The tokens the page lets a reader hide (a tokenizer's special tokens: [CLS], [SEP],
+    // <|endoftext|>), by position; empty: none.
+    std::vector<bool> special = {};
+    bool hide_special = false;  // the page opens with them hidden
 };
 
 // Fills top_key and top_weight from the weights.
