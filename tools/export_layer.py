@@ -6,6 +6,7 @@ Usage:
     python3 tools/export_layer.py MODEL_DIR --text "the cat sat on the mat" --layer 5 --out layer5/
     python3 tools/export_layer.py MODEL_DIR --ids 12,7,99,3 --layer 1 --out layer1/   # no tokenizer
     python3 tools/export_layer.py MODEL_DIR --text "the cat sat on the mat" --layers all --out model/
+    python3 tools/export_layer.py MODEL_DIR --text "the cat sat" --text "a dog ran far away" --layer 1 --out batch/
     attn-trace check layer5/problem.json          # the trace equals the real model
     attn-trace run layer5/problem.json --head 3 --steps weights
     attn-trace view model/layer*/problem.json     # every layer and head (the folders sort by layer)
@@ -24,7 +25,7 @@ models of tests/models/, give the token ids with --ids). By config.json's model_
 The script loads the model with eager attention in the dtype its safetensors store:
 float32 for F32, float64 for F64, and BF16 or F16 widened to float32 (as attn-trace reads
 them; a bfloat16 run would round far past any useful tolerance); --dtype overrides. It
-runs the model on the tokens (batch 1, positions 0..n-1, no padding), catches layer L's
+runs the model on the tokens (positions 0..n-1; a batch of prompts below), catches layer L's
 (with --layers, each listed layer's: one run of the model each)
 attention input (the attention module's hidden_states argument: after the layer's input
 norm; OLMo 2's and BERT's residual stream) and its output after the output projection,
@@ -39,6 +40,12 @@ into --out:
 and with --layers (all, or a list such as 0,3,5) the same for each layer in OUT/layerL/
 (layer numbers written with as many digits as the last one has, so that the folders sort
 in layer order for `attn-trace view OUT/layer*/problem.json`).
+Several --text (or --ids) make one batch, padded on the right (each prompt starts at
+position 0) and run once with its attention mask: each prompt is written as its own problem,
+OUT/promptP/ (with --layers OUT/promptP/layerL/), X its own rows of the batch's hidden
+states and `expect` its own rows and keys of the output and weights. The padding is no
+prompt's: a padded query row of a sliding-window layer can see no key at all, and what
+the model writes there is no attention anyone reads.
 In float64, transformers' own float32 upcasts (RoPE's inverse frequencies and angles, the
 eager softmax, RMSNorm) run in float64 too (tools/model_layers.py, float32_as_float64), so
 that `expect` is float64 arithmetic throughout. A float32 run's last bits depend on the
@@ -110,8 +117,10 @@ def main():
                                             f"types: {', '.join(MODEL_TYPES)} (\"checkpoint\": {{\"model\": MODEL_DIR, "
                                             f"\"layer\": L}}). Nothing is downloaded.")
     parser.add_argument("model_dir", type=Path, help="a directory save_pretrained wrote (config.json and safetensors)")
-    parser.add_argument("--text", help="the sentence (needs the model's tokenizer in MODEL_DIR)")
-    parser.add_argument("--ids", help="token ids instead of --text, e.g. 12,7,99 (for a model without a tokenizer)")
+    parser.add_argument("--text", action="append", help="the sentence (needs the model's tokenizer in MODEL_DIR); "
+                        "several --text make a batch")
+    parser.add_argument("--ids", action="append", help="token ids instead of --text, e.g. 12,7,99 (for a model without a "
+                        "tokenizer); several --ids make a batch")
     parser.add_argument("--layer", type=int, default=0, help="the layer, from 0 (default 0)")
     parser.add_argument("--layers", help="several layers instead of --layer: all, or a list such as 0,3,5; "
                         "each into OUT/layerL/")
@@ -159,19 +168,26 @@ def main():
     if args.text:
         if tokenizer is None:
             sys.exit(f"{model_dir}: {why}: give the token ids with --ids 12,7,99")
-        ids = tokenizer(args.text, return_tensors="pt")["input_ids"]
+        rows = [tokenizer(text)["input_ids"] for text in args.text]
     else:
         try:
-            ids = torch.tensor([[int(i) for i in args.ids.split(",")]])
+            rows = [[int(i) for i in ids.split(",")] for ids in args.ids]
         except ValueError:
             parser.error(f"--ids {args.ids!r}: give comma-separated token ids, e.g. 12,7,99")
     vocab = text_config.vocab_size
-    if ids.numel() == 0 or int(ids.min()) < 0 or int(ids.max()) >= vocab:
-        sys.exit(f"token ids {ids[0].tolist()}: each must lie in 0..{vocab - 1} (the model's vocab_size is {vocab})")
+    for row in rows:
+        if not row or min(row) < 0 or max(row) >= vocab:
+            sys.exit(f"token ids {row}: each must lie in 0..{vocab - 1} (the model's vocab_size is {vocab})")
+    # Padded on the right with the first token (the attention mask hides it; any id would do).
+    lengths = [len(row) for row in rows]
+    width = max(lengths)
+    ids = torch.tensor([row + [row[0]] * (width - len(row)) for row in rows])
+    attention_mask = torch.tensor([[1] * n + [0] * (width - n) for n in lengths])
+    batch = len(rows)
     if tokenizer is not None:
-        tokens = [tokenizer.decode([i]) for i in ids[0].tolist()]
+        prompts = [[tokenizer.decode([i]) for i in row] for row in rows]
     else:
-        tokens = [str(i) for i in ids[0].tolist()]
+        prompts = [[str(i) for i in row] for row in rows]
 
     # In float64, transformers' float32 upcasts become float64 (model_layers.float32_as_float64):
     # inside it the RoPE modules are remade (their inverse frequencies come from init) and the
@@ -183,23 +199,31 @@ def main():
     digits = len(str(max(layers)))
     for layer in layers:
         out = args.out / f"layer{layer:0{digits}d}" if args.layers else args.out
-        out.mkdir(parents=True, exist_ok=True)
         with wide:
             if dtype == torch.float64:
                 rope_in_float64(model)
             try:
-                seen = capture_attention(model, layer, lambda: model(input_ids=ids, use_cache=False) if kind != "bert" else model(input_ids=ids))
+                inputs = {"input_ids": ids, "attention_mask": attention_mask} if batch > 1 else {"input_ids": ids}
+                seen = capture_attention(model, layer, lambda: model(**inputs, use_cache=False) if kind != "bert" else model(**inputs))
             except ValueError as e:
                 sys.exit(f"{model_dir}: {e}")
-        try:
-            where = os.path.relpath(model_dir.resolve(), out.resolve())
-        except ValueError:  # another drive
-            where = str(model_dir.resolve())
         title = f"{model_dir.resolve().name}, layer {layer} ({kind}, transformers {transformers.__version__}, {run_as}, eager)"
-        write_model_problem(out, seen, tokens, title, where, layer, tol, heads=None)
-        weights = "final and every head's weights" if "weights" in seen else "final (the module returned no weights)"
-        print(f"wrote {out / 'problem.json'} and {out / 'hidden.npy'} ({len(tokens)} tokens, {kind}, layer {layer}, "
-              f"{run_as}; expect: {weights}, tolerance {tol:g}); check it with: attn-trace check {out / 'problem.json'}")
+        for b, n in enumerate(lengths):
+            # A prompt of a batch: its own rows (and keys) of what the batch's run caught.
+            own = {"x": seen["x"][b:b + 1, :n], "y": seen["y"][b:b + 1, :n]}
+            if "weights" in seen:
+                own["weights"] = seen["weights"][b:b + 1, :, :n, :n]
+            folder = out if batch == 1 else args.out / f"prompt{b}" / out.relative_to(args.out)
+            folder.mkdir(parents=True, exist_ok=True)
+            try:
+                where = os.path.relpath(model_dir.resolve(), folder.resolve())
+            except ValueError:  # another drive
+                where = str(model_dir.resolve())
+            write_model_problem(folder, own, prompts[b], title + (f", prompt {b} of {batch}" if batch > 1 else ""), where, layer, tol,
+                                heads=None)
+            weights = "final and every head's weights" if "weights" in seen else "final (the module returned no weights)"
+            print(f"wrote {folder / 'problem.json'} and {folder / 'hidden.npy'} ({n} tokens, {kind}, layer {layer}, "
+                  f"{run_as}; expect: {weights}, tolerance {tol:g}); check it with: attn-trace check {folder / 'problem.json'}")
 
 
 if __name__ == "__main__":
