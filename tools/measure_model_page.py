@@ -2,9 +2,9 @@
 """The model view page of a BERT-base-shaped model (12 layers × 12 heads, d_model 768,
 random weights: `attn-trace random`, one seed a layer) on 20 tokens, in float32: its size,
 and how long headless chromium takes to open it (navigation start to the load event, the
-median of 5 loads) and to open one head's trace on a click. The figures of
-docs/PERFORMANCE.md#the-model-view-page. Needs Debian's chromium, chromium-driver and
-python3-selenium (bash tools/setup.sh installs them).
+median of 5 loads) and to open one head's trace on a click: the figures of
+docs/PERFORMANCE.md#the-model-view-page (needs Debian's chromium, chromium-driver and
+python3-selenium, which bash tools/setup.sh installs).
 
 Usage: /usr/bin/python3 tools/measure_model_page.py [build/attn-trace]
 """

@@ -2,9 +2,9 @@
 """attn_trace.trace_model end to end on the tiny random models of tests/models/ (their
 directories, as save_pretrained wrote them; nothing downloaded): one forward pass with
 hooks, every layer traced by attn-trace from the model in memory, and mt.weights held
-against transformers' own output_attentions of the same forward pass. Prints the table
-of docs/PYTHON.md#whole-models. Needs torch and transformers (a developer's venv), and
-the package: PYTHONPATH=build/python (or pip install .).
+against transformers' own output_attentions of the same forward pass: the table of
+docs/PYTHON.md#whole-models (needs torch and transformers, a developer's venv, and the
+package: PYTHONPATH=build/python, or pip install .).
 
 Usage: PYTHONPATH=build/python /root/torchvenv/bin/python tools/trace_model_families.py [FOLDER...]
 """

@@ -136,6 +136,11 @@ def test_view_equals_the_cli() -> None:
     report = attn_trace.view(*files, precision=2)
     assert str(report) == cli("view", *files, "--precision", "2")
     assert report.render("json") == cli("view", *files, "--format", "json")
+    # The page, but for how it names a dot product's arithmetic: the Python call, not the command.
+    page = cli("view", *files, "--format", "html", "--precision", "2")
+    python_explain = 'attn_trace.explain(\\"{file}\\", cell=\\"{cell}\\", head={head})'
+    assert report.render("html") == page.replace('attn-trace explain {file} --cell {cell} --head {head}', python_explain)
+    assert report._repr_html_().startswith('<iframe class="attn-trace" srcdoc=')
     assert [layer["layer"] for layer in report.json["layers"]] == [0, 1]
     with pytest.raises(attn_trace.ProblemError, match="differ from"):
         attn_trace.view(files[0], SOURCE / "tests/models/bert_directory/problem.json")

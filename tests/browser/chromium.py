@@ -3,6 +3,7 @@ through Debian's python3-selenium (so /usr/bin/python3, not a virtual environmen
 Importing it exits 77 (CTest's "skipped") when selenium is missing; start_browser does
 when chromium or chromedriver is."""
 import shutil
+import subprocess
 import sys
 
 try:
@@ -33,3 +34,30 @@ def start_browser(profile, *arguments):
 def console_messages(driver):
     """The errors and warnings the console has logged since the last call."""
     return [entry for entry in driver.get_log("browser") if entry["level"] in ("SEVERE", "WARNING")]
+
+
+class Checks:
+    """A browser test's findings: a failed check is printed and kept, and the test goes on;
+    finish() exits 1 after all of them, or prints what passed."""
+
+    def __init__(self):
+        self.failures = []
+
+    def __call__(self, condition, what):
+        if not condition:
+            self.failures.append(what)
+            print("FAIL:", what)
+
+    def finish(self, passed):
+        if self.failures:
+            print(f"{len(self.failures)} failure(s)")
+            sys.exit(1)
+        print(passed)
+
+
+def attn_trace(binary, *args):
+    """What `binary ARGS` prints; a RuntimeError with its message where it exits non-zero."""
+    result = subprocess.run([binary, *args], capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        raise RuntimeError(f"attn-trace {' '.join(args)} exited {result.returncode}: {result.stderr}")
+    return result.stdout

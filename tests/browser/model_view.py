@@ -11,11 +11,10 @@ Exits 77 (CTest's "skipped") when chromium, chromedriver or selenium is missing.
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 
-from chromium import console_messages, start_browser  # first: it exits 77 (skipped) where selenium is missing
+from chromium import Checks, attn_trace, console_messages, start_browser  # first: it exits 77 (skipped) where selenium is missing
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
@@ -25,20 +24,11 @@ MODELS = os.path.join(os.environ["SOURCE_DIR"], "tests", "models", "gpt2_directo
 SHOTS = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.getcwd())
 WORK = tempfile.mkdtemp(prefix="model-view-")
 FILES = [os.path.join(MODELS, "problem_layer0.json"), os.path.join(MODELS, "problem.json")]
-failures = []
+check = Checks()
 
 
 def tool(*args):
-    result = subprocess.run([BINARY, *args], capture_output=True, text=True, check=False)
-    if result.returncode != 0:
-        raise RuntimeError(f"attn-trace {' '.join(args)} exited {result.returncode}: {result.stderr}")
-    return result.stdout
-
-
-def check(condition, what):
-    if not condition:
-        failures.append(what)
-        print("FAIL:", what)
+    return attn_trace(BINARY, *args)
 
 
 def number(title):
@@ -154,10 +144,7 @@ def main():
     finally:
         driver.quit()
         shutil.rmtree(WORK, ignore_errors=True)
-    if failures:
-        print(f"{len(failures)} failure(s)")
-        sys.exit(1)
-    print("model view: all browser checks passed")
+    check.finish("model view: all browser checks passed")
 
 
 main()

@@ -16,17 +16,11 @@ import shutil
 import sys
 import tempfile
 
-from chromium import console_messages, start_browser  # first: it exits 77 (skipped) where selenium is missing
+from chromium import Checks, console_messages, start_browser  # first: it exits 77 (skipped) where selenium is missing
 from selenium.webdriver.common.by import By
 
 PAGE = os.path.abspath(sys.argv[1])
-failures = []
-
-
-def check(condition, what):
-    if not condition:
-        failures.append(what)
-        print("FAIL:", what)
+check = Checks()
 
 
 # Run inside a frame: where it stands and what it holds. A frame of the notebook's origin
@@ -120,10 +114,7 @@ def main():
     finally:
         driver.quit()
         shutil.rmtree(profile, ignore_errors=True)
-    if failures:
-        print(f"{len(failures)} failure(s)")
-        sys.exit(1)
-    print(f"notebook frames: {len(frames)} traces, each drawn, explained on a click and kept to itself")
+    check.finish(f"notebook frames: {len(frames)} traces, each drawn, explained on a click and kept to itself")
 
 
 main()

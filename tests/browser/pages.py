@@ -16,12 +16,11 @@ import base64
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
 
-from chromium import console_messages, start_browser  # first: it exits 77 (skipped) where selenium is missing
+from chromium import Checks, attn_trace, console_messages, start_browser  # first: it exits 77 (skipped) where selenium is missing
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
@@ -29,7 +28,7 @@ BINARY = os.environ["ATTN_TRACE"]
 SOURCE = os.environ["SOURCE_DIR"]
 SHOTS = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.getcwd())
 WORK = tempfile.mkdtemp(prefix="pages-")
-failures = []
+check = Checks()
 
 
 def example(name):
@@ -37,16 +36,7 @@ def example(name):
 
 
 def tool(*args):
-    result = subprocess.run([BINARY, *args], capture_output=True, text=True)
-    if result.returncode != 0:
-        raise RuntimeError(f"attn-trace {' '.join(args)} exited {result.returncode}: {result.stderr}")
-    return result.stdout
-
-
-def check(condition, what):
-    if not condition:
-        failures.append(what)
-        print("FAIL:", what)
+    return attn_trace(BINARY, *args)
 
 
 def open_page(driver, name, args, dark=False):
@@ -450,10 +440,7 @@ def main():
         shutil.rmtree(WORK, ignore_errors=True)
     print(f"pages: README example {readme_size} bytes, run with every step {run_size} bytes; screenshots in {SHOTS}; "
           f"{time.time() - started:.1f} s")
-    if failures:
-        print(f"{len(failures)} failure(s)")
-        sys.exit(1)
-    print("all browser checks passed")
+    check.finish("all browser checks passed")
 
 
 main()

@@ -66,3 +66,6 @@ for l in 0 1 2 3 4 5 6 7 8 9 10 11; do "$T" random --n 20 --d-model 768 --heads 
 "$T" view base*.json --dtype f32 --format html > base.html
 expect_exit 0 "" -- python3 -c "import os; size = os.path.getsize('base.html'); assert 3_000_000 < size <= 5_000_000, size"
 expect_exit 0 "" -- grep -c 'data-layer="11" data-head="11"' base.html
+# The page's title: what the files' titles share ("random problem, seed 0", "…, seed 10", …).
+expect_exit 0 "^<title>attn-trace view: random problem</title>$" -- grep -o "<title>.*</title>" base.html
+finish
