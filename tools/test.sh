@@ -44,7 +44,7 @@ case "${SANITIZE:-0}" in
     fresh_for_compiler "$dir"
     venv=$dir/python-venv
     [ -x "$venv/bin/python" ] || /usr/bin/python3 -m venv "$venv"
-    "$venv/bin/pip" install -q --disable-pip-version-check nanobind numpy pytest nbclient nbformat ipykernel
+    "$venv/bin/pip" install -q --disable-pip-version-check nanobind numpy pytest nbclient nbformat ipykernel junitparser
     cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DATTN_TRACE_PYTHON=ON -DPython_EXECUTABLE="$PWD/$venv/bin/python" "${werror[@]}" >/dev/null ;;
 esac
 cmake --build "$dir"

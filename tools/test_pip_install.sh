@@ -25,7 +25,7 @@ for shipped in _core.pyi py.typed; do
 done
 
 # The test suite against the installed package and its binary (not the build tree).
-"$venv/bin/pip" install -q --disable-pip-version-check pytest nbclient nbformat ipykernel
+"$venv/bin/pip" install -q --disable-pip-version-check pytest nbclient nbformat ipykernel junitparser
 ATTN_TRACE="$venv/bin/attn-trace" SOURCE_DIR=$PWD "$venv/bin/python" -m pytest -q -p no:cacheprovider python/tests
 
 [ "${1:-}" = --wheel ] || exit 0

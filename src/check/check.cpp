@@ -1,5 +1,7 @@
 #include "attn_trace/check.hpp"
 
+#include <cmath>
+
 #include <algorithm>
 #include <optional>
 
@@ -12,6 +14,16 @@
 namespace attn_trace {
 
 namespace {
+
+// An entry's tolerance (docs/COMMANDS.md#check): --atol and --rtol over every entry; else
+// the entry's own; else, with --decimals N, what a value written to N decimals is within of
+// the computed one, ½·10⁻ᴺ (and a hair over, for the decimal's own binary rounding); else
+// the default.
+Tolerance entry_tolerance(const Expectation& e, const CheckOptions& options) {
+    Tolerance base{e.atol, e.rtol};
+    if (!e.own_tolerance && options.decimals) base = {0.5 * std::pow(10.0, -*options.decimals) * (1 + 1e-9), 0.0};
+    return {options.atol.value_or(base.atol), options.rtol.value_or(base.rtol)};
+}
 
 StepCheck compare_step(const Trace& trace, StepName name, std::optional<int> head, std::optional<int> batch,
                        std::optional<int> t, std::optional<std::array<int, 2>> tile, const Matrix& want, Tolerance tolerance) {
@@ -105,7 +117,7 @@ CheckResult check_expectations(const Problem& problem, const CheckOptions& optio
     const Trace trace = compute_trace(result.command, problem, options.run, options.decode, options.tiled, grad_options_for(problem.expect, options.tiled));
     std::size_t renamed = 0;
     for (const auto& e : problem.expect) {
-        const Tolerance tolerance{options.atol.value_or(e.atol), options.rtol.value_or(e.rtol)};
+        const Tolerance tolerance = entry_tolerance(e, options);
         const StepName name = current_name(e.name, e.t || e.tile, renamed);
         result.steps.push_back(compare_step(trace, name, e.head, e.batch, e.t, e.tile, e.data, tolerance));
     }
@@ -153,7 +165,7 @@ CheckResult check_golden(const Problem& given, const Trace& golden, const CheckO
     RunOptions run = options.run;
     const Problem problem = golden_problem(given, golden.problem, options.overrides, run, result.notes);
     std::vector<Expectation> asked;  // the golden's steps, to pick grad's options as a file's expect entries do
-    for (const auto& step : golden.steps) asked.push_back({step.name, step.head, step.batch, step.t, step.tile, std::nullopt, {}, 0, 0, ""});
+    for (const auto& step : golden.steps) asked.push_back({step.name, step.head, step.batch, step.t, step.tile, std::nullopt, {}, 0, 0, false, ""});
     GradOptions grad = grad_options_for(asked, options.tiled);
     for (const auto& [key, value] : golden.numbers)
         if (key == "jacobian_row") grad.row = static_cast<std::size_t>(value);

@@ -1,6 +1,7 @@
 #include "attn_trace/check_command.hpp"
 
 #include <algorithm>
+#include <chrono>
 
 #include <fmt/format.h>
 
@@ -72,7 +73,8 @@ CheckReport check_command(const CheckRequest& request, const std::function<void(
                          "its problem's)");
     CheckReport report;
     for (const auto& file : request.files) {
-        CheckedFile checked{file, std::nullopt, ""};
+        CheckedFile checked{file, std::nullopt, "", 0.0};
+        const auto started = std::chrono::steady_clock::now();
         try {
             checked.result = check_file(file, request);
         } catch (const BackendUnavailable&) {
@@ -80,6 +82,7 @@ CheckReport check_command(const CheckRequest& request, const std::function<void(
         } catch (const Error& error) {
             checked.error = error.marked();
         }
+        checked.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
         if (each) each(checked);
         report.files.push_back(std::move(checked));
     }

@@ -55,6 +55,7 @@ void ProblemLoader::read_expectations() {
         need(array.shape.size() <= 2, path + ".data", "expected a matrix (or a vector for a single row)");
         x.data = Matrix(array.shape.size() == 2 ? array.shape[0] : 1, array.shape.back());
         x.data.data() = array.data;
+        x.own_tolerance = item.contains("atol") || item.contains("rtol");
         if (item.contains("atol")) x.atol = reader_.number(item["atol"], path + ".atol");
         if (item.contains("rtol")) x.rtol = reader_.number(item["rtol"], path + ".rtol");
         need(x.atol >= 0, path + ".atol", fmt::format("a tolerance must be >= 0, found {}", x.atol));

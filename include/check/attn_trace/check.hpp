@@ -19,6 +19,9 @@ struct CheckOptions {
     // With --golden: settings that replace the golden's (docs/COMMANDS.md#check); check names each one it replaced.
     ProblemOverrides overrides;
     std::optional<double> atol, rtol;  // override every entry's tolerance
+    // --decimals N: an entry without a tolerance of its own is met by values written to N
+    // decimals (atol ½·10⁻ᴺ, rtol 0); --atol and --rtol still win (docs/COMMANDS.md#check).
+    std::optional<int> decimals;
     DecodeOptions decode;              // --prefill, for files whose steps carry t
     TiledOptions tiled;                // --block-q, --block-k, for files whose steps carry tile
 };

@@ -25,6 +25,7 @@ struct CheckedFile {
     std::string file;
     std::optional<CheckResult> result;
     std::string error;  // the message, its settings marked; "" when the file was checked
+    double seconds = 0;  // how long it took, reading included
 };
 
 struct CheckReport {
@@ -44,5 +45,13 @@ CheckReport check_command(const CheckRequest& request, const std::function<void(
 // differing values, or ERROR; the error itself goes to standard error) and the closing line.
 std::string render_checked_file(const CheckedFile& checked);
 std::string render_check_closing(const CheckReport& report);  // "N passed, N failed"
+
+// The same report for machines (docs/COMMANDS.md#checks-that-ci-reads): one JSON object;
+// JUnit XML (one testcase a file, failures + errors = the text's failed); GitHub Actions'
+// workflow commands (::error for a failed or bad file, ::warning for a note) and the
+// closing line.
+std::string render_check_json(const CheckReport& report);
+std::string render_check_junit(const CheckReport& report);
+std::string render_check_github(const CheckReport& report);
 
 }  // namespace attn_trace

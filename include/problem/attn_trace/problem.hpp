@@ -107,6 +107,7 @@ struct Expectation {
     Matrix data;
     double atol = tolerances::check_default.atol;
     double rtol = tolerances::check_default.rtol;
+    bool own_tolerance = false;  // the entry gives "atol" or "rtol" (check's --decimals leaves it)
     std::string json_path;  // "$.expect[3]", for messages
 };
 
