@@ -44,7 +44,8 @@ double JsonReader::number(const json& value, const std::string& path) const {
     if (value.is_string()) {
         const auto text = value.get<std::string>();
         if (text == "inf" || text == "+inf") return std::numeric_limits<double>::infinity();
-        if (text == "-inf") return -std::numeric_limits<double>::infinity();
+        // "−inf" with U+2212, the minus sign of typeset text (pasted from a PDF), is "-inf".
+        if (text == "-inf" || text == "\u2212inf") return -std::numeric_limits<double>::infinity();
         if (text == "nan") return std::numeric_limits<double>::quiet_NaN();
     }
     fail(path, "expected a number (or \"inf\", \"-inf\", \"nan\"), found " + describe_json(value));

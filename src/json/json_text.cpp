@@ -145,13 +145,28 @@ private:
 
 }  // namespace
 
+namespace {
+
+// Python's json.dumps writes -Infinity, Infinity and NaN, which JSON has not: where one
+// stands at the error, the spellings the problem format reads.
+std::string nonstandard_number_hint(const std::string& text, std::size_t byte) {
+    const std::size_t from = byte > 12 ? byte - 12 : 0;
+    const std::string near = text.substr(from, 24);
+    if (near.find("Infinity") == std::string::npos && near.find("NaN") == std::string::npos) return "";
+    return "; JSON has no -Infinity, Infinity or NaN (Python's json.dumps writes them): write the strings \"-inf\", \"inf\" and \"nan\", which "
+           "attn-trace reads (json.dumps(..., allow_nan=False) finds them before they are written)";
+}
+
+}  // namespace
+
 json parse_json_text(const std::string& text, const std::string& file) {
     check_nesting(text, file);
     try {
         DuplicateKeys duplicates(file);
         return json::parse(text, [&duplicates](int depth, json::parse_event_t event, json& parsed) { return duplicates(depth, event, parsed); });
     } catch (const json::parse_error& error) {
-        throw InputError(fmt::format("{}: malformed JSON at {}: {}", file, line_and_column(text, error.byte), reason_of(error)));
+        throw InputError(fmt::format("{}: malformed JSON at {}: {}{}", file, line_and_column(text, error.byte), reason_of(error),
+                                     nonstandard_number_hint(text, error.byte)));
     } catch (const json::out_of_range& error) {
         FailurePosition failure;
         json::sax_parse(text, &failure);

@@ -2,6 +2,7 @@
 #include "attn_trace/random.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <limits>
 #include <type_traits>
@@ -355,6 +356,12 @@ std::vector<Note> problem_notes(const Problem& p, Dtype dtype) {
                              {{"n", static_cast<double>(p.n)}, {"m", static_cast<double>(p.m)}},
                              {{"alignment", spec.kind == MaskSpec::Kind::causal_upper_left ? "upper_left" : "bottom_right"}}});
     if (!p.first_nonfinite.empty()) notes.push_back({NoteKind::nonfinite_inputs, {}, {{"first", p.first_nonfinite}}});
+    // A mask that reads like the other kind of mask (docs/PROBLEM.md#masks-written-the-wrong-way-round).
+    for (const auto& spec : p.masks)
+        if (const auto mixup = mask_mixup(spec, p.n, p.m))
+            notes.push_back({NoteKind::mask_mixup,
+                             {{"kind", static_cast<double>(mixup->kind)}, {"query", static_cast<double>(mixup->query)}},
+                             {{"where", mixup->where}, {"given", mixup->given}}});
     if (p.kv_heads < p.heads) notes.push_back({NoteKind::kv_sharing, {{"heads", p.heads}, {"kv_heads", p.kv_heads}}, {}});
     if (p.mla)
         notes.push_back({NoteKind::mla,
@@ -381,11 +388,18 @@ std::string in_head_of_batch(const Problem& p, int head, std::size_t batch) {
 void fail_empty_row(const Problem& p, std::size_t row, int head, std::size_t batch) {
     const std::string who = p.tokens.empty() ? fmt::format("query {}", row) : fmt::format("query {} (\"{}\")", row, p.tokens[row]);
     const std::string where = in_head_of_batch(p, head, batch);
+    // A mask of the wrong polarity is the likelier cause than a row meant to be empty: named first.
+    std::string mixup;
+    for (const auto& spec : p.masks)
+        if (const auto found = mask_mixup(spec, p.n, p.m); found && mixup.empty()) {
+            mixup = " " + mask_mixup_text(*found) + ".";
+            mixup[1] = static_cast<char>(std::toupper(static_cast<unsigned char>(mixup[1])));  // a sentence of its own
+        }
     throw InputError(fmt::format(
-        "{}: {}{} can read no key: every key is masked, so its softmax is 0/0. Choose a policy: "
+        "{}: {}{} can read no key: every key is masked, so its softmax is 0/0.{} Choose a policy: "
         "\"empty_rows\": \"zero\" (PyTorch >= 2.5 and FlashAttention return zeros) or \"nan\" (older PyTorch), "
         "or ⟦empty_rows⟧ zero|nan",
-        p.file, who, where));
+        p.file, who, where, mixup));
 }
 
 }  // namespace attn_trace

@@ -210,4 +210,60 @@ std::string describe_masks(const std::vector<MaskSpec>& masks) {
     return text.empty() ? "none" : text;
 }
 
+std::optional<MaskMixup> mask_mixup(const MaskSpec& spec, std::size_t n, std::size_t m) {
+    const Matrix& x = spec.matrix;
+    const std::string where = spec.path.empty() ? spec.label : spec.path;
+    if (spec.kind == MaskSpec::Kind::additive) {
+        bool ones = false;
+        for (double v : x.data()) {
+            if (v != 0.0 && v != 1.0) return std::nullopt;
+            ones = ones || v == 1.0;
+        }
+        if (!ones) return std::nullopt;
+        return MaskMixup{MaskMixup::Kind::additive_zero_one, where, "additive", 0};
+    }
+    if (spec.kind != MaskSpec::Kind::allowed && spec.kind != MaskSpec::Kind::blocked) return std::nullopt;
+    if (x.rows() != n || x.cols() != m) return std::nullopt;
+    const bool allowed = spec.kind == MaskSpec::Kind::allowed;
+    std::optional<std::size_t> empty_given;
+    bool empty_flipped = false, flipped_causal = true;
+    for (std::size_t i = 0; i < n; ++i) {
+        bool any = false, any_flipped = false;
+        for (std::size_t j = 0; j < m; ++j) {
+            const bool visible = (x(i, j) != 0.0) == allowed;
+            any = any || visible;
+            any_flipped = any_flipped || !visible;
+            // Causal as run aligns it: query i reads keys j ≤ i + (m − n).
+            const bool causal = static_cast<long>(j) <= static_cast<long>(i) + static_cast<long>(m) - static_cast<long>(n);
+            flipped_causal = flipped_causal && (!visible == causal);
+        }
+        if (!any && !empty_given) empty_given = i;
+        empty_flipped = empty_flipped || !any_flipped;
+    }
+    if (!empty_given || empty_flipped) return std::nullopt;
+    return MaskMixup{flipped_causal ? MaskMixup::Kind::opposite_causal : MaskMixup::Kind::polarity, where, spec.label, *empty_given};
+}
+
+std::string mask_mixup_text(const MaskMixup& mixup) {
+    const std::string other = mixup.given == "allowed" ? "blocked" : "allowed";
+    const std::string meaning = mixup.given == "allowed" ? "in an allowed mask 1 (true) means may read" : "in a blocked mask 1 (true) means may not read";
+    // Front-neutral (a note is the same text in the CLI and in Python): the pitfall by its name.
+    const std::string pitfall = "the bool-polarity pitfall shows what a mask read the wrong way round does";
+    switch (mixup.kind) {
+        case MaskMixup::Kind::additive_zero_one:
+            return fmt::format("the additive mask at {} holds only 0s and 1s: added to the scores, a 1 raises a score by 1 and hides no key. "
+                               "To hide keys, write \"-inf\" where a query may not read; or give the 0/1 matrix as {{\"allowed\": …}} (1 = may read) "
+                               "or {{\"blocked\": …}} (1 = may not read); {}",
+                               mixup.where, pitfall);
+        case MaskMixup::Kind::polarity:
+        case MaskMixup::Kind::opposite_causal:
+            return fmt::format("the {} mask at {} leaves query {} no key, {} read the other way round, as {{\"{}\": …}}, {}: {}. Is it the other "
+                               "polarity? T{}",
+                               mixup.given, mixup.where, mixup.query, mixup.kind == MaskMixup::Kind::polarity ? "while" : "and", other,
+                               mixup.kind == MaskMixup::Kind::polarity ? "it leaves every query a key" : "it is exactly the causal mask", meaning,
+                               pitfall.substr(1));
+    }
+    return "";
+}
+
 }  // namespace attn_trace

@@ -24,6 +24,16 @@ namespace {
 
 MaskSpec read_spec(const json& value, const std::string& path, const JsonReader& reader_, std::size_t n, std::size_t m) {
     if (value.is_string()) return parse_mask_string(value.get<std::string>(), reader_.file() + ": " + path);
+    if (value.is_array()) {
+        // A matrix with no kind: which of the three it could be (docs/PROBLEM.md#masks-written-the-wrong-way-round).
+        bool zero_one = !value.empty();
+        for (const auto& row : value)
+            for (const auto& x : row.is_array() ? row : json::array({row})) zero_one = zero_one && (x == 0 || x == 1 || x.is_boolean());
+        reader_.fail(path, fmt::format("a bare matrix is not a mask: say what its numbers mean, {{\"additive\": [[…]]}} (added to the scores: 0 to read, "
+                                       "\"-inf\" to hide), {{\"allowed\": [[…]]}} (1 or true where a query may read a key) or {{\"blocked\": [[…]]}} (1 or "
+                                       "true where it may not); found {}{}",
+                                       describe_json(value), zero_one ? " of 0s and 1s: allowed or blocked, most likely" : ""));
+    }
     if (!value.is_object() || value.size() != 1)
         reader_.fail(path, "expected a mask name such as \"causal\" or an object with one key (window, chunked, key_valid, additive, allowed, blocked, sparse), found " +
                                describe_json(value));

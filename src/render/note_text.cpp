@@ -2,6 +2,7 @@
 // people. The facts come from the trace; the words are all here.
 #include <fmt/format.h>
 
+#include "attn_trace/mask.hpp"
 #include "attn_trace/render.hpp"
 #include "attn_trace/size_text.hpp"
 
@@ -201,6 +202,9 @@ std::string note_text(const Note& note) {
                                whole(note, "d_c"), whole(note, "d_r") ? " + q_rope,h k_ropeᵀ" : "", whole(note, "d_k"),
                                whole(note, "d_r") ? fmt::format(" = {} + d_r {}", whole(note, "d_content"), whole(note, "d_r")) : "",
                                note.number("auto_scale") != 0 ? fmt::format(", so the scale 1/√{} counts both parts", whole(note, "d_k")) : "");
+        case NoteKind::mask_mixup:
+            return mask_mixup_text(MaskMixup{static_cast<MaskMixup::Kind>(whole(note, "kind")), note.word("where"), note.word("given"),
+                                             static_cast<std::size_t>(whole(note, "query"))});
     }
     // A value outside the enum: a bug, not a kind
     return fmt::format("note of an unknown kind {}", static_cast<int>(note.kind));

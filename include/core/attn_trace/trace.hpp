@@ -103,7 +103,8 @@ inline std::string step_label(const Step& step) { return step_label(step.name, s
 enum class NoteKind : std::uint8_t {
     causal_alignment, nonfinite_inputs, kv_sharing, overflow, empty_rows, fast_path, tiled, tile_legend, tile_skipped,
     more_tiles_skipped, decode, prefill, cache_offset, decode_reference, cache_heads, kv_cache_size, kv_cache_sharing, rolling_cache,
-    dynamic_rope_decode, checkpoint_rounded, dropout_train, dropout_eval, permutation, grad_tiled_unchecked, mla_cache_size, model_cache_size, mla
+    dynamic_rope_decode, checkpoint_rounded, dropout_train, dropout_eval, permutation, grad_tiled_unchecked, mla_cache_size, model_cache_size, mla,
+    mask_mixup
 };
 
 // A note is a fact about the computation, not a sentence: its kind and the

@@ -2,6 +2,7 @@
 // Mask specs (docs/PROBLEM.md#masks) and the additive matrix M they make: 0 where query i may
 // read key j, -inf where it may not, finite values acting as biases.
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -82,5 +83,22 @@ Matrix build_mask_rows(const std::vector<MaskSpec>& masks, std::size_t n, std::s
 
 // "causal + padding:1,1,0", or "none".
 std::string describe_masks(const std::vector<MaskSpec>& masks);
+
+// A mask written as the other kind of mask, the mix-ups learners make
+// (docs/PROBLEM.md#masks-written-the-wrong-way-round): an additive mask of only 0s and
+// 1s (a bias of 1, not a block), or an allowed/blocked matrix of the opposite polarity:
+// it leaves a query with no key where the other polarity would leave none (and the other
+// polarity may be exactly the causal mask, the likeliest meaning).
+struct MaskMixup {
+    enum class Kind { additive_zero_one, polarity, opposite_causal };
+    Kind kind = Kind::additive_zero_one;
+    std::string where;      // the mask's JSON path, else its label
+    std::string given;      // additive, allowed or blocked
+    std::size_t query = 0;  // polarity: the first query the given polarity leaves with no key
+};
+std::optional<MaskMixup> mask_mixup(const MaskSpec& spec, std::size_t n, std::size_t m);
+// The mix-up named, with what to write instead and the bool-polarity pitfall: the one
+// wording of the note (when the mask is computed) and of the error (when it is refused).
+std::string mask_mixup_text(const MaskMixup& mixup);
 
 }  // namespace attn_trace
