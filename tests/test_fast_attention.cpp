@@ -6,6 +6,7 @@
 
 #include <cmath>
 
+#include <hwy/targets.h>
 #include <nlohmann/json.hpp>
 
 #include "attn_trace/compare.hpp"
@@ -87,6 +88,22 @@ TEST_CASE("the kernel in use is the one ATTN_TRACE_KERNEL names, else the CPU's 
     REQUIRE_FALSE(supported.empty());
     CHECK(supported.back() == "baseline");  // every x86-64 runs it
     CHECK(kernel_target() == (forced && *forced ? std::string(forced) : supported.front()));
+}
+
+TEST_CASE("the version's kernel names cover every target bit this Highway can compile", "[fast]") {
+    // HWY_TARGETS: the targets Highway compiles here; every x86 target bit it defines, and
+    // the bits it reserves for x86 targets of later releases, each go by a name.
+    for (int bit = 0; bit < 63; ++bit) {
+        const std::int64_t target = std::int64_t{1} << bit;
+        const bool x86 = bit <= HWY_HIGHEST_TARGET_BIT_X86 || target == HWY_EMU128 || target == HWY_SCALAR;
+        if ((HWY_TARGETS & target) || x86) {
+            INFO("Highway target bit " << bit << " (" << hwy::TargetName(target) << ")");
+            CHECK(kernel_target_names_of(target).size() == 1);
+        }
+    }
+    CHECK(kernel_target_names_of(HWY_AVX3) == std::vector<std::string>{"avx512"});
+    CHECK(kernel_target_names_of(HWY_AVX2) == std::vector<std::string>{"avx2"});
+    CHECK(kernel_target_names_of(HWY_SSE4 | HWY_EMU128) == std::vector<std::string>{"baseline"});
 }
 
 TEST_CASE("fast path equals the full trace for shapes off the block sizes", "[fast]") {

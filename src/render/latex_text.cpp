@@ -393,10 +393,22 @@ std::vector<TextPiece> text_pieces(const std::string& text, bool starts_with_mat
 
 namespace {
 
+// In maths a comma is punctuation, followed by a space: a number's thousands separator
+// (1,024: a digit, a comma, three digits and no fourth) is written {,} to typeset 1,024.
+std::string grouped_in_math(const std::string& math) {
+    auto digit = [&math](std::size_t k) { return k < math.size() && std::isdigit(static_cast<unsigned char>(math[k])); };
+    std::string out;
+    for (std::size_t k = 0; k < math.size(); ++k) {
+        const bool separator = math[k] == ',' && k > 0 && digit(k - 1) && digit(k + 1) && digit(k + 2) && digit(k + 3) && !digit(k + 4);
+        out += separator ? "{,}" : std::string(1, math[k]);
+    }
+    return out;
+}
+
 // Pieces as LaTeX: the mathematics in math mode, the words as text.
 std::string latex_pieces(const std::vector<TextPiece>& pieces) {
     std::string out;
-    for (const auto& piece : pieces) out += piece.math ? "$" + piece.text + "$" : latex_text(piece.text);
+    for (const auto& piece : pieces) out += piece.math ? "$" + grouped_in_math(piece.text) + "$" : latex_text(piece.text);
     return out;
 }
 

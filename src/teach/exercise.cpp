@@ -159,7 +159,11 @@ public:
         if (plan.compare_unscaled) {
             Problem unscaled = e.problem;
             unscaled.scale.kind = Scale::Kind::none;
-            out += paragraph("Without the scale (s = 1), the weights would be:") + steps(pipeline_full(unscaled, run_options_of(e.problem)), {StepName::weights});
+            // With s = 1 the softmax reads S itself: the heading says softmax(S), not softmax(S_s).
+            Trace trace = pipeline_full(unscaled, run_options_of(e.problem));
+            for (Step& step : trace.steps)
+                for (auto at = step.formula.find("S_s"); at != std::string::npos; at = step.formula.find("S_s", at)) step.formula.replace(at, 3, "S");
+            out += paragraph("Without the scale (s = 1), the weights would be:") + steps(trace, {StepName::weights});
         }
         out += close_answer() + open_answer("the arithmetic") + heading(2, "The arithmetic, step by step");
         for (const auto& worked : plan.worked) {

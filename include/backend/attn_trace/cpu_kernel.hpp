@@ -6,6 +6,7 @@
 // ATTN_TRACE_KERNEL=avx2 (or baseline, avx512) asks for a lower one, for tests and
 // comparisons; naming one this CPU lacks is an error (InputError) at the first
 // kernel call, never a crash.
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,9 @@ std::string kernel_target_description(const std::string& target);
 // The targets this binary holds, best first, and those of them this CPU can run.
 std::vector<std::string> compiled_kernel_target_names();
 std::vector<std::string> supported_kernel_target_names();
+// The names of Highway's target bits `bits` (hwy/detect_targets.h), best first: every x86
+// bit has one, so that --version names whatever target a Highway release dispatches to.
+std::vector<std::string> kernel_target_names_of(std::int64_t bits);
 
 // The compute roof of that target (docs/PERFORMANCE.md#the-roofline): float32 GFLOP/s of
 // fused multiply-adds on its widest vectors, all `threads` threads together, the best of

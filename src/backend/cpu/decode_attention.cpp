@@ -57,10 +57,13 @@ std::size_t round_up(std::size_t x, std::size_t step) { return (x + step - 1) / 
 // The sum of a vector's lanes, once per query and key. GCC's vector extensions have no
 // such operation, and splitting the vector by hand went through the stack (a 64-byte
 // store read back in halves), so AVX-512 and AVX2 use their own instructions.
-#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+// By the register's width, which Highway states for every target (HWY_MAX_BYTES): every
+// AVX-512 target has 64-byte registers and these instructions, AVX2 32-byte ones.
+static_assert(sizeof(Simd<float>::Vec) == panel::vector_bytes, "the decode kernel's vectors are the target's registers");
+#if HWY_ARCH_X86 && HWY_MAX_BYTES == 64
 inline float sum_lanes(Simd<float>::Vec v) { return _mm512_reduce_add_ps(v); }
 inline double sum_lanes(Simd<double>::Vec v) { return _mm512_reduce_add_pd(v); }
-#elif HWY_TARGET == HWY_AVX2
+#elif HWY_ARCH_X86 && HWY_MAX_BYTES == 32
 inline float sum_lanes(Simd<float>::Vec v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));
@@ -196,7 +199,7 @@ private:
     // transposing reduction into one 4-float store; elsewhere it is four score_key calls.
     template <std::size_t R>
     void score_four_keys(const T* q, const T* key, T* scores, std::size_t stride) const {
-#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+#if HWY_ARCH_X86 && HWY_MAX_BYTES == 64
         if constexpr (std::is_same_v<T, float>) {
             if (in_.d_k % L == 0) {
                 Vec acc[4][R] = {};
@@ -220,7 +223,7 @@ private:
         for (std::size_t k = 0; k < 4; ++k) score_key<R>(q, key + k * in_.k_stride, scores + k, stride);
     }
 
-#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+#if HWY_ARCH_X86 && HWY_MAX_BYTES == 64
     // [Σ a, Σ b, Σ c, Σ d]: each halved to 4 lanes, then two rounds of pairwise sums.
     static __m128 sum_four(__m512 a, __m512 b, __m512 c, __m512 d) {
         auto quarter = [](__m512 x) {

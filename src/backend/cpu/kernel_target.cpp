@@ -23,12 +23,18 @@ struct NamedTarget {
     const char* description;
 };
 
-// Best first. AVX3_DL is AVX-512 with more extensions, not compiled here (Highway
-// leaves it out unless asked); EMU128 or SCALAR is what Highway calls the baseline.
+// Best first. Every x86 target Highway has, by its register width: the AVX-512 ones
+// (AVX3, AVX3_DL, and in later Highway releases AVX3_ZEN4, AVX3_SPR: each of the x86 bits
+// above AVX2), AVX2, and the baseline: every x86 bit below AVX2 (SSE4, SSSE3 and those
+// Highway reserves) and EMU128 or SCALAR, what Highway calls the compiler's own.
+// A test holds every bit of HWY_TARGETS to a name (tests/test_fast_attention.cpp).
+constexpr std::int64_t x86_bits = (1LL << (HWY_HIGHEST_TARGET_BIT_X86 + 1)) - 1;
+constexpr std::int64_t x86_bits_above_avx2 = (HWY_AVX2 - 1) & x86_bits;
+constexpr std::int64_t x86_bits_below_avx2 = x86_bits & ~((HWY_AVX2 << 1) - 1);
 const NamedTarget named_targets[] = {
-    {"avx512", HWY_AVX3 | HWY_AVX3_DL, "AVX-512 (F, VL, DQ, BW), 16 floats a vector"},
+    {"avx512", x86_bits_above_avx2, "AVX-512 (F, VL, DQ, BW), 16 floats a vector"},
     {"avx2", HWY_AVX2, "AVX2 + FMA, 8 floats a vector"},
-    {"baseline", HWY_EMU128 | HWY_SCALAR, "the x86-64 baseline (SSE2), 4 floats a vector"},
+    {"baseline", x86_bits_below_avx2 | HWY_EMU128 | HWY_SCALAR, "the x86-64 baseline (SSE2), 4 floats a vector"},
 };
 
 const NamedTarget* named(const std::string& name) {
@@ -90,6 +96,8 @@ std::string kernel_target_description(const std::string& name) {
 }
 
 std::vector<std::string> compiled_kernel_target_names() { return names_within(compiled_kernel_targets()); }
+
+std::vector<std::string> kernel_target_names_of(std::int64_t bits) { return names_within(bits); }
 
 std::vector<std::string> supported_kernel_target_names() {
     std::call_once(settled, settle);  // the CPU's list, not narrowed by ATTN_TRACE_KERNEL

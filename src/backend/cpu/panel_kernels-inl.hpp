@@ -41,14 +41,13 @@
 HWY_BEFORE_NAMESPACE();
 namespace attn_trace::HWY_NAMESPACE::panel {
 
-// The target's vector register, in bytes.
-#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
-inline constexpr std::size_t vector_bytes = 64;
-#elif HWY_TARGET == HWY_AVX2
-inline constexpr std::size_t vector_bytes = 32;
-#else
-inline constexpr std::size_t vector_bytes = 16;
-#endif
+// The target's vector register, in bytes: what Highway says the target holds
+// (HWY_MAX_BYTES: 64 on every AVX-512 target, 32 on AVX2, 16 on SSE4 and EMU128), so that a
+// target a later Highway adds (AVX3_ZEN4, AVX3_SPR, AVX10) gets its own width, not the
+// narrowest. At least 16 (SCALAR's 8 holds no GCC vector of 4 floats), at most 64 (the
+// widest x86 register; scalable targets are not built here).
+inline constexpr std::size_t vector_bytes = HWY_MAX_BYTES < 16 ? 16 : HWY_MAX_BYTES > 64 ? 64 : HWY_MAX_BYTES;
+static_assert(vector_bytes == HWY_MAX_BYTES || HWY_TARGET == HWY_SCALAR, "the panel kernels' vectors are the target's registers");
 
 // A register of T, and one of integers as wide as T for its bit patterns (GCC ignores
 // the attribute on a template's own T, hence one per type).
