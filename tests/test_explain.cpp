@@ -51,8 +51,8 @@ TEST_CASE("a weight row shows the max, the shifts, the exponentials, the sum and
     const Matrix& exp = step_values(trace, "exp");
     const Matrix& weights = step_values(trace, "weights");
     // Every number printed is the trace's, rounded to 4 decimals.
-    CHECK(contains(text, "max_0 = " + format_rounded(step_values(trace, "row_max")(0, 0), 4)));
-    CHECK(contains(text, "Σ_0 = " + format_rounded(exp(0, 0), 4) + " + " + format_rounded(exp(0, 1), 4) + " + 1 = " +
+    CHECK(contains(text, "m_0 = " + format_rounded(step_values(trace, "row_max")(0, 0), 4)));
+    CHECK(contains(text, "ℓ_0 = " + format_rounded(exp(0, 0), 4) + " + " + format_rounded(exp(0, 1), 4) + " + 1 = " +
                              format_rounded(step_values(trace, "row_sum")(0, 0), 4)));
     for (int j = 0; j < 3; ++j) CHECK(contains(text, "A_0" + std::to_string(j) + " = " + format_rounded(exp(0, j), 4) + " / "));
     CHECK(contains(text, "= " + format_rounded(weights(0, 2), 4)));
@@ -360,4 +360,20 @@ TEST_CASE("with qk-norm, one head and no RoPE a q or k cell explains the project
     CHECK(contains(q, "= 0.5\n"));
     const std::string k = explain_problem(problem, RunOptions{}, parse_cell_spec("k[2,1]"), ExplainOptions{});
     CHECK(contains(k, "= 2\n"));
+}
+
+TEST_CASE("explain names a row's max and sum by the symbols the trace gives row_max and row_sum", "[explain]") {
+    // One notation in one handout (docs/NOTATION.md#writing-conventions): the trace's headings
+    // and explain's arithmetic of the same cell write the same symbols, in text and in LaTeX.
+    const Problem problem = parse_problem(R"({"Q": [[1, 0], [0, 1]], "K": [[1, 0], [0, 1]], "V": [[1, 2], [3, 4]]})", "<notation>");
+    const Trace trace = pipeline_full(problem, RunOptions{});
+    const std::string max = std::string(step_symbol(StepName::row_max)), sum = std::string(step_symbol(StepName::row_sum));
+    CHECK(render(trace, Format::text, RenderOptions{}).find("row_max  " + max + " = rowmax(") != std::string::npos);
+    const std::string text = explain(trace, problem, ExplainTarget{StepName::weights, 1, 0, "weights[1,0]"}, ExplainOptions{0, 0, 4, Format::text});
+    CHECK(contains(text, "e^(z_10 - " + max + "_1) / " + sum + "_1"));
+    CHECK_FALSE(contains(text, "max_1"));
+    CHECK_FALSE(contains(text, "Σ_1"));
+    const std::string latex = explain(trace, problem, ExplainTarget{StepName::weights, 1, 0, "weights[1,0]"}, ExplainOptions{0, 0, 4, Format::latex});
+    CHECK(contains(latex, std::string(step_symbol_latex(StepName::row_max)) + "_{1}"));
+    CHECK(contains(latex, std::string(step_symbol_latex(StepName::row_sum)) + "_{1}"));
 }

@@ -23,10 +23,11 @@ public:
     std::string dot() const { return latex_ ? " \\cdot " : " · "; }
     std::string exp(const std::string& argument) const;  // e^(…) / e^{…}
     std::string fraction(const std::string& top, const std::string& bottom) const;
-    // \max\nolimits: in a display \max_{2} would set the row's index under "max", as a limit.
-    std::string max_of(const std::string& index) const { return latex_ ? "\\max\\nolimits_{" + index + "}" : "max_" + index; }
+    // A row's max and sum by the symbols of the steps that hold them, m_i (row_max) and ℓ_i
+    // (row_sum), as the trace writes them (docs/NOTATION.md#writing-conventions).
+    std::string max_of(const std::string& index) const { return latex_ ? "m_{" + index + "}" : "m_" + index; }
     std::string sum_symbol() const { return latex_ ? "\\sum" : "Σ"; }      // the operator, Σ_j
-    std::string total(const std::string& index) const { return latex_ ? "\\Sigma_{" + index + "}" : "Σ_" + index; }  // a sum's value
+    std::string total(const std::string& index) const { return latex_ ? "\\ell_{" + index + "}" : "ℓ_" + index; }  // a sum's value
     std::string vector(const std::vector<double>& values) const;  // (0.5, 1.5), long ones broken into lines
     // parts joined by `separator`; in LaTeX a line break after every `per_line`
     // parts, so a sum of 16 terms stays inside the margin (render_explanation then

@@ -18,4 +18,15 @@ for topic in kv-cache cost; do
     expect_exit 0 "" -- python3 -c "import re, sys; t = open('sheet.tex').read().replace(r'\\\$', ''); bad = [m for m in t.split('\$')[1::2] if re.search(r'[0-9],[0-9]{3}(?![0-9])', m)]; sys.exit(f'{bad[:2]}' if bad else 0)"
   done
 done
+# The README's problem file is the example it names, key for key (its expect aside).
+expect_exit 0 "" -- python3 - "$SOURCE_DIR" <<'PY'
+import json, re, sys
+readme = open(f"{sys.argv[1]}/README.md", encoding="utf-8").read()
+section = readme.split("## A problem file", 1)[1]
+name = re.search(r"`(examples/[a-z_]+\.json)`", section).group(1)
+shown = json.loads(re.search(r"```json\n(.*?)```", section, re.S).group(1))
+example = json.load(open(f"{sys.argv[1]}/{name}"))
+example.pop("expect", None)
+assert shown == example, (name, shown, example)
+PY
 finish

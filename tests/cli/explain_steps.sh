@@ -15,9 +15,9 @@ expect_exit 0 "half pairs: column 1 is paired with column 3" -- "$A" explain "$R
 expect_exit 0 "query 0 reads keys j <= 0, so key 2 is hidden" -- "$A" explain "$E" --cell 'mask[0,2]' --mask causal
 expect_exit 0 "bottom-right aligned" -- "$A" explain "$E" --cell 'mask[0,2]' --mask causal-bottom-right
 expect_exit 0 "ALiBi: head 1's slope" -- "$A" explain "$L" --cell 'mask[3,0]' --head 1
-expect_exit 0 "max_0 = 2.1213" -- "$A" explain "$E" --cell 'row_max[0,0]'
+expect_exit 0 "m_0 = 2.1213" -- "$A" explain "$E" --cell 'row_max[0,0]'
 expect_exit 0 "e\^\(0\) = 1" -- "$A" explain "$E" --cell 'exp[0,2]'
-expect_exit 0 "Σ_0 = 0.1707 \+ 0.2037 \+ 1 = 1.3744" -- "$A" explain "$E" --cell 'row_sum[0,0]'
+expect_exit 0 "ℓ_0 = 0.1707 \+ 0.2037 \+ 1 = 1.3744" -- "$A" explain "$E" --cell 'row_sum[0,0]'
 expect_exit 0 "o_01 = Σ_j A_0j v_j1 = " -- "$A" explain "$E" --cell 'out[0,1]'
 expect_exit 0 "is head 1's output column 1" -- "$A" explain "$M" --cell 'concat[0,5]'
 expect_exit 0 "then the bias b_O\[0\]" -- "$A" explain "$M" --cell 'final[1,0]'
