@@ -142,8 +142,9 @@ class CheckResult:
 def check(*files: str | os.PathLike | Problem, golden: str | os.PathLike | None = None, mask: Any = None, scale: Any = None,
           empty_rows: str | None = None, dtype: str | None = None, backend: str = "cpu", atol: float | None = None,
           rtol: float | None = None, block_q: int = 2, block_k: int = 2, prefill: int = 0,
-          allow_nonfinite: bool = False, max_memory: int | str = "4G") -> CheckResult:
-    """``attn-trace check FILE…``: every file's expect entries, or one file against a golden trace."""
+          allow_nonfinite: bool = False, max_memory: int | str = "4G", decimals: int | None = None) -> CheckResult:
+    """``attn-trace check FILE…``: every file's expect entries, or one file against a golden trace;
+    ``decimals=2`` checks answers written to 2 decimals (docs/COMMANDS.md#check)."""
     if not files:
         raise ProblemError("check needs at least one problem file")
     paths = []
@@ -156,7 +157,7 @@ def check(*files: str | os.PathLike | Problem, golden: str | os.PathLike | None 
         "mask": _mask_text(mask),
         "scale": None if scale is None else str(scale), "empty_rows": empty_rows, "dtype": dtype, "backend": backend,
         "atol": atol, "rtol": rtol, "block_q": block_q, "block_k": block_k, "prefill": prefill,
-        "allow_nonfinite": allow_nonfinite, "max_memory": max_memory}))
+        "allow_nonfinite": allow_nonfinite, "max_memory": max_memory, "decimals": decimals}))
     # What the CLI writes on standard error for a file it could not read (its line in the
     # text says ERROR) is a warning here, with the same words.
     for file in result.files:

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import junitparser
 
+import attn_trace
+
 SOURCE = Path(os.environ.get("SOURCE_DIR", Path(__file__).resolve().parents[2]))
 BINARY = os.environ.get("ATTN_TRACE", str(SOURCE / "build" / "attn-trace"))
 
@@ -41,3 +43,14 @@ def test_junit_counts_equal_the_text(tmp_path: Path) -> None:
     same = subprocess.run([BINARY, "check", *files, "--format", "junit"], capture_output=True, text=True)
     assert same.returncode == 2
     assert re.sub(r'time="[0-9.]+"', "", same.stdout) == re.sub(r'time="[0-9.]+"', "", xml.read_text())
+
+
+def test_decimals_from_python(tmp_path: Path) -> None:
+    """check(decimals=2): a student's answers to 2 decimals (worked by hand: softmax([1, 0]) =
+    (0.7311, 0.2689) → 0.73, 0.27) pass, a wrong digit fails."""
+    problem = '{"Q": [[1, 0], [0, 1]], "K": [[1, 0], [0, 1]], "V": [[1, 2], [3, 4]], "scale": "none", "expect": [%s]}'
+    (tmp_path / "right.json").write_text(problem % '{"name": "weights", "data": [[0.73, 0.27], [0.27, 0.73]]}')
+    (tmp_path / "wrong.json").write_text(problem % '{"name": "weights", "data": [[0.73, 0.27], [0.28, 0.73]]}')
+    assert attn_trace.check(tmp_path / "right.json", decimals=2)
+    assert not attn_trace.check(tmp_path / "right.json")  # 1e-4 by default
+    assert not attn_trace.check(tmp_path / "wrong.json", decimals=2)

@@ -4,9 +4,11 @@
 #include <chrono>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "attn_trace/cli_words.hpp"
 #include "attn_trace/errors.hpp"
+#include "json/json_text.hpp"
 
 namespace attn_trace {
 
@@ -27,14 +29,38 @@ double check_trace_bytes(const Problem& p, const CheckOptions& options, const st
     return bytes;
 }
 
-CheckResult check_file(const std::string& file, const CheckRequest& request) {
-    const Problem problem = load_problem(file, request.allow_nonfinite);
+CheckResult check_file(const std::string& file, const CheckRequest& request, const std::optional<std::string>& text = std::nullopt) {
+    const Problem problem = text ? parse_problem(*text, file, request.allow_nonfinite) : load_problem(file, request.allow_nonfinite);
     CheckOptions options = request.options;
     options.run.dtype = options.overrides.dtype ? parse_dtype(*options.overrides.dtype, "⟦dtype⟧") : problem.dtype.value_or(Dtype::f64);
     std::optional<Trace> golden;
     if (!request.golden.empty()) golden = load_golden_trace(request.golden);
     refuse_over_budget(problem, "check", check_trace_bytes(problem, options, golden ? golden->command : ""), request.budget);
     return golden ? check_golden(problem, *golden, options) : check_expectations(problem, options);
+}
+
+// The problems of a file that holds a JSON list of them, each as its own text; nullopt for
+// any other file (a problem, or one that does not read: check_file says what is wrong).
+std::optional<std::vector<std::string>> problems_in_sheet(const std::string& file) {
+    if (file == "-") return std::nullopt;
+    std::string text;
+    try {
+        text = read_text_file(file, "the problem file");
+    } catch (const Error&) {
+        return std::nullopt;
+    }
+    const std::size_t first = text.find_first_not_of(" \t\r\n");
+    if (first == std::string::npos || text[first] != '[') return std::nullopt;
+    nlohmann::json list;
+    try {
+        list = parse_json_text(text, file);
+    } catch (const Error&) {
+        return std::nullopt;
+    }
+    if (!list.is_array() || list.empty() || !std::all_of(list.begin(), list.end(), [](const nlohmann::json& p) { return p.is_object(); })) return std::nullopt;
+    std::vector<std::string> problems;
+    for (const auto& problem : list) problems.push_back(problem.dump());
+    return problems;
 }
 
 std::string failure_text(const StepCheck& step) {
@@ -72,11 +98,11 @@ CheckReport check_command(const CheckRequest& request, const std::function<void(
         throw InputError("⟦mask⟧, ⟦scale⟧ and ⟦empty_rows⟧ replace a golden trace's settings: give them with ⟦golden⟧ (an expect file's own settings are "
                          "its problem's)");
     CheckReport report;
-    for (const auto& file : request.files) {
-        CheckedFile checked{file, std::nullopt, "", 0.0};
+    auto check_one = [&](const std::string& name, const std::optional<std::string>& text) {
+        CheckedFile checked{name, std::nullopt, "", 0.0};
         const auto started = std::chrono::steady_clock::now();
         try {
-            checked.result = check_file(file, request);
+            checked.result = check_file(name, request, text);
         } catch (const BackendUnavailable&) {
             throw;  // the same for every file: stop with exit 3
         } catch (const Error& error) {
@@ -85,6 +111,16 @@ CheckReport check_command(const CheckRequest& request, const std::function<void(
         checked.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
         if (each) each(checked);
         report.files.push_back(std::move(checked));
+    };
+    for (const auto& file : request.files) {
+        // A sheet (exercise's JSON of several exercises: a list of problems) is one test a
+        // problem, FILE[k]; its paths resolve from FILE's folder (docs/COMMANDS.md#check).
+        const auto sheet = request.golden.empty() ? problems_in_sheet(file) : std::nullopt;
+        if (!sheet) {
+            check_one(file, std::nullopt);
+            continue;
+        }
+        for (std::size_t k = 0; k < sheet->size(); ++k) check_one(fmt::format("{}[{}]", file, k), (*sheet)[k]);
     }
     return report;
 }

@@ -293,7 +293,9 @@ void bind_commands(nb::module_& m) {
         "check",
         [](const std::vector<std::string>& files, const std::string& golden, const std::optional<std::string>& mask, const std::optional<std::string>& scale,
            const std::optional<std::string>& empty_rows, const std::optional<std::string>& dtype, const std::string& backend, std::optional<double> atol,
-           std::optional<double> rtol, std::size_t block_q, std::size_t block_k, std::size_t prefill, bool allow_nonfinite, std::uint64_t max_memory) {
+           std::optional<double> rtol, std::size_t block_q, std::size_t block_k, std::size_t prefill, bool allow_nonfinite, std::uint64_t max_memory,
+           std::optional<int> decimals) {
+            if (decimals && (*decimals < 0 || *decimals > 15)) throw InputError(fmt::format("⟦decimals⟧ {}: expected a whole number from 0 to 15", *decimals));
             CheckRequest request;
             request.files = files;
             request.golden = golden;
@@ -301,6 +303,7 @@ void bind_commands(nb::module_& m) {
             options.overrides = ProblemOverrides{mask, scale, empty_rows, dtype, std::nullopt};
             options.atol = atol;
             options.rtol = rtol;
+            options.decimals = decimals;
             if (block_q == 0 || block_k == 0) throw InputError("⟦block_q⟧ and ⟦block_k⟧: a block holds at least 1 row or key");
             options.tiled = TiledOptions{block_q, block_k};
             options.decode.prefill = prefill;
@@ -311,7 +314,7 @@ void bind_commands(nb::module_& m) {
         },
         "files"_a, "golden"_a = "", "mask"_a = nb::none(), "scale"_a = nb::none(), "empty_rows"_a = nb::none(), "dtype"_a = nb::none(), "backend"_a = "cpu",
         "atol"_a = nb::none(), "rtol"_a = nb::none(), "block_q"_a = TiledOptions{}.block_q, "block_k"_a = TiledOptions{}.block_k, "prefill"_a = 0,
-        "allow_nonfinite"_a = false, "max_memory"_a = Budget{}.memory, release);
+        "allow_nonfinite"_a = false, "max_memory"_a = Budget{}.memory, "decimals"_a = nb::none(), release);
     m.def(
         "exercise",
         [](const std::vector<std::string>& topics, std::uint64_t seed, std::size_t count, const std::string& part, const std::string& format,

@@ -149,8 +149,15 @@ public:
         std::string out = heading_of(e);
         out += paragraph(e.plan.question + " " + describe(e.problem));
         out += paragraph("Given:") + steps(given_matrices(e.file, e.problem), {});
-        return out + paragraph("Compute:") + list(e.plan.tasks);
+        return out + paragraph("Compute:") + list(e.plan.tasks) + paragraph(answer_rule);
     }
+
+    // How answers are written and checked (docs/COMMANDS.md#exercise): the key's numbers are
+    // rounded to 4 decimals, and check's decimals setting reads a sheet's answers so.
+    static constexpr const char* answer_rule =
+        "Write each number to 4 decimals. Keep every digit while you work and round only what you write: a value worked out from "
+        "rounded values can be off in its last decimal. To check your answers, put them as the expect entries of this exercise's "
+        "JSON and run attn-trace check on it with 4 decimals.";
 
     // Every step the tasks ask for, the arithmetic of a row or cell, and the closing notes.
     std::string answers(const Exercise& e) const {

@@ -65,4 +65,12 @@ expect_exit 2 "^1 passed, 2 failed$" -- "$T" check pass.json 'odd%name,with:colo
 expect_exit 0 '<testsuites name="attn-trace check" tests="3" failures="1" errors="1"' -- cat check.xml
 expect_exit 2 "cannot write the file" -- "$T" check pass.json --junit no/such/folder/check.xml
 expect_exit 2 "--format 'csv': expected one of text, json, junit, github" -- "$T" check pass.json --format csv
+# A sheet of exercises as JSON (a list of problems) is one test a problem, FILE[k].
+"$T" exercise --topic softmax,causal,kv-cache --count 3 --format json > sheet.json
+expect_exit 0 "^PASS sheet\.json\[2\] \(decode " -- "$T" check sheet.json
+python3 -c "import json; s = json.load(open('sheet.json')); s[1]['expect'][-1]['data'][0][0] += 0.01; json.dump(s, open('sheet_wrong.json', 'w'))"
+expect_exit 1 "^FAIL sheet_wrong\.json\[1\] \(run\)$" -- "$T" check sheet_wrong.json
+expect_exit 1 "^2 passed, 1 failed$" -- "$T" check sheet_wrong.json
+# The questions say how answers are written and checked.
+expect_exit 0 "^Write each number to 4 decimals\. Keep every digit while you work" -- "$T" exercise --topic softmax --part questions
 finish
