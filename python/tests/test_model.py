@@ -10,8 +10,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
-import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +18,7 @@ import pytest
 import attn_trace
 from attn_trace import _core
 from attn_trace._model import trace_layers
+from browser_check import run_browser_script
 
 SOURCE = Path(os.environ.get("SOURCE_DIR", Path(__file__).resolve().parents[2]))
 GPT2 = SOURCE / "tests" / "models" / "gpt2_directory"
@@ -117,16 +116,4 @@ def test_the_special_tokens_hide_in_a_browser(tmp_path: Path) -> None:
     Skipped without chromium, unless ATTN_TRACE_REQUIRE_BROWSER=1 (CI)."""
     page = tmp_path / "model.html"
     page.write_text(traced(dtype="f32", special=[True] + [False] * (len(TOKENS) - 1)).render("html", hide_special=True), encoding="utf-8")
-    if shutil.which("/usr/bin/python3") is None:
-        skip_unless_required("/usr/bin/python3 is missing: the browser check needs Debian's python3 and its python3-selenium")
-    result = subprocess.run(["/usr/bin/python3", str(SOURCE / "tests" / "browser" / "model_view_special.py"), str(page), str(len(TOKENS))],
-                            capture_output=True, text=True, timeout=300)
-    if result.returncode == 77:
-        skip_unless_required(result.stdout.strip())
-    assert result.returncode == 0, result.stdout + result.stderr
-
-
-def skip_unless_required(reason: str) -> None:
-    if os.environ.get("ATTN_TRACE_REQUIRE_BROWSER") == "1":
-        pytest.fail(f"{reason}; ATTN_TRACE_REQUIRE_BROWSER=1 asks for the browser check")
-    pytest.skip(reason)
+    run_browser_script("model_view_special.py", str(page), str(len(TOKENS)))

@@ -7,17 +7,15 @@ shown one after another as a notebook shows them, then go to headless chromium
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 from pathlib import Path
 
 import nbformat
 import pytest
 from nbclient import NotebookClient
 
+from browser_check import run_browser_script
+
 SOURCE = Path(os.environ.get("SOURCE_DIR", Path(__file__).resolve().parents[2]))
-# Debian's python3, which holds Debian's selenium (tests/browser/chromium.py).
-BROWSER_PYTHON = "/usr/bin/python3"
 
 
 @pytest.fixture(scope="module")
@@ -56,16 +54,4 @@ def test_each_trace_in_its_frame_draws_explains_and_keeps_to_itself(notebook: nb
     page = tmp_path / "notebook.html"
     page.write_text('<!doctype html>\n<html lang="en">\n<head><meta charset="utf-8"><title>attention.ipynb</title></head>\n<body>\n'
                     + "".join(f'<div class="output">{output}</div>\n' for output in outputs) + "</body>\n</html>\n", encoding="utf-8")
-    if shutil.which(BROWSER_PYTHON) is None:
-        skip_unless_required(f"{BROWSER_PYTHON} is missing: the browser check needs Debian's python3 and its python3-selenium")
-    result = subprocess.run([BROWSER_PYTHON, str(SOURCE / "tests" / "browser" / "notebook_frames.py"), str(page)],
-                            capture_output=True, text=True, timeout=300)
-    if result.returncode == 77:
-        skip_unless_required(result.stdout.strip())
-    assert result.returncode == 0, result.stdout + result.stderr
-
-
-def skip_unless_required(reason: str) -> None:
-    if os.environ.get("ATTN_TRACE_REQUIRE_BROWSER") == "1":
-        pytest.fail(f"{reason}; ATTN_TRACE_REQUIRE_BROWSER=1 asks for the browser check")
-    pytest.skip(reason)
+    run_browser_script("notebook_frames.py", str(page))
