@@ -55,21 +55,12 @@ json step_values(const Matrix& m) {
     return {{"type", f32 ? "f4" : "f8"}, {"hex", hex}};
 }
 
-// The colour scale the run page gives the step (render_html.cpp's Heat): weights on
-// 0…1; a step with a negative value diverging around 0 (±max |x|); another its finite range.
+// The colour scale the run page gives the step (HeatScale), for the script to apply.
 json step_heat(const Step& step) {
-    double low = 0, high = 0, largest = 0;
-    bool any = false;
-    for (double x : step.values.data()) {
-        if (!std::isfinite(x)) continue;
-        low = any ? std::min(low, x) : x;
-        high = any ? std::max(high, x) : x;
-        largest = std::max(largest, std::abs(x));
-        any = true;
-    }
-    if (step.name == StepName::weights && low >= 0 && high <= 1) return {{"kind", "fixed"}, {"low", 0}, {"high", 1}};
-    if (low < 0) return {{"kind", "diverging"}, {"largest", largest}};
-    return {{"kind", "range"}, {"low", low}, {"high", high}};
+    const HeatScale heat(step);
+    if (heat.fixed) return {{"kind", "fixed"}, {"low", 0}, {"high", 1}};
+    if (heat.diverging()) return {{"kind", "diverging"}, {"largest", heat.largest}};
+    return {{"kind", "range"}, {"low", heat.low}, {"high", heat.high}};
 }
 
 // The cells of the head's trace a cell of `name` is computed from: "ij" the same cell of
@@ -95,15 +86,13 @@ json operands(StepName name, const std::vector<Step>& steps) {
 
 json step_json(const Step& step, const std::vector<Step>& steps, const ModelView& view) {
     const Matrix& m = step.values;
-    bool integers = true;
-    for (double x : m.data()) integers = integers && std::isfinite(x) && x == std::floor(x);
     json out = {{"name", shown_name(step)},
                 {"formula", defined_as(step_symbol(step.name), step.formula)},
                 {"rows", m.rows()},
                 {"cols", m.cols()},
                 // Rows are queries and columns keys where the step is (n, m); else indices.
                 {"tokens", m.rows() == view.n && m.cols() == view.m},
-                {"integers", integers && !m.data().empty()},
+                {"integers", CellFormat(m, 0).integers()},  // as the run page writes the step
                 {"heat", step_heat(step)},
                 {"operands", operands(step.name, steps)},
                 {"dot", step.name == StepName::scores || step.name == StepName::out}};

@@ -25,39 +25,6 @@ Place place_of(const Step& s) {
     return {s.batch.value_or(-1), s.head.value_or(-1), s.t.value_or(-1), s.tile ? (*s.tile)[0] : -1, s.tile ? (*s.tile)[1] : -1};
 }
 
-// A step's heat colouring (docs/COMMANDS.md#output-formats): a step with a negative
-// value is signed and takes the diverging scale (blue below 0, red above, white at
-// 0, near-black in the dark scheme; symmetric: ±max |x|), so that the sign shows;
-// weights take the fixed scale 0…1, as the heatmaps and the SVG do, so that a weight
-// has one colour in every head, decode step and tile (at t = 0 a weight of 1 is the
-// darkest, not the lightest); any other non-negative step its finite range.
-struct Heat {
-    double low = 0, high = 0, largest = 0;  // finite min, max and max |x|
-    bool fixed = false;                      // weights: 0…1
-    explicit Heat(const Step& step) {
-        const Matrix& m = step.values;
-        bool any = false;
-        for (double x : m.data()) {
-            if (!std::isfinite(x)) continue;
-            low = any ? std::min(low, x) : x;
-            high = any ? std::max(high, x) : x;
-            largest = std::max(largest, std::abs(x));
-            any = true;
-        }
-        if (step.name == StepName::weights && low >= 0 && high <= 1) {
-            fixed = true;
-            low = 0;
-            high = 1;
-        }
-    }
-    bool diverging() const { return low < 0; }
-    // Where x sits on its scale, 0…1: on the diverging one, how far from 0 toward ±max |x|.
-    double operator()(double x) const {
-        if (diverging()) return std::abs(x) / largest;
-        return high > low ? (x - low) / (high - low) : 0.0;
-    }
-};
-
 // A number as the page writes it: −∞ and ∞ as the cells write them (U+2212, not
 // the JSON's "-inf"), a finite one as the shortest text that reads back to it.
 // A zero's sign says nothing to a reader (a blocked gradient is −0 as often as 0): both are "0".
@@ -111,7 +78,7 @@ bool blocked_cell(const Step& step, std::size_t i, std::size_t j, const Step* ma
 }
 
 // A cell, `shown` its number as the cell writes it.
-std::string cell_html(const Step& step, std::size_t i, std::size_t j, const std::string& shown, const Heat& heat, const Step* masked, bool clickable) {
+std::string cell_html(const Step& step, std::size_t i, std::size_t j, const std::string& shown, const HeatScale& heat, const Step* masked, bool clickable) {
     const double x = step.values(i, j);
     std::string classes;
     const bool blocked = blocked_cell(step, i, j, masked);
@@ -129,7 +96,7 @@ std::string cell_html(const Step& step, std::size_t i, std::size_t j, const std:
 }
 
 // The lines under a table that say what its colours and hatching mean.
-std::string legend(const Step& step, const Heat& heat, bool hatched, int precision) {
+std::string legend(const Step& step, const HeatScale& heat, bool hatched, int precision) {
     std::string out;
     if (heat.diverging())
         // 0 is --zero: white, but near-black in the dark scheme; the page shows the span of its scheme.
@@ -154,7 +121,7 @@ struct Table {
 Table step_table(const Step& step, const RenderOptions& options, const Step* masked, bool clickable) {
     const Matrix& m = step.values;
     const CellFormat format(m, options.precision);
-    const Heat heat(step);
+    const HeatScale heat(step);
     const auto rows = visible_rows(m.rows(), options.full);
     const auto cols = visible_columns(m.cols(), options.full);
     Table table{"<table>\n<thead><tr><th></th>", std::vector<std::size_t>(cols.size() + 1, 0)};
@@ -267,6 +234,27 @@ std::string explanations_json(const CellExplanations& explanations) {
 }
 
 }  // namespace
+
+HeatScale::HeatScale(const Step& step) {
+    bool any = false;
+    for (double x : step.values.data()) {
+        if (!std::isfinite(x)) continue;
+        low = any ? std::min(low, x) : x;
+        high = any ? std::max(high, x) : x;
+        largest = std::max(largest, std::abs(x));
+        any = true;
+    }
+    if (step.name == StepName::weights && low >= 0 && high <= 1) {
+        fixed = true;
+        low = 0;
+        high = 1;
+    }
+}
+
+double HeatScale::operator()(double x) const {
+    if (diverging()) return std::abs(x) / largest;
+    return high > low ? (x - low) / (high - low) : 0.0;
+}
 
 std::string html_step_sections(const Trace& trace, const RenderOptions& options, const CellExplanations* explanations, const Trace* forward) {
     const auto steps = selected_steps(trace, options);

@@ -20,6 +20,20 @@ struct CellExplanations {
     std::string note;
 };
 
+// A step's heat colouring (docs/COMMANDS.md#output-formats): a step with a negative value
+// is signed and takes the diverging scale (±max |x|, so that the sign shows); weights take
+// the fixed scale 0…1, as the heatmaps and the SVG do, so that a weight has one colour in
+// every head, decode step and tile; any other non-negative step its finite range. The run
+// page and the model view page (model_page.cpp) colour by it.
+struct HeatScale {
+    double low = 0, high = 0, largest = 0;  // finite min, max and max |x|
+    bool fixed = false;                      // weights: 0…1
+    explicit HeatScale(const Step& step);
+    bool diverging() const { return low < 0; }
+    // Where x sits on its scale, 0…1: on the diverging one, how far from 0 toward ±max |x|.
+    double operator()(double x) const;
+};
+
 // Text as HTML (or SVG, XML) character data or an attribute value: & < > " ' escaped.
 std::string html_escape(const std::string& text);
 

@@ -29,6 +29,7 @@ class CellFormat {
 public:
     CellFormat(const Matrix& values, int precision);
     std::string operator()(double x) const;
+    bool integers() const { return integers_; }  // every finite value whole: written without decimals
 
 private:
     bool integers_;
