@@ -264,8 +264,9 @@ TEST_CASE("a tiled page has a slider over its tiles, a multi-head page its head 
 TEST_CASE("an exercise page hides each part of its answer, an explanation is a page of its own") {
     const std::string exercise = write_exercise("causal", 1, Format::html);
     CHECK(exercise.rfind("<!doctype html>", 0) == 0);
-    CHECK(count(exercise, "<details class=\"answer\">") == 2);
-    CHECK(exercise.find("<summary>Show the answer</summary>") < exercise.find("<h2>Answer</h2>"));
+    CHECK(count(exercise, "<details class=\"answer\">") == 4);  // causal has 4 tasks
+    CHECK(exercise.find("<h2>Answer</h2>") < exercise.find("<summary>Show the answer to task 1</summary>"));
+    CHECK(exercise.find("<summary>Show the answer to task 4</summary>") < exercise.find("<h3>Task 4: the outputs O = A V</h3>"));
     CHECK(exercise.find("Compute:") < exercise.find("<details"));
     const Problem problem = parse_problem(damaged_causal, "damaged.json");
     ExplainOptions html;

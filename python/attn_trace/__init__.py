@@ -80,14 +80,14 @@ def explain(problem: Any = None, *, cell: str | None = None, row: str | None = N
             scale: Any = None, empty_rows: str | None = None, dtype: str | None = None, train: bool | None = None,
             backend: str = "cpu", max_memory: int | str = "4G", allow_nonfinite: bool = False,
             t: int | None = None, tile: tuple[int, int] | None = None, prefill: int = 0, block_q: int = 2,
-            block_k: int = 2, **arrays: Any) -> Explanation:
+            block_k: int = 2, standalone: bool = False, **arrays: Any) -> Explanation:
     """``attn-trace explain``: one number or one row, with the arithmetic that made it
     (docs/COMMANDS.md#explain). ``cell="scores[0,2]"`` or ``row="weights[1]"``; ``t`` a
     decode step (with ``prefill``), ``tile=(query block, key tile)`` a tiled one."""
     options = _problem_options(mask, scale, empty_rows, dtype, train, backend, max_memory, allow_nonfinite)
     options.update(cell=cell, row=row, head=head, batch=batch, precision=precision, t=t, tile=tile, prefill=prefill,
                    block_q=block_q, block_k=block_k)
-    text = _call(_core.explain, problem, arrays, dict(options, format=format, math=math))
+    text = _call(_core.explain, problem, arrays, dict(options, format=format, math=math, standalone=standalone))
     markdown = text if format == "markdown" else _call(_core.explain, problem, arrays, dict(options, format="markdown", math=None))
     return Explanation(text, markdown)
 
@@ -179,10 +179,10 @@ class Worksheet(str):
 
 
 def exercise(topic: str | list[str], *, seed: int = 0, count: int = 1, part: str = "both", format: str = "markdown",
-             math: str | None = None) -> Worksheet:
+             math: str | None = None, standalone: bool = False) -> Worksheet:
     """``attn-trace exercise``: a worked exercise or a sheet of them (docs/COMMANDS.md#exercise)."""
     topics = topic.split(",") if isinstance(topic, str) else list(topic)
     sheet = Worksheet(_interruptible(_core.exercise, {"topics": topics, "seed": seed, "count": count, "part": part,
-                                                       "format": format, "math": math}))
+                                                       "format": format, "math": math, "standalone": standalone}))
     sheet.format = format
     return sheet

@@ -26,10 +26,11 @@ class Report:
         self.svg: str | None = texts.pop("svg", None)
         self.json: dict[str, Any] = json.loads(texts["json"])
 
-    def render(self, format: str = "text") -> str:
+    def render(self, format: str = "text", *, standalone: bool = False) -> str:
+        """The report in ``format``; ``standalone=True`` (LaTeX) a whole document, as ``--standalone``."""
         if format not in self._texts:
             raise ProblemError(f"format {format}: {self.command} writes {', '.join(self._texts)}")
-        return self._texts[format]
+        return _interruptible(_core.written_document, {"text": self._texts[format], "format": format, "standalone": standalone})
 
     def __str__(self) -> str:
         return self._texts["text"]

@@ -130,16 +130,17 @@ class Trace:
 
     def render(self, format: str = "text", *, steps: list[str] | str | None = None, head: int | None = None,
                batch: int | None = None, precision: int = 4, full: bool = False, heatmap: bool = False,
-               math: str | None = None, color: bool = False, max_output: int | str = "256M") -> str:
+               math: str | None = None, color: bool = False, max_output: int | str = "256M", standalone: bool = False) -> str:
         """The text ``attn-trace COMMAND … --format FORMAT`` prints for the same problem and
-        options, byte for byte (``color=False`` is ``--color never``)."""
+        options, byte for byte (``color=False`` is ``--color never``; ``standalone=True`` is
+        ``--standalone``, LaTeX as a whole document)."""
         from ._problem import size_bytes
 
         if isinstance(steps, str):
             steps = steps.split(",")
         return self._result.render(format=format, steps=list(steps or []), head=head, batch=batch, precision=precision,
                                    full=full, heatmap=heatmap, math=math, color=color,
-                                   max_output=size_bytes(max_output, "max_output"))
+                                   max_output=size_bytes(max_output, "max_output"), standalone=standalone)
 
     def svg(self, *, steps: list[str] | None = None, head: int | None = None, batch: int | None = None) -> str:
         """The weights of each head as the SVG heatmap ``--svg`` writes."""

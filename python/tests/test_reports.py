@@ -144,3 +144,27 @@ def test_view_equals_the_cli() -> None:
     assert [layer["layer"] for layer in report.json["layers"]] == [0, 1]
     with pytest.raises(attn_trace.ProblemError, match="differ from"):
         attn_trace.view(files[0], SOURCE / "tests/models/bert_directory/problem.json")
+
+
+def test_standalone_latex_is_the_clis_for_every_front() -> None:
+    """standalone=True is --standalone (docs/COMMANDS.md#output-formats): the same whole
+    document from a trace, an explanation, a worksheet and a report; refused with any
+    format but LaTeX, in the CLI's words."""
+    damaged = str(DAMAGED)
+    pairs = [
+        (attn_trace.run(damaged).render("latex", standalone=True), ["run", damaged]),
+        (str(attn_trace.explain(damaged, row="weights[1]", format="latex", standalone=True)),
+         ["explain", damaged, "--row", "weights[1]"]),
+        (str(attn_trace.exercise("kv-cache", seed=2, part="answers", format="latex", standalone=True)),
+         ["exercise", "--topic", "kv-cache", "--seed", "2", "--part", "answers"]),
+        (attn_trace.precision(damaged).render("latex", standalone=True), ["precision", damaged]),
+    ]
+    for document, args in pairs:
+        assert document.startswith("\\documentclass{article}\n\\usepackage{amsmath}\n\\begin{document}\n")
+        assert document.endswith("\\end{document}\n")
+        assert document == cli(*args, "--format", "latex", "--standalone")
+    for refused in (lambda: attn_trace.run(damaged).render("markdown", standalone=True),
+                    lambda: attn_trace.precision(damaged).render("text", standalone=True),
+                    lambda: attn_trace.exercise("softmax", standalone=True)):
+        with pytest.raises(attn_trace.ProblemError, match="it needs --format latex, not (markdown|text)"):
+            refused()

@@ -26,6 +26,7 @@ struct ExerciseOptions {
     std::size_t count = 1;
     Format format = Format::markdown;
     std::optional<MathStyle> math;
+    bool standalone = false;
 };
 
 // --count: a whole number from 1 to max_count. A number outside that (0, 2.5, 500) is
@@ -53,10 +54,11 @@ void add_exercise_command(CLI::App& app, int& exit_code) {
     exercise->footer(R"(Every topic uses d_k = 4, so the scale is exactly 1/2; entries are small integers.
 The same seed gives the same exercise on every machine; another seed, another exercise.
 markdown, latex and text: the question, the given matrices (whole; a matrix holding
-several heads is shown one head at a time), the tasks, then every intermediate step
-and the arithmetic of at least one row. latex is a fragment for an article with
-amsmath; text is for the terminal; html is a page of its own, each part of the answer
-behind a "Show" button until asked. json: the problem file with "expect" filled in
+several heads is shown one head at a time), the numbered tasks, then the answer under
+the same numbers ("Task 3: ..."): the steps each task asks for, the arithmetic of a
+row, and what it asks in words. latex is a fragment for an article with amsmath
+(--standalone: a whole document); text is for the terminal; html is a page of its
+own, each task's answer behind a "Show" button until asked. json: the problem file with "expect" filled in
 (4 decimals), which `attn-trace check` passes; kv-cache entries carry "t" (decode)
 and tiled entries "tile" (check's default tiles, 2 × 2).
 
@@ -74,7 +76,8 @@ Examples:
   attn-trace exercise --topic kv-cache --seed 2 --format json > kv.json && attn-trace check kv.json
   attn-trace exercise --topic tiled --seed 0 --format html > tiled.html
   attn-trace exercise --topic softmax,causal --count 4 --seed 10 --part questions --format latex > sheet.tex
-  attn-trace exercise --topic softmax,causal --count 4 --seed 10 --part answers --format latex > key.tex)");
+  attn-trace exercise --topic softmax,causal --count 4 --seed 10 --part answers --format latex > key.tex
+  attn-trace exercise --topic softmax --part answers --format latex --standalone > key.tex && pdflatex key.tex)");
     exercise->add_option("--topic", o.topics, fmt::format("one, or a comma-separated list to cycle through: {}", fmt::join(exercise_topics(), ", ")))
         ->required();
     exercise->add_option("--seed", o.seed, "which exercise of the topic (the first of a sheet)")->capture_default_str();
@@ -86,8 +89,11 @@ Examples:
         ->capture_default_str();
     add_format_option(*exercise, o.format, exercise_formats(), "markdown, latex, text, json or html");
     add_math_option(*exercise, o.math);
+    add_standalone_flag(*exercise, o.standalone);
     exercise->callback([&exit_code] {
-        std::cout << write_worksheet({split_list(o.topics, ','), o.seed, o.count, exercise_part(o.part), math_style(o.math, o.format)}, o.format);
+        written_document("", o.format, o.standalone);  // refused before anything is computed
+        std::cout << written_document(write_worksheet({split_list(o.topics, ','), o.seed, o.count, exercise_part(o.part), math_style(o.math, o.format)}, o.format),
+                                      o.format, o.standalone);
         exit_code = 0;
     });
 }

@@ -81,6 +81,7 @@ Examples:
     cell->excludes(row);
     add_format_option(*explain_command, o.format, formats_of(for_explain), "text, markdown, latex or html (a page of its own)");
     add_math_option(*explain_command, o.trace.output.math);
+    add_standalone_flag(*explain_command, o.trace.output.standalone);
     auto* t = explain_command->add_option("--t", o.t, "a decode step: explain decode's k_cache, v_cache, masked, weights or out at step T");
     auto* tile = explain_command->add_option("--tile", o.tile, "a tiled step: explain tiled's masked, m, l, u or rescale at tile QB,KT");
     t->excludes(tile);
@@ -106,7 +107,8 @@ Examples:
         request.target = target;
         request.options = options;
         request.source = source;
-        std::cout << attn_trace::explain_command(load_with_overrides(o.trace), request);
+        written_document("", o.format, o.trace.output.standalone);  // refused before anything is computed
+        std::cout << written_document(attn_trace::explain_command(load_with_overrides(o.trace), request), o.format, o.trace.output.standalone);
         exit_code = 0;
     });
 }

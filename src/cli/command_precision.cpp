@@ -44,7 +44,10 @@ Examples:
     precision->add_option("--svg", o.svg, "also write the chart of each step's error by type to this file");
     add_format_option(*precision, o.problem.output.format, formats_of(for_precision), "text, json, markdown or latex");
     add_memory_option(*precision, o.problem.budget);
+    add_standalone_flag(*precision, o.problem.output.standalone);
     precision->callback([&exit_code] {
+        const Format format = o.problem.output.format;
+        written_document("", format, o.problem.output.standalone);  // refused before anything is computed
         const Problem problem = load_with_overrides(o.problem);
         PrecisionRequest request;
         request.backend = o.problem.backend;
@@ -55,7 +58,7 @@ Examples:
             std::ofstream out(o.svg);
             if (!out || !(out << precision_svg(report))) throw InputError(fmt::format("{}: cannot write the file", o.svg));
         }
-        std::cout << render_precision(report, o.problem.output.format);
+        std::cout << written_document(render_precision(report, format), format, o.problem.output.standalone);
         exit_code = 0;
     });
 }

@@ -26,6 +26,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
   attn-trace run examples/mla_small.json --steps c_kv,q_latent,scores
   attn-trace run examples/dropout_train.json --steps keep,dropped
   attn-trace run examples/damaged_on_arrival.json --mask causal --format html > damaged.html
+  attn-trace run examples/damaged_on_arrival.json --format latex --standalone > damaged.tex && pdflatex damaged.tex
 
 When the full trace would pass --max-memory (4G by default; eight n×m matrices per head, twice
 that in f32, f16 or bf16, whose run is measured against the same run in f64),

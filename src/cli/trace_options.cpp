@@ -68,6 +68,10 @@ void add_math_option(CLI::App& command, std::optional<MathStyle>& math) {
         ->default_str(math_style_names().front());
 }
 
+void add_standalone_flag(CLI::App& command, bool& standalone) {
+    command.add_flag("--standalone", standalone, "with --format latex: a whole document (article, amsmath) that pdflatex compiles as it is");
+}
+
 MathStyle math_style(const std::optional<MathStyle>& math, Format format) {
     if (math && format != Format::markdown)
         throw InputError(fmt::format("--math {} sets how Markdown writes maths: it needs --format markdown, not {}",
@@ -81,6 +85,7 @@ void add_trace_options(CLI::App& command, TraceOptions& o) {
                       fmt::format("{} (csv writes one step: choose it with --steps; html a page to explore, each cell explained on a click)",
                                   fmt::join(formats_of(for_trace), ", ")));
     add_math_option(command, o.output.math);
+    add_standalone_flag(command, o.output.standalone);
     command.add_option("--steps", o.steps, "only these steps, comma-separated (e.g. scores,weights,out)");
     command.add_flag("--full", o.output.full, "print every row and column of large matrices");
     command.add_option("--color", o.color, "auto (a terminal without NO_COLOR), always or never")

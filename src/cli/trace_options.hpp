@@ -40,6 +40,8 @@ void add_trace_options(CLI::App& command, TraceOptions& options);
 
 // --math dollars|github, for a command that writes Markdown (docs/COMMANDS.md#output-formats).
 void add_math_option(CLI::App& command, std::optional<MathStyle>& math);
+// --standalone: LaTeX as a whole document (every command that writes LaTeX takes it).
+void add_standalone_flag(CLI::App& command, bool& standalone);
 // The --math given, or dollars; refuses --math with a format other than Markdown,
 // where it would change nothing.
 MathStyle math_style(const std::optional<MathStyle>& math, Format format);

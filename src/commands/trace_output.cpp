@@ -152,7 +152,14 @@ std::string render_shown(const Trace& trace, const TraceResult& result, const Ou
 
 }  // namespace
 
+std::string written_document(const std::string& text, Format format, bool standalone) {
+    if (!standalone) return text;
+    if (format != Format::latex) throw InputError(fmt::format("⟦standalone⟧ makes LaTeX a whole document: it needs ⟦format⟧ latex, not {}", format));
+    return latex_document(text);
+}
+
 std::string render_trace_output(const TraceResult& result, const OutputRequest& o) {
+    written_document("", o.format, o.standalone);  // a wrong format is refused before the trace is rendered
     const RenderOptions r = render_options(o, result.problem);
     if (decode_summary(result, o)) {
         Trace summary = result.trace;
@@ -162,7 +169,8 @@ std::string render_trace_output(const TraceResult& result, const OutputRequest& 
     }
     check_steps_present(result.trace, r, result.problem);
     const Trace* drawn = result.pictured ? &*result.pictured : &result.trace;
-    return render_shown(result.trace, result, o, r, drawn, picture_options(r, result.pictured ? &*result.pictured : nullptr));
+    return written_document(render_shown(result.trace, result, o, r, drawn, picture_options(r, result.pictured ? &*result.pictured : nullptr)), o.format,
+                            o.standalone);
 }
 
 std::string render_trace_svg(const TraceResult& result, const OutputRequest& o) {

@@ -134,11 +134,13 @@ void bind_result(nb::module_& m) {
         .def(
             "render",
             [](const TraceResult& r, const std::string& format, const std::vector<std::string>& steps, std::optional<int> head, std::optional<int> batch,
-               int precision, bool full, bool heatmap, const std::optional<std::string>& math, bool color, std::uint64_t max_output) {
-                return render_trace_output(r, output_of(format, steps, head, batch, precision, full, heatmap, math, color, max_output));
+               int precision, bool full, bool heatmap, const std::optional<std::string>& math, bool color, std::uint64_t max_output, bool standalone) {
+                OutputRequest output = output_of(format, steps, head, batch, precision, full, heatmap, math, color, max_output);
+                output.standalone = standalone;
+                return render_trace_output(r, output);
             },
             "format"_a = "text", "steps"_a = std::vector<std::string>{}, "head"_a = nb::none(), "batch"_a = nb::none(), "precision"_a = 4, "full"_a = false,
-            "heatmap"_a = false, "math"_a = nb::none(), "color"_a = false, "max_output"_a = Budget{}.output)
+            "heatmap"_a = false, "math"_a = nb::none(), "color"_a = false, "max_output"_a = Budget{}.output, "standalone"_a = false)
         .def(
             "svg",
             [](const TraceResult& r, const std::vector<std::string>& steps, std::optional<int> head, std::optional<int> batch) {
@@ -318,19 +320,21 @@ void bind_commands(nb::module_& m) {
     m.def(
         "exercise",
         [](const std::vector<std::string>& topics, std::uint64_t seed, std::size_t count, const std::string& part, const std::string& format,
-           const std::optional<std::string>& math) {
+           const std::optional<std::string>& math, bool standalone) {
             if (count == 0) throw InputError("⟦count⟧ 0: a sheet holds at least 1 exercise");
             const Format chosen = format_of(format, for_exercise);
             if (math && chosen != Format::markdown)
                 throw InputError(fmt::format("⟦math⟧ {} sets how Markdown writes maths: it needs ⟦format⟧ markdown, not {}", *math, chosen));
-            return write_worksheet(Worksheet{topics, seed, count, exercise_part(part), math ? math_of(*math) : MathStyle::dollars}, chosen);
+            written_document("", chosen, standalone);  // refused before anything is computed
+            return written_document(write_worksheet(Worksheet{topics, seed, count, exercise_part(part), math ? math_of(*math) : MathStyle::dollars}, chosen),
+                                    chosen, standalone);
         },
-        "topics"_a, "seed"_a = 0, "count"_a = 1, "part"_a = "both", "format"_a = "markdown", "math"_a = nb::none(), release);
+        "topics"_a, "seed"_a = 0, "count"_a = 1, "part"_a = "both", "format"_a = "markdown", "math"_a = nb::none(), "standalone"_a = false, release);
     m.def(
         "explain",
         [](ATTN_TRACE_PROBLEM_ARGS, const std::optional<std::string>& cell, const std::optional<std::string>& row, const std::string& format, int head,
            int batch, int precision, const std::optional<std::string>& math, std::optional<std::size_t> t,
-           std::optional<std::array<std::size_t, 2>> tile, std::size_t prefill, std::size_t block_q, std::size_t block_k) {
+           std::optional<std::array<std::size_t, 2>> tile, std::size_t prefill, std::size_t block_q, std::size_t block_k, bool standalone) {
             if (cell.has_value() == row.has_value()) throw InputError("explain needs one ⟦cell⟧ STEP[i,j] or one ⟦row⟧ STEP[i], e.g. cell=\"scores[0,2]\"");
             auto request = request_of<ExplainRequest>(backend, max_memory);
             request.target = cell ? parse_cell_spec(*cell) : parse_row_spec(*row);
@@ -340,11 +344,18 @@ void bind_commands(nb::module_& m) {
             request.source.decode.prefill = prefill;
             request.source.tiled = TiledOptions{block_q, block_k};
             if (block_q == 0 || block_k == 0) throw InputError("⟦block_q⟧ and ⟦block_k⟧: a block holds at least 1 row or key");
-            return explain_command(ATTN_TRACE_PROBLEM, request);
+            written_document("", request.options.format, standalone);  // refused before anything is computed
+            return written_document(explain_command(ATTN_TRACE_PROBLEM, request), request.options.format, standalone);
         },
         ATTN_TRACE_PROBLEM_NAMES, "cell"_a = nb::none(), "row"_a = nb::none(), "format"_a = "text", "head"_a = 0, "batch"_a = 0, "precision"_a = 4,
         "math"_a = nb::none(), "t"_a = nb::none(), "tile"_a = nb::none(), "prefill"_a = 0, "block_q"_a = TiledOptions{}.block_q,
-        "block_k"_a = TiledOptions{}.block_k, release);
+        "block_k"_a = TiledOptions{}.block_k, "standalone"_a = false, release);
+    // A report's text in a format as a whole document (Report.render(standalone=True)).
+    m.def(
+        "written_document", [](const std::string& text, const std::string& format, bool standalone) {
+            return written_document(text, format_of(format, for_precision), standalone);
+        },
+        "text"_a, "format"_a, "standalone"_a);
 }
 
 }  // namespace

@@ -395,12 +395,14 @@ namespace {
 
 // In maths a comma is punctuation, followed by a space: a number's thousands separator
 // (1,024: a digit, a comma, three digits and no fourth) is written {,} to typeset 1,024.
+// TeX breaks inline maths only after a relation or an operator; a long list in a note
+// (a sparse mask's parts, "block 2; window …; causal") may also break after a semicolon.
 std::string grouped_in_math(const std::string& math) {
     auto digit = [&math](std::size_t k) { return k < math.size() && std::isdigit(static_cast<unsigned char>(math[k])); };
     std::string out;
     for (std::size_t k = 0; k < math.size(); ++k) {
         const bool separator = math[k] == ',' && k > 0 && digit(k - 1) && digit(k + 1) && digit(k + 2) && digit(k + 3) && !digit(k + 4);
-        out += separator ? "{,}" : std::string(1, math[k]);
+        out += separator ? "{,}" : math[k] == ';' ? ";\\allowbreak " : std::string(1, math[k]);
     }
     return out;
 }
@@ -418,6 +420,10 @@ std::string latex_formula(const std::string& formula) { return latex_pieces(text
 
 std::string latex_prose(const std::string& text) { return latex_pieces(text_pieces(text, false)); }
 
-std::string latex_sloppypar(const std::string& paragraphs) { return "\\begin{sloppypar}\n" + paragraphs + "\\end{sloppypar}\n"; }
+std::string latex_ragged_prose(const std::string& paragraphs) { return "{\\raggedright\n" + paragraphs + "\\par}\n"; }
+
+std::string latex_document(const std::string& fragment) {
+    return "\\documentclass{article}\n\\usepackage{amsmath}\n\\begin{document}\n" + fragment + "\\end{document}\n";
+}
 
 }  // namespace attn_trace

@@ -28,7 +28,7 @@ std::string latex_heading(const Step& step) {
     // A given has no symbol, and its "formula" is words ("given, columns 0–3"): text, not maths.
     const std::string_view symbol = step_symbol_latex(step.name);
     const std::string defined = symbol.empty() ? latex_text(step.formula) : defined_as(fmt::format("${}$", symbol), latex_formula(step.formula));
-    return fmt::format("\\noindent\\textbf{{{}}}{}: {}, shape ${}$\\\\\n", latex_text(shown_name(step)), where, defined, shape_string(step.values));
+    return fmt::format("\\noindent\\textbf{{{}}}{}: {}, shape ${}$\n", latex_text(shown_name(step)), where, defined, shape_string(step.values));
 }
 
 // How wide text is in Computer Modern, in ems: m and w and the capitals wide, i, l
@@ -144,9 +144,12 @@ std::string render_latex(const Trace& trace, const RenderOptions& options) {
                            latex_text(describe_problem(p)));
         std::string notes;
         for (const auto& note : trace.notes) notes += "\n\\noindent\\emph{note: " + latex_prose(note_text(note)) + "}\n";
-        if (!notes.empty()) out += latex_sloppypar(notes);
+        if (!notes.empty()) out += latex_ragged_prose(notes);
     }
-    for (const Step* step : steps) out += "\n" + latex_heading(*step) + latex_matrix(*step, options);
+    // Each step is one paragraph: its heading line runs straight into the display (a line break
+    // there would leave an empty, underfull line), and no page breaks inside it, so a
+    // heading never stays alone at a page's foot (LaTeX breaks no page just before a display).
+    for (const Step* step : steps) out += "\n{\\interlinepenalty=10000\n" + latex_heading(*step) + latex_matrix(*step, options) + "\\par}\n";
     for (const auto& [key, value] : trace.numbers) out += fmt::format("\n\\noindent {} $= {}$\n", latex_text(key), format_trace_number(value));
     return out;
 }

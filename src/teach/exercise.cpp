@@ -149,7 +149,9 @@ public:
         std::string out = heading_of(e);
         out += paragraph(e.plan.question + " " + describe(e.problem));
         out += paragraph("Given:") + steps(given_matrices(e.file, e.problem), {});
-        return out + paragraph("Compute:") + list(e.plan.tasks) + paragraph(answer_rule);
+        std::vector<std::string> tasks;
+        for (const ExerciseTask& task : e.plan.tasks) tasks.push_back(task.text);
+        return out + paragraph("Compute:") + list(tasks) + paragraph(answer_rule);
     }
 
     // How answers are written and checked (docs/COMMANDS.md#exercise): the key's numbers are
@@ -159,41 +161,30 @@ public:
         "rounded values can be off in its last decimal. To check your answers, put them as the expect entries of this exercise's "
         "JSON and run attn-trace check on it with 4 decimals.";
 
-    // Every step the tasks ask for, the arithmetic of a row or cell, and the closing notes.
+    // The key, task by task under the question's numbers (docs/COMMANDS.md#exercise): the
+    // steps that answer the task, the arithmetic of a row or cell, and its sentences.
     std::string answers(const Exercise& e) const {
-        const ExercisePlan& plan = e.plan;
-        std::string out = open_answer("the answer") + heading(2, "Answer") + steps(e.trace, plan.answer_steps);
-        if (plan.compare_unscaled) {
-            Problem unscaled = e.problem;
-            unscaled.scale.kind = Scale::Kind::none;
-            // With s = 1 the softmax reads S itself: the heading says softmax(S), not softmax(S_s).
-            Trace trace = pipeline_full(unscaled, run_options_of(e.problem));
-            for (Step& step : trace.steps)
-                for (auto at = step.formula.find("S_s"); at != std::string::npos; at = step.formula.find("S_s", at)) step.formula.replace(at, 3, "S");
-            out += paragraph("Without the scale (s = 1), the weights would be:") + steps(trace, {StepName::weights});
+        std::string out = heading(2, "Answer");
+        for (std::size_t k = 0; k < e.plan.tasks.size(); ++k) {
+            const ExerciseTask& task = e.plan.tasks[k];
+            out += open_answer(fmt::format("the answer to task {}", k + 1)) + heading(3, fmt::format("Task {}: {}", k + 1, task.text));
+            out += steps_answering(e, task.steps);
+            if (task.unscaled_weights) out += unscaled_weights(e);
+            for (const auto& worked : task.worked) out += arithmetic(e, worked);
+            for (const auto& note : task.notes) out += paragraph(note);
+            if (task.computed_notes)
+                for (const auto& note : task.computed_notes(e.problem, e.trace)) out += paragraph(note);
+            if (!task.preformatted.empty()) out += preformatted(task.preformatted);
+            out += close_answer();
         }
-        out += close_answer() + open_answer("the arithmetic") + heading(2, "The arithmetic, step by step");
-        for (const auto& worked : plan.worked) {
-            const bool is_row = worked.spec.find(',') == std::string::npos;
-            const ExplainTarget target = is_row ? parse_row_spec(worked.spec) : parse_cell_spec(worked.spec);
-            const ExplainOptions options{worked.head, 0, 4, page() ? Format::text : format_, math_};  // a page shows the text in a <pre>
-            // A gradient cell is explained from the backward trace, which explain_problem computes.
-            const bool backward = is_gradient(target.step);
-            const std::string worked_text = backward ? explain_problem(e.problem, run_options_of(e.problem), target, options) : explain(e.full, e.problem, target, options);
-            out += page() ? "<pre>" + html_escape(worked_text) + "</pre>\n" : "\n" + worked_text + "\n";
-        }
-        for (const auto& note : plan.notes) out += paragraph(note);
-        if (plan.computed_notes)
-            for (const auto& note : plan.computed_notes(e.problem, e.trace)) out += paragraph(note);
-        if (!plan.preformatted.empty()) out += preformatted(plan.preformatted);
-        return out + close_answer();
+        return out;
     }
 
     std::string heading_of(const Exercise& e) const { return heading(1, e.title()); }
 
     // The sheet as it is printed: a page of its own in html, the pieces as they are elsewhere.
     std::string document(const std::string& title, const std::string& body) const {
-        if (format_ == Format::latex) return latex_sloppypar(body);
+        if (format_ == Format::latex) return latex_ragged_prose(body);
         if (page()) return html_page(title, "sheet", "<main>\n" + body + "</main>\n");
         // Each heading opens with the blank line that parts it from what comes before; the
         // sheet's first has nothing before it, and starts on the first line, as the
@@ -203,6 +194,34 @@ public:
 
 private:
     bool page() const { return format_ == Format::html; }
+
+    // The steps named, from the exercise's own trace where it has them, else from the full
+    // run's (a grad exercise's forward weights, which its backward trace does not hold).
+    std::string steps_answering(const Exercise& e, const std::vector<StepName>& names) const {
+        std::vector<StepName> own, full;
+        for (StepName name : names)
+            (std::any_of(e.trace.steps.begin(), e.trace.steps.end(), [name](const Step& s) { return s.name == name; }) ? own : full).push_back(name);
+        return (own.empty() ? "" : steps(e.trace, own)) + (full.empty() ? "" : steps(e.full, full));
+    }
+
+    // The weights with s = 1: the softmax reads S itself, and the heading says softmax(S), not softmax(S_s).
+    std::string unscaled_weights(const Exercise& e) const {
+        Problem unscaled = e.problem;
+        unscaled.scale.kind = Scale::Kind::none;
+        Trace trace = pipeline_full(unscaled, run_options_of(e.problem));
+        for (Step& step : trace.steps)
+            for (auto at = step.formula.find("S_s"); at != std::string::npos; at = step.formula.find("S_s", at)) step.formula.replace(at, 3, "S");
+        return paragraph("Without the scale (s = 1), the weights would be:") + steps(trace, {StepName::weights});
+    }
+
+    // explain's arithmetic of one row or cell; a gradient cell from the backward trace, which explain_problem computes.
+    std::string arithmetic(const Exercise& e, const WorkedArithmetic& worked) const {
+        const bool is_row = worked.spec.find(',') == std::string::npos;
+        const ExplainTarget target = is_row ? parse_row_spec(worked.spec) : parse_cell_spec(worked.spec);
+        const ExplainOptions options{worked.head, 0, 4, page() ? Format::text : format_, math_};  // a page shows the text in a <pre>
+        const std::string text = is_gradient(target.step) ? explain_problem(e.problem, run_options_of(e.problem), target, options) : explain(e.full, e.problem, target, options);
+        return page() ? "<pre>" + html_escape(text) + "</pre>\n" : "\n" + text + "\n";
+    }
     // json is the problem file, written without a writer; write_exercise refuses csv.
     [[noreturn]] void unwritten() const { throw std::logic_error(fmt::format("an exercise is not a {} document", format_)); }
     std::string text(const std::string& s) const {
@@ -222,11 +241,12 @@ private:
         return hide_answers_ ? "<details class=\"answer\">\n<summary>Show " + what + "</summary>\n" : "";
     }
     std::string close_answer() const { return hide_answers_ ? "</details>\n" : ""; }
+    // Level 1 an exercise, 2 its answer, 3 a task of the answer.
     std::string heading(int level, const std::string& s) const {
         switch (format_) {
-            case Format::text: return fmt::format("\n{}\n{}\n", s, std::string(display_width(s), level == 1 ? '=' : '-'));
-            case Format::markdown: return fmt::format("\n{} {}\n", level == 1 ? "#" : "##", text(s));
-            case Format::latex: return fmt::format("\n\\{}{{{}}}\n", level == 1 ? "section*" : "subsection*", text(s));
+            case Format::text: return level == 3 ? fmt::format("\n{}\n", s) : fmt::format("\n{}\n{}\n", s, std::string(display_width(s), level == 1 ? '=' : '-'));
+            case Format::markdown: return fmt::format("\n{} {}\n", std::string(static_cast<std::size_t>(level), '#'), text(s));
+            case Format::latex: return fmt::format("\n\\{}{{{}}}\n", level == 1 ? "section*" : level == 2 ? "subsection*" : "subsubsection*", text(s));
             case Format::html: return fmt::format("<h{}>{}</h{}>\n", level, text(s), level);
             case Format::json:
             case Format::csv: break;
@@ -336,6 +356,8 @@ Exercise make_exercise(std::size_t number, const std::string& topic, std::uint64
     e.trace = compute_trace(e.plan.pipeline, e.problem, run_options_of(e.problem));
     e.file["expect"] = expectations(e.trace, e.plan.expect_steps);
     e.full = e.plan.pipeline == "run" ? e.trace : pipeline_full(e.problem, run_options_of(e.problem));
+    for (std::size_t k = 0; k < e.plan.tasks.size(); ++k)
+        if (!e.plan.tasks[k].answered()) throw std::logic_error(fmt::format("exercise {}: task {} has no answer in the key", topic, k + 1));
     return e;
 }
 

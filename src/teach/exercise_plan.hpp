@@ -27,19 +27,33 @@ struct WorkedArithmetic {
 // from a formula of their own, so that an answer cannot disagree with the tool.
 using AnswerNotes = std::function<std::vector<std::string>(const Problem&, const Trace&)>;
 
+// One numbered task of the question, and what the key writes under the same number
+// (docs/COMMANDS.md#exercise): every task is answered by at least one of these.
+struct ExerciseTask {
+    std::string text;                       // as the question lists it
+    std::vector<StepName> steps;            // the steps that answer it: the trace's, else the full run's
+    bool unscaled_weights = false;          // also the weights without 1/√d_k
+    std::vector<WorkedArithmetic> worked;   // explained on the full (run) trace
+    std::vector<std::string> notes;         // paragraphs of prose (no counts)
+    AnswerNotes computed_notes;             // paragraphs that state numbers
+    std::string preformatted;               // a block printed as is (cost tables)
+
+    bool answered() const { return !steps.empty() || unscaled_weights || !worked.empty() || !notes.empty() || computed_notes || !preformatted.empty(); }
+};
+
 struct ExercisePlan {
     std::string title;
     nlohmann::ordered_json problem;          // the problem file, without title and expect
     std::string pipeline = "run";            // run, decode or tiled: what `check` will run
     std::vector<StepName> expect_steps;   // every head / t / tile of these goes in expect
-    std::vector<StepName> answer_steps;   // shown in the worked answer
     std::string question;
-    std::vector<std::string> tasks;
-    std::vector<WorkedArithmetic> worked;    // explained on the full (run) trace
-    std::vector<std::string> notes;          // closing paragraphs of the answer (prose, no counts)
-    AnswerNotes computed_notes;              // closing paragraphs that state numbers (may be empty)
-    std::string preformatted;                // a block printed as is (cost tables)
-    bool compare_unscaled = false;           // also show the weights without 1/√d_k
+    std::vector<ExerciseTask> tasks;
+
+    // A new task, last of the list; the reference is good until the next one is added.
+    ExerciseTask& task(std::string text, std::vector<StepName> steps = {}) {
+        tasks.push_back(ExerciseTask{std::move(text), std::move(steps), false, {}, {}, {}, {}});
+        return tasks.back();
+    }
 };
 
 // Small integers drawn from the portable generator.

@@ -12,6 +12,7 @@
 #include "attn_trace/errors.hpp"
 #include "attn_trace/exercise.hpp"
 #include "attn_trace/render.hpp"
+#include "attn_trace/render_table.hpp"
 #include "attn_trace/nearest_word.hpp"
 #include "exercise_topics_parts.hpp"
 
@@ -54,6 +55,30 @@ std::vector<std::string> trace_notes(const Trace& trace, NoteKind kind) {
     std::vector<std::string> out;
     for (const Note* note : trace.notes_of(kind)) out.push_back(note_text(*note));
     return out;
+}
+
+AnswerNotes row_sums(StepName name) {
+    return [name](const Problem&, const Trace& trace) {
+        std::vector<std::string> sentences;
+        for (const Step& step : trace.steps) {
+            if (step.name != name) continue;
+            std::vector<std::string> rows;
+            for (std::size_t i = 0; i < step.values.rows(); ++i) {
+                std::vector<std::string> terms;
+                double sum = 0;
+                for (std::size_t j = 0; j < step.values.cols(); ++j) {
+                    terms.push_back(format_rounded(step.values(i, j), 4));
+                    sum += step.values(i, j);
+                }
+                rows.push_back(fmt::format("row {} ({}) {} = {}", i, row_label(step, i), fmt::join(terms, " + "), format_rounded(sum, 4)));
+            }
+            sentences.push_back(fmt::format("The rows of {}{} add up as follows: {}. (Each sum is of the exact values; the rounded terms can miss it by "
+                                            "a unit or two in the last decimal.)",
+                                            step_name(step.name), step.head && trace.problem.heads > 1 ? fmt::format(" (head {})", *step.head) : "", fmt::join(rows, "; ")));
+        }
+        if (sentences.empty()) throw std::logic_error(fmt::format("exercise: the trace has no {} step to add up", step_name(name)));
+        return sentences;
+    };
 }
 
 std::string cell(std::size_t i, std::size_t j) { return fmt::format("scores[{},{}]", i, j); }

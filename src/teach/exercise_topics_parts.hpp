@@ -31,6 +31,10 @@ double trace_number(const Trace& trace, const std::string& name);
 // The trace's own notes of one kind (how query heads share KV heads, ...), as the trace prints them.
 std::vector<std::string> trace_notes(const Trace& trace, NoteKind kind);
 
+// Each row of a step added up, one sentence a head: "Rows of weights: row 0 (broken)
+// 0.4519 + 0.2741 + 0.2741 = 1; …", the terms as the key writes them, the sum computed.
+AnswerNotes row_sums(StepName step);
+
 // The cell "scores[i,j]" and the row "step[i]", as a plan names what it works out.
 std::string cell(std::size_t i, std::size_t j);
 std::string row(StepName step, std::size_t i);

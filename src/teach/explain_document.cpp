@@ -1,6 +1,7 @@
 #include "explain_document.hpp"
 
 #include <optional>
+#include <string_view>
 #include <cctype>
 #include <cmath>
 #include <stdexcept>
@@ -50,17 +51,22 @@ std::string Notation::vector(const std::vector<double>& values) const {
 
 namespace {
 
-// About how many characters a piece of LaTeX mathematics shows: commands and
-// braces count nothing, \frac{a}{b} counts its longer half. Rough, but enough to
+// About how many characters a piece of LaTeX mathematics shows: commands (but the
+// wide \infty and \quad) and braces count nothing, \frac{a}{b} counts its longer half. Rough, but enough to
 // keep a chain of equalities inside the text width.
 std::size_t shown_width(const std::string& math) {
     std::size_t width = 0;
     for (std::size_t i = 0; i < math.size(); ++i) {
         if (math[i] == '\\') {
+            const std::size_t start = i + 1;
             while (i + 1 < math.size() && std::isalpha(static_cast<unsigned char>(math[i + 1]))) ++i;
+            // ∞ and a \quad are as wide as two digits: a row of −∞ ran past the margin when they counted nothing.
+            const std::string_view name(math.data() + start, i + 1 - start);
+            if (name == "infty" || name == "quad") width += 2;
             continue;
         }
-        if (math[i] != '{' && math[i] != '}' && math[i] != '_' && math[i] != '^' && math[i] != ' ') ++width;
+        if (math[i] == '-') width += 2;  // a minus sign, with the space TeX sets around it as an operator
+        else if (math[i] != '{' && math[i] != '}' && math[i] != '_' && math[i] != '^' && math[i] != ' ') ++width;
     }
     return width;
 }
@@ -165,7 +171,7 @@ std::string render_explanation(const ExplainDocument& d, Format format, MathStyl
     std::string out = style->heading(d.heading);
     for (const auto& line : d.lines) out += style->line(line, math);
     if (!d.footnote.empty()) out += style->footnote(d.footnote);
-    return format == Format::latex ? latex_sloppypar(out) : out;
+    return format == Format::latex ? latex_ragged_prose(out) : out;
 }
 
 bool latex_notation(Format format) {

@@ -142,28 +142,39 @@ std::string precision_markdown(const PrecisionReport& report) {
     return out;
 }
 
+// The table in LaTeX, in two: the absolute errors, then the relative ones, so that the
+// columns of every dtype fit a plain article's width. A tabular cannot break across pages,
+// so a long table (a step a head) is set as several, each of at most this many steps
+// with the header again.
+constexpr std::size_t latex_rows_per_table = 36;
+
 std::string precision_latex(const PrecisionReport& report) {
     const auto rows = table_cells(report);
-    std::string out = fmt::format("\\noindent\\textbf{{{}}}\\\\\n{}\\\\\n{}.\n\n", latex_text(title_of(report)), latex_text(report.problem_line),
+    std::string out = fmt::format("\\noindent\\textbf{{{}}}\\\\\n{}\\\\\n{}.\n", latex_text(title_of(report)), latex_text(report.problem_line),
                                   latex_prose(shift_line(report.max_shift)));
-    out += "\\medskip\\noindent Largest error against f64 per step (absolute, relative):\n\n{\\footnotesize\\setlength{\\tabcolsep}{3pt}\n";
-    out += "\\begin{tabular}{l" + std::string(rows.front().size() - 1, 'r') + "}\n";
-    for (std::size_t r = 0; r < rows.size(); ++r) {
+    // Row r of the table of one kind (0 absolute, 1 relative): the step, its head and each
+    // dtype's error of that kind; the last row (first inf/NaN) holds one cell a dtype.
+    auto line_of = [&](std::size_t r, std::size_t kind) {
         const bool first = r == 0, last = r + 1 == rows.size();
-        if (last) out += "\\hline\n";
-        std::vector<std::string> cells;
-        for (std::size_t c = 0; c < rows[r].size(); c += last && c >= 2 ? 2 : 1) {
-            const std::string& text = rows[r][c];
-            if (last && c >= 2) cells.push_back(fmt::format("\\multicolumn{{2}}{{r}}{{{}}}", latex_text(text)));
-            else if (first || c < 2) cells.push_back(c == 0 && !first && !last ? "\\texttt{" + latex_text(text) + "}" : latex_text(text));
-            else cells.push_back("$" + latex_number(text) + "$");
+        std::vector<std::string> cells{first || last ? latex_text(rows[r][0]) : "\\texttt{" + latex_text(rows[r][0]) + "}", latex_text(rows[r][1])};
+        for (std::size_t c = 2; c < rows[r].size(); c += 2) {
+            const std::string& text = rows[r][c + (last ? 0 : kind)];
+            cells.push_back(first || last ? latex_text(first ? text.substr(0, text.find(' ')) : text) : "$" + latex_number(text) + "$");
         }
-        std::string line;
-        for (std::size_t c = 0; c < cells.size(); ++c) line += (c ? " & " : "") + cells[c];
-        out += line + " \\\\\n";
-        if (first) out += "\\hline\n";
+        return fmt::format("{} \\\\\n", fmt::join(cells, " & "));
+    };
+    const std::string columns = "\\begin{tabular}{l" + std::string(rows.front().size() / 2, 'r') + "}\n";
+    for (std::size_t kind = 0; kind < 2; ++kind) {
+        out += fmt::format("\n\\medskip\\noindent Largest {} error against f64 per step:\n", kind == 0 ? "absolute" : "relative");
+        for (std::size_t first = 1; first + 1 < rows.size(); first += latex_rows_per_table) {
+            out += "\n{\\footnotesize\\setlength{\\tabcolsep}{4pt}\n" + columns + line_of(0, kind) + "\\hline\n";
+            const std::size_t end = std::min(first + latex_rows_per_table, rows.size() - 1);
+            for (std::size_t r = first; r < end; ++r) out += line_of(r, kind);
+            if (end + 1 == rows.size()) out += "\\hline\n" + line_of(end, kind);  // the first inf/NaN, under the last steps
+            out += "\\end{tabular}\\par}\n";
+        }
     }
-    return out + "\\end{tabular}}\n";
+    return out;
 }
 
 }  // namespace attn_trace

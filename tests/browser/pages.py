@@ -365,8 +365,8 @@ def test_explain(driver):
 
 def test_exercise(driver):
     open_page(driver, "exercise", ["exercise", "--topic", "tiled", "--seed", "0"])
-    answer = driver.find_element(By.CSS_SELECTOR, "details.answer h2")
-    check(not answer.is_displayed(), "exercise: the answer is shown before it is asked for")
+    answer = driver.find_element(By.CSS_SELECTOR, "details.answer h3")
+    check(not answer.is_displayed(), "exercise: the answer to task 1 is shown before it is asked for")
     screenshot(driver, "exercise")
     driver.find_element(By.CSS_SELECTOR, "details.answer summary").click()
     check(answer.is_displayed(), "exercise: a click on Show does not show the answer")

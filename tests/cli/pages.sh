@@ -14,7 +14,7 @@ expect_exit 0 "^<!doctype html>" -- "$A" grad "$E" --mask causal --tiled --forma
 expect_exit 0 "^<!doctype html>" -- "$A" run "$E" --fast --format html
 expect_exit 0 "^<!doctype html>" -- "$A" permute "$E" --perm 2,0,1 --format html
 expect_exit 0 "<pre class=\"math\">" -- "$A" explain "$E" --cell 'weights[2,1]' --format html
-expect_exit 0 "<summary>Show the answer</summary>" -- "$A" exercise --topic softmax --seed 3 --format html
+expect_exit 0 "<summary>Show the answer to task 1</summary>" -- "$A" exercise --topic softmax --seed 3 --format html
 # The page's explanations follow --head, --t's decode options and tiled's blocks.
 expect_exit 0 "weights\[1,3\], head 5" -- "$A" run "$G" --head 5 --steps weights --format html
 expect_exit 0 "of tile \[2,1\]" -- "$A" tiled "$E" --block-q 1 --block-k 2 --steps m --format html

@@ -92,8 +92,8 @@ expect_exit 0 $'\n\n(# )?Exercise 2: ' -- "$A" exercise --topic causal --count 2
 checks=$((checks + 1))
 "$A" exercise --topic causal --count 2 --format markdown | grep -B1 -x "# Exercise 2: .*" | head -1 | grep -qx "" || fail "exercise 2 of a sheet does not follow a blank line"
 # The precision answer answers tasks 1 and 3 with the numbers.
-expect_exit 0 "^Task 1: yes, every scaled score is exact in f16" -- "$A" exercise --topic precision --seed 0 --format text
-expect_exit 0 "^Task 3: without the max shift, e\^z passes 65504 and f16 stores inf for 6 of the 6 scores: z = 17 \(please reading please\), 12\.5" -- "$A" exercise --topic precision --seed 0 --format text
+expect_exit 0 "^Yes, every scaled score is exact in f16" -- "$A" exercise --topic precision --seed 0 --format text
+expect_exit 0 "^Without the max shift, e\^z passes 65504 and f16 stores inf for 6 of the 6 scores: z = 17 \(please reading please\), 12\.5" -- "$A" exercise --topic precision --seed 0 --format text
 # LaTeX: 3.4·10³⁸ as 10^{38}, closed before its bracket; α of tiled's l and u; the mask's words as text.
 expect_exit 0 'about \$3\.4\\cdot 10\^\{38\}\$\)\.' -- "$A" exercise --topic precision --seed 0 --format latex
 for format in markdown latex; do

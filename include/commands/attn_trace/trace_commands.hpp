@@ -101,6 +101,7 @@ struct OutputRequest {
     bool color = false;  // ANSI colours (text only)
     bool full = false;   // every row and column of large matrices
     bool heatmap = false;  // the weights as a terminal grid
+    bool standalone = false;  // LaTeX as a whole document, not a fragment
     Budget budget;
 };
 
@@ -112,6 +113,10 @@ RenderOptions render_options(const OutputRequest& output, const Problem& problem
 // format, the heatmap, the pitfall side by side, decode's per-step lines. Refuses
 // (InputError) output past the budget, and steps asked for that the trace lacks.
 std::string render_trace_output(const TraceResult& result, const OutputRequest& output);
+
+// What a command writes in `format`, as a whole document when `standalone` asks for
+// one: LaTeX only (latex_document); refused (InputError) with any other format.
+std::string written_document(const std::string& text, Format format, bool standalone);
 
 // The SVG heatmap of the weights the result draws (its `pictured` trace, else its trace).
 std::string render_trace_svg(const TraceResult& result, const OutputRequest& output);

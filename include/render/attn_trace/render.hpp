@@ -112,10 +112,14 @@ std::vector<TextPiece> text_pieces(const std::string& text, bool starts_with_mat
 // Prose with formulas in it ("ℓ_new = rescale · ℓ_old + Σ_j e^(S_j − m_new), over
 // this tile's keys") as LaTeX: the words as text, the formulas in math mode.
 std::string latex_prose(const std::string& text);
-// LaTeX paragraphs in a sloppypar: prose names steps and functions in long words that
-// cannot be broken (grad\_scores, max\_abs\_diff\_vs\_full), and sloppypar lets the
-// lines before them stretch rather than run into the margin (docs/COMMANDS.md#output-formats).
-std::string latex_sloppypar(const std::string& paragraphs);
+// LaTeX paragraphs set ragged right: prose names steps and functions in long words that
+// cannot be broken (grad\_scores, max\_abs\_diff\_vs\_full); a ragged line ends short
+// before one instead of running into the margin or stretching its spaces into an
+// underfull box (docs/COMMANDS.md#output-formats).
+std::string latex_ragged_prose(const std::string& paragraphs);
+// A LaTeX fragment as a whole document: a plain article with amsmath (the packages of
+// texlive-latex-base only), which pdflatex compiles as it is (docs/COMMANDS.md#output-formats).
+std::string latex_document(const std::string& fragment);
 // Markdown inline text for a label, title or note: backslash-escapes the characters
 // GitHub-flavoured Markdown would read as markup or HTML (`<pad>` would vanish as a
 // tag, `*`, `_`, `|` would start emphasis or end a table cell).
