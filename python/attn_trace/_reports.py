@@ -30,7 +30,8 @@ class Report:
         """The report in ``format``; ``standalone=True`` (LaTeX) a whole document, as ``--standalone``."""
         if format not in self._texts:
             raise ProblemError(f"format {format}: {self.command} writes {', '.join(self._texts)}")
-        return _interruptible(_core.written_document, {"text": self._texts[format], "format": format, "standalone": standalone})
+        text = self._texts[format]
+        return _interruptible(_core.written_document, {"text": text, "format": format, "standalone": True}) if standalone else text
 
     def __str__(self) -> str:
         return self._texts["text"]

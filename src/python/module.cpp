@@ -353,7 +353,7 @@ void bind_commands(nb::module_& m) {
     // A report's text in a format as a whole document (Report.render(standalone=True)).
     m.def(
         "written_document", [](const std::string& text, const std::string& format, bool standalone) {
-            return written_document(text, format_of(format, for_precision), standalone);
+            return written_document(text, format_of(format, for_trace), standalone);
         },
         "text"_a, "format"_a, "standalone"_a);
 }
