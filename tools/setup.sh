@@ -28,8 +28,9 @@ packages=(
   # HTML pages headless (tests/cli/browser.sh) and the notebook's traces in their frames
   # (python/tests/test_notebook.py), python3 also checks docs/ citations;
   # poppler-utils (pdftotext) reads the compiled LaTeX's text and pandoc renders the
-  # Markdown's maths as other readers than GitHub would (tests/cli/latex_boxes.sh)
-  catch2 texlive-latex-base cmark-gfm man-db chromium chromium-driver python3 python3-selenium poppler-utils pandoc
+  # Markdown's maths as other readers than GitHub would (tests/cli/latex_boxes.sh); time
+  # (/usr/bin/time) measures the fast path's peak memory (tests/cli/fast_memory.sh)
+  catch2 texlive-latex-base cmark-gfm man-db chromium chromium-driver python3 python3-selenium poppler-utils pandoc time
   # the Python package (pip install ., docs/PYTHON.md): Python's headers (python3-dev, and
   # Debian 12's libpython3.11-dev that holds Python.h) and Debian's venv
   python3-dev libpython3.11-dev python3-venv

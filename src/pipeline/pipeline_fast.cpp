@@ -53,8 +53,10 @@ private:
     }
 
     AttentionStats run_sequence(std::size_t b) {
-        const AttentionResult result = attend_sequence(b);
-        std::vector<Matrix> outs;
+        AttentionResult result = attend_sequence(b);
+        // The kernel's out is concat; with one head and no W_O it is the head's out, moved
+        // rather than copied (docs/PERFORMANCE.md#the-fast-paths-memory).
+        const bool out_is_concat = p_.heads > 1 || p_.W_O;
         for (int h = 0; h < p_.heads; ++h) {
             const std::size_t hs = static_cast<std::size_t>(h);
             Matrix row_max = block_of(result.row_max, hs, 1, 0, p_.n).transposed(), row_sum = block_of(result.row_sum, hs, 1, 0, p_.n).transposed();
@@ -68,10 +70,10 @@ private:
             const std::string z = !unmasked ? "Z" : p_.softcap ? "S_c" : "S_s";
             record(StepName::row_max, fmt::format("rowmax({}) (the running max m after the last tile)", z), std::move(row_max), h, b);
             record(StepName::row_sum, fmt::format("rowsum(exp({} − m)) (the running sum ℓ after the last tile)", z), std::move(row_sum), h, b);
-            outs.push_back(result.out.columns(hs * p_.d_v, p_.d_v));
-            record(StepName::out, p_.kv_heads < p_.heads ? fmt::format("A V_{} = u / ℓ", g) : "A V = u / ℓ", outs.back(), h, b);
+            record(StepName::out, p_.kv_heads < p_.heads ? fmt::format("A V_{} = u / ℓ", g) : "A V = u / ℓ",
+                   out_is_concat ? result.out.columns(hs * p_.d_v, p_.d_v) : std::move(result.out), h, b);
         }
-        steps_.record_concat_and_final(outs, b, *backend_, dtype_);
+        if (out_is_concat) steps_.record_concat_and_final(std::move(result.out), b, *backend_, dtype_);
         return result.stats;
     }
 

@@ -27,11 +27,16 @@ void StepRecorder::record_concat_and_final(const std::vector<Matrix>& outs, std:
                                            std::size_t first_row) {
     if (p_.heads == 1 && !p_.W_O) return;
     const std::size_t d_v = p_.d_v, rows = outs.front().rows();
-    const auto labels = slice_labels(query_labels(p_), first_row, rows);
     Matrix concat(rows, outs.size() * d_v);
     for (std::size_t h = 0; h < outs.size(); ++h)
         for (std::size_t i = 0; i < rows; ++i)
             for (std::size_t j = 0; j < d_v; ++j) concat(i, h * d_v + j) = outs[h](i, j);
+    record_concat_and_final(std::move(concat), batch, backend, dtype, first_row);
+}
+
+void StepRecorder::record_concat_and_final(Matrix concat, std::size_t batch, const Backend& backend, Dtype dtype, std::size_t first_row) {
+    if (p_.heads == 1 && !p_.W_O) return;
+    const auto labels = slice_labels(query_labels(p_), first_row, concat.rows());
     Matrix final_out;
     if (p_.W_O) final_out = affine(concat, *p_.W_O, p_.b_O, backend, dtype);
     record(StepName::concat, p_.heads > 1 ? fmt::format("[O_0 … O_{}]", p_.heads - 1) : "O_0", std::move(concat), std::nullopt, batch, labels);

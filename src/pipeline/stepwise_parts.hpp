@@ -25,6 +25,8 @@ public:
     // With outs of fewer rows (explain), they are the query rows from first_row on.
     void record_concat_and_final(const std::vector<Matrix>& outs, std::size_t batch, const Backend& backend, Dtype dtype,
                                  std::size_t first_row = 0);
+    // The same from the heads' outputs already side by side (a fused kernel's result).
+    void record_concat_and_final(Matrix concat, std::size_t batch, const Backend& backend, Dtype dtype, std::size_t first_row = 0);
 
     // Rows (query indices) of one head that read no key: an error under the
     // "error" policy, otherwise a note saying what the policy made of them.

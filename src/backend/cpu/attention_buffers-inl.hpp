@@ -37,15 +37,16 @@ std::size_t round_up(std::size_t x, std::size_t step) { return (x + step - 1) / 
 // K and V of every KV head, packed tile by tile, each tile in one piece:
 // keys [head][tile][group of MR keys][d_k][MR] (the last group zero past the
 // last key) and values [head][tile][group of MR dimensions][Bc][MR] (zero past
-// d_v). A last tile shorter than Bc leaves the rest of its slot unwritten and unread.
+// d_v); none when the kernel reads K and V in place. A last tile shorter than Bc
+// leaves the rest of its slot unwritten and unread.
 template <typename T>
 struct PackedKeysValues {
     std::size_t tiles, key_tile, value_tile;  // tiles per head; elements per packed tile
     AlignedArray<T> keys, values;
-    PackedKeysValues(std::size_t kv_heads, std::size_t m, std::size_t block_k, std::size_t d_k, std::size_t d_v)
+    PackedKeysValues(std::size_t kv_heads, std::size_t m, std::size_t block_k, std::size_t d_k, std::size_t d_v, bool in_place)
         : tiles((m + block_k - 1) / block_k),
-          key_tile(round_up(block_k, MR) * d_k),
-          value_tile(round_up(d_v, MR) * block_k),
+          key_tile(in_place ? 0 : round_up(block_k, MR) * d_k),
+          value_tile(in_place ? 0 : round_up(d_v, MR) * block_k),
           keys(kv_heads * tiles * key_tile),
           values(kv_heads * tiles * value_tile) {}
     T* keys_of(std::size_t g, std::size_t t) const { return keys.data() + (g * tiles + t) * key_tile; }

@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include <hwy/highway.h>
 
@@ -71,11 +72,28 @@ public:
           natural_units_(in.softcap.has_value() || (in.mask && (!in.mask->dense.empty() || !in.mask->alibi_slopes.empty()))),
           has_patterns_(in.mask && !in.mask->patterns.empty()) {}
 
+    // A double kernel reading doubles reads K and V where they are, row by row: packed
+    // copies would be as large as K and V, the largest buffers of a long sequence's call
+    // (docs/PERFORMANCE.md#the-fast-paths-memory). A float kernel packs them, rounding
+    // as it goes, in the order its products read them.
+    static constexpr bool operands_in_place = std::is_same_v<T, double> && std::is_same_v<Source, double>;
+
     // Tile t of KV head g into `packed` (before any block runs).
     void pack_tile(std::size_t g, std::size_t t) const {
+        if constexpr (operands_in_place) return;
         const std::size_t j0 = t * block_k_, cols = std::min(block_k_, in_.m - j0);
         pack_keys(in_.k + j0 * in_.k_stride + g * in_.d_k, cols, packed_.keys_of(g, t));
         pack_values(in_.v + j0 * in_.v_stride + g * in_.d_v, cols, packed_.values_of(g, t));
+    }
+
+    // K's and V's tile t of KV head g: packed, or its first row in place.
+    const T* keys_of(std::size_t g, std::size_t t) const {
+        if constexpr (operands_in_place) return in_.k + t * block_k_ * in_.k_stride + g * in_.d_k;
+        else return packed_.keys_of(g, t);
+    }
+    const T* values_of(std::size_t g, std::size_t t) const {
+        if constexpr (operands_in_place) return in_.v + t * block_k_ * in_.v_stride + g * in_.d_v;
+        else return packed_.values_of(g, t);
     }
 
     // One query block [i0, i0 + rows) of head h, with its tile counts added to `stats`.
@@ -93,7 +111,7 @@ public:
             const std::size_t t = j0 / block_k_, cols = std::min(block_k_, in_.m - j0);
             if (has_patterns_ && !in_.mask->patterns_touch(i0, i0 + rows, j0, j0 + cols, in_.n, in_.m)) continue;  // no pair scored
             ++computed;
-            for (std::size_t p = 0; p < panels; ++p) attend_panel(h, i0, rows, p, j0, cols, packed_.keys_of(g, t), packed_.values_of(g, t), scratch);
+            for (std::size_t p = 0; p < panels; ++p) attend_panel(h, i0, rows, p, j0, cols, keys_of(g, t), values_of(g, t), scratch);
         }
         stats.tiles_computed += computed;
         stats.tiles_skipped += packed_.tiles - computed;
@@ -141,8 +159,7 @@ private:
         const T* q_panel = scratch.queries.data() + tile.p * in_.d_k * NR;
         if (adjusted || !exp_in_place(tile.p, a, b, tile.keys, q_panel, scratch)) {
             // S = s·Q_p K_tᵀ, as (keys, NR) rows, MR keys at a time; then the softmax step over it
-            for (std::size_t group = a / MR; group * MR < b; ++group)
-                panel::micro_kernel<T, false>(in_.d_k, tile.keys + group * MR * in_.d_k, q_panel, s + group * MR * NR);
+            for (std::size_t group = a / MR; group * MR < b; ++group) score_group(tile.keys, group * MR, b, q_panel, s);
             if (adjusted) adjust_scores(s, tile.h, tile.first_row, tile.panel_rows, tile.j0, a, b, patterned);
             online_softmax(tile.p, a, b, scratch);
             accumulate_values(tile.p, a, b, tile.values, scratch);
@@ -152,12 +169,23 @@ private:
         raise_running_max(tile.p, scratch);
     }
 
+    // S's rows [first, first + MR) for the panel: the products of MR keys with its queries.
+    // Read in place, only the keys before `end` (past the last one there is no row).
+    void score_group(const T* keys, std::size_t first, std::size_t end, const T* q_panel, T* s) const {
+        if constexpr (operands_in_place)
+            panel::micro_kernel_rows<T, false>(std::min(MR, end - first), in_.d_k, keys + first * in_.k_stride, q_panel, s + first * NR, 1, in_.k_stride);
+        else
+            panel::micro_kernel<T, false>(in_.d_k, keys + first * in_.d_k, q_panel, s + first * NR);
+    }
+
     // U_p += P V_t over keys [a, b) of the tile.
     void accumulate_values(std::size_t p, std::size_t a, std::size_t b, const T* values, BlockScratch<T>& scratch) const {
         T* u_panel = scratch.u.data() + p * d_v_padded_ * NR;
-        for (std::size_t dims = 0; dims < in_.d_v; dims += MR)
-            panel::micro_kernel_rows<T, true>(std::min(MR, in_.d_v - dims), b - a, values + dims * block_k_ + a * MR, scratch.scores.data() + a * NR,
-                                              u_panel + dims * NR);
+        for (std::size_t dims = 0; dims < in_.d_v; dims += MR) {
+            const T* v = operands_in_place ? values + a * in_.v_stride + dims : values + dims * block_k_ + a * MR;
+            panel::micro_kernel_rows<T, true>(std::min(MR, in_.d_v - dims), b - a, v, scratch.scores.data() + a * NR, u_panel + dims * NR,
+                                              operands_in_place ? in_.v_stride : MR);
+        }
     }
 
     // The common case, keys [a, b) of a tile that every row of the panel reads
@@ -178,7 +206,7 @@ private:
             // The group's MR rows of S, then at once (still in L1) their 2^(S − m):
             // padding past the tile's last key and keys outside [a, b) are left out.
             const std::size_t first = group * MR;
-            panel::micro_kernel<T, false>(in_.d_k, keys + first * in_.d_k, q_panel, s + first * NR);
+            score_group(keys, first, b, q_panel, s);
             auto take = [&](std::size_t j) {
                 const Vec z0 = S::load(s + j * NR), z1 = S::load(s + j * NR + L);
                 max0 = S::max(max0, z0);

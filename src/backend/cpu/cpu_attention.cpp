@@ -43,30 +43,46 @@ FastAttentionInput<T, Source> kernel_input(const AttentionCall& call, const Sour
 
 // What a kernel writes in T, turned into the result's matrices.
 template <typename T>
-struct KernelBuffers {
-    std::vector<T> out, row_max, row_sum;
-    KernelBuffers(const AttentionCall& call, bool statistics)
-        : out(call.n() * static_cast<std::size_t>(call.heads) * call.d_v),
-          row_max(statistics ? call.n() * static_cast<std::size_t>(call.heads) : 0),
-          row_sum(row_max.size()) {}
+class KernelBuffers {
+public:
+    KernelBuffers(const AttentionCall& call, bool statistics) {
+        const auto heads = static_cast<std::size_t>(call.heads);
+        result_.out = Matrix(call.n(), heads * call.d_v);
+        if (statistics) result_.row_max = result_.row_sum = Matrix(heads, call.n());
+        if constexpr (!writes_result) {
+            out_.resize(result_.out.data().size());
+            row_max_.resize(result_.row_max.data().size());
+            row_sum_.resize(row_max_.size());
+        }
+    }
 
     FastAttentionOutput<T> output(const AttentionCall& call) {
-        return {out.data(), row_max.empty() ? nullptr : row_max.data(), row_sum.empty() ? nullptr : row_sum.data(),
-                call.empty_rows_nan ? std::numeric_limits<T>::quiet_NaN() : T(0)};
+        const bool statistics = !result_.row_max.data().empty();
+        if constexpr (writes_result)
+            return {result_.out.data().data(), statistics ? result_.row_max.data().data() : nullptr, statistics ? result_.row_sum.data().data() : nullptr,
+                    call.empty_rows_nan ? std::numeric_limits<T>::quiet_NaN() : T(0)};
+        else
+            return {out_.data(), statistics ? row_max_.data() : nullptr, statistics ? row_sum_.data() : nullptr,
+                    call.empty_rows_nan ? std::numeric_limits<T>::quiet_NaN() : T(0)};
     }
 
-    AttentionResult result(const AttentionCall& call, const AttentionStats& stats) const {
-        const auto heads = static_cast<std::size_t>(call.heads);
-        AttentionResult r{Matrix(call.n(), heads * call.d_v), Matrix(), Matrix(), stats};
-        std::copy(out.begin(), out.end(), r.out.data().begin());
-        if (!row_max.empty()) {
-            r.row_max = Matrix(heads, call.n());
-            r.row_sum = Matrix(heads, call.n());
-            std::copy(row_max.begin(), row_max.end(), r.row_max.data().begin());
-            std::copy(row_sum.begin(), row_sum.end(), r.row_sum.data().begin());
+    AttentionResult result(const AttentionStats& stats) && {
+        if constexpr (!writes_result) {
+            std::copy(out_.begin(), out_.end(), result_.out.data().begin());
+            std::copy(row_max_.begin(), row_max_.end(), result_.row_max.data().begin());
+            std::copy(row_sum_.begin(), row_sum_.end(), result_.row_sum.data().begin());
         }
-        return r;
+        result_.stats = stats;
+        return std::move(result_);
     }
+
+private:
+    // A double kernel writes the result's matrices themselves: a buffer beside them would
+    // be another copy of the output, as large as V (docs/PERFORMANCE.md#the-fast-paths-memory).
+    static constexpr bool writes_result = std::is_same_v<T, double>;
+
+    AttentionResult result_;
+    std::vector<T> out_, row_max_, row_sum_;  // a float kernel's own, widened into result_ at the end
 };
 
 template <typename T>
@@ -79,7 +95,7 @@ AttentionResult fused(const AttentionCall& call) {
     const auto input = kernel_input<T, double>(call, call.q->data().data(), call.k->data().data(), call.v->data().data());
     KernelBuffers<T> buffers(call, true);
     const AttentionStats stats = fast_attention(input, buffers.output(call), settings);
-    return buffers.result(call, stats);
+    return std::move(buffers).result(stats);
 }
 
 template <typename T>
@@ -89,7 +105,7 @@ AttentionResult unfused(const AttentionCall& call) {
     const std::vector<T> q = in_t(*call.q), k = in_t(*call.k), v = in_t(*call.v);
     KernelBuffers<T> buffers(call, false);
     const AttentionStats stats = naive_attention(kernel_input<T, T>(call, q.data(), k.data(), v.data()), buffers.output(call), call.threads);
-    return buffers.result(call, stats);
+    return std::move(buffers).result(stats);
 }
 
 // Where the backward's outputs are written, in T (row-major, heads side by side).

@@ -219,9 +219,44 @@ private:
                 return;
             }
         }
+#elif HWY_ARCH_X86 && HWY_MAX_BYTES == 32
+        // AVX2's 16 registers hold two keys' accumulators for four queries (8), the two
+        // key vectors and a query: two keys a pass, each query vector loaded once for both,
+        // and a pair's two sums out of one reduction.
+        if constexpr (std::is_same_v<T, float>) {
+            if (in_.d_k % L == 0) {
+                for (std::size_t k = 0; k < 4; k += 2) score_two_keys<R>(q, key + k * in_.k_stride, scores + k, stride);
+                return;
+            }
+        }
 #endif
         for (std::size_t k = 0; k < 4; ++k) score_key<R>(q, key + k * in_.k_stride, scores + k, stride);
     }
+
+#if HWY_ARCH_X86 && HWY_MAX_BYTES == 32
+    // R queries against two consecutive keys; d_k a whole number of vectors.
+    template <std::size_t R>
+    void score_two_keys(const T* q, const T* key, T* scores, std::size_t stride) const {
+        Vec acc[2][R] = {};
+        for (std::size_t d = 0; d < in_.d_k; d += L) {
+            const Vec k0 = S::load(key + d), k1 = S::load(key + in_.k_stride + d);
+#pragma GCC unroll 4
+            for (std::size_t r = 0; r < R; ++r) {
+                const Vec qr = S::load(q + r * dk_pad_ + d);
+                acc[0][r] += qr * k0;
+                acc[1][r] += qr * k1;
+            }
+        }
+        for (std::size_t r = 0; r < R; ++r) _mm_storel_pi(reinterpret_cast<__m64*>(scores + r * stride), sum_two(acc[0][r], acc[1][r]));
+    }
+
+    // [Σ a, Σ b, Σ a, Σ b]: pairwise sums within the halves, the halves added, pairwise again.
+    static __m128 sum_two(__m256 a, __m256 b) {
+        const __m256 pairs = _mm256_hadd_ps(a, b);
+        const __m128 halves = _mm_add_ps(_mm256_castps256_ps128(pairs), _mm256_extractf128_ps(pairs, 1));
+        return _mm_hadd_ps(halves, halves);
+    }
+#endif
 
 #if HWY_ARCH_X86 && HWY_MAX_BYTES == 64
     // [Σ a, Σ b, Σ c, Σ d]: each halved to 4 lanes, then two rounds of pairwise sums.

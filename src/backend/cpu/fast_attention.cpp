@@ -72,7 +72,8 @@ AttentionStats fast_attention_on_target(const FastAttentionInput<T, Source>& inp
     const std::size_t items = blocks * static_cast<std::size_t>(input.heads);
     const int workers = static_cast<int>(std::clamp<std::size_t>(items, 1, threads));
 
-    PackedKeysValues<T> packed(static_cast<std::size_t>(input.kv_heads), input.m, block_k, input.d_k, input.d_v);
+    PackedKeysValues<T> packed(static_cast<std::size_t>(input.kv_heads), input.m, block_k, input.d_k, input.d_v,
+                               BlockWorker<T, Source>::operands_in_place);
     const BlockWorker<T, Source> worker(input, output, packed, block_k);
     parallel_for(static_cast<std::size_t>(input.kv_heads) * packed.tiles, workers,
                  [&](std::size_t item, int) { worker.pack_tile(item / packed.tiles, item % packed.tiles); });

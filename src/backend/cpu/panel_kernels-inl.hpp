@@ -89,10 +89,11 @@ constexpr std::size_t NR = 2 * Simd<T>::lanes;
 constexpr std::size_t MR = 6;
 
 // C (Rows × NR, rows NR apart) = [C +] Σ_p A[p] ⊗ B[p] over p < depth, where A[p]
-// is the first Rows of MR values (A packed MR per step) and B[p] is NR values (B
-// packed NR per step).
+// is Rows values, the r-th at a + p·a_step + r·r_step (A packed MR per step; or a matrix
+// read in place, its rows or its columns) and B[p] is NR values (B packed NR per step).
 template <typename T, bool Accumulate, std::size_t Rows = MR>
-inline void micro_kernel(std::size_t depth, const T* __restrict a, const T* __restrict b, T* __restrict c) {
+inline void micro_kernel(std::size_t depth, const T* __restrict a, const T* __restrict b, T* __restrict c, std::size_t a_step = MR,
+                         std::size_t r_step = 1) {
     using S = Simd<T>;
     using Vec = typename S::Vec;
     constexpr std::size_t L = S::lanes;
@@ -104,7 +105,7 @@ inline void micro_kernel(std::size_t depth, const T* __restrict a, const T* __re
         const Vec b0 = S::load(b + p * NR<T>), b1 = S::load(b + p * NR<T> + L);
 #pragma GCC unroll 8
         for (std::size_t r = 0; r < Rows; ++r) {
-            const Vec ar = S::splat(a[p * MR + r]);
+            const Vec ar = S::splat(a[p * a_step + r * r_step]);
             acc[r][0] += ar * b0;
             acc[r][1] += ar * b1;
         }
@@ -117,14 +118,14 @@ inline void micro_kernel(std::size_t depth, const T* __restrict a, const T* __re
 // The same for a last group with rows < MR real rows (d_v = 64 is 10 groups of 6
 // and one of 4: computing its 2 zero rows would be 3 % more work).
 template <typename T, bool Accumulate>
-inline void micro_kernel_rows(std::size_t rows, std::size_t depth, const T* a, const T* b, T* c) {
+inline void micro_kernel_rows(std::size_t rows, std::size_t depth, const T* a, const T* b, T* c, std::size_t a_step = MR, std::size_t r_step = 1) {
     switch (rows) {
-        case 1: return micro_kernel<T, Accumulate, 1>(depth, a, b, c);
-        case 2: return micro_kernel<T, Accumulate, 2>(depth, a, b, c);
-        case 3: return micro_kernel<T, Accumulate, 3>(depth, a, b, c);
-        case 4: return micro_kernel<T, Accumulate, 4>(depth, a, b, c);
-        case 5: return micro_kernel<T, Accumulate, 5>(depth, a, b, c);
-        default: return micro_kernel<T, Accumulate>(depth, a, b, c);
+        case 1: return micro_kernel<T, Accumulate, 1>(depth, a, b, c, a_step, r_step);
+        case 2: return micro_kernel<T, Accumulate, 2>(depth, a, b, c, a_step, r_step);
+        case 3: return micro_kernel<T, Accumulate, 3>(depth, a, b, c, a_step, r_step);
+        case 4: return micro_kernel<T, Accumulate, 4>(depth, a, b, c, a_step, r_step);
+        case 5: return micro_kernel<T, Accumulate, 5>(depth, a, b, c, a_step, r_step);
+        default: return micro_kernel<T, Accumulate>(depth, a, b, c, a_step, r_step);
     }
 }
 
