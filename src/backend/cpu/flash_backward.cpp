@@ -95,6 +95,8 @@ inline void product_rows(std::size_t rows, std::size_t depth, const T* a, std::s
         case 3: return product_tile<T, Accumulate, 3, Vecs>(depth, a, ars, aks, b, ldb, c, ldc);
         case 4: return product_tile<T, Accumulate, 4, Vecs>(depth, a, ars, aks, b, ldb, c, ldc);
         case 5: return product_tile<T, Accumulate, 5, Vecs>(depth, a, ars, aks, b, ldb, c, ldc);
+        case 6: return product_tile<T, Accumulate, std::min<std::size_t>(6, panel::MR), Vecs>(depth, a, ars, aks, b, ldb, c, ldc);
+        case 7: return product_tile<T, Accumulate, std::min<std::size_t>(7, panel::MR), Vecs>(depth, a, ars, aks, b, ldb, c, ldc);
         default: return product_tile<T, Accumulate, panel::MR, Vecs>(depth, a, ars, aks, b, ldb, c, ldc);
     }
 }

@@ -82,11 +82,11 @@ struct Simd {
 
 // Queries per panel (two vectors) and rows per micro-tile: 6 × 2 accumulators,
 // 2 loaded vectors and 1 broadcast fill 15 of the 16 AVX2 (or SSE2) registers;
-// AVX-512 has 32, and keeps the same tile (it could hold 14 rows: untried, as no
-// machine here has AVX-512 to measure it on).
+// AVX-512's 32 take 8 rows, so that d_v = 64 and a 256-key tile are whole groups
+// (docs/PERFORMANCE.md#where-the-time-goes).
 template <typename T>
 constexpr std::size_t NR = 2 * Simd<T>::lanes;
-constexpr std::size_t MR = 6;
+constexpr std::size_t MR = vector_bytes == 64 ? 8 : 6;
 
 // C (Rows × NR, rows NR apart) = [C +] Σ_p A[p] ⊗ B[p] over p < depth, where A[p]
 // is Rows values, the r-th at a + p·a_step + r·r_step (A packed MR per step; or a matrix
@@ -115,8 +115,8 @@ inline void micro_kernel(std::size_t depth, const T* __restrict a, const T* __re
         for (std::size_t v = 0; v < 2; ++v) S::store(c + r * NR<T> + v * L, acc[r][v]);
 }
 
-// The same for a last group with rows < MR real rows (d_v = 64 is 10 groups of 6
-// and one of 4: computing its 2 zero rows would be 3 % more work).
+// The same for a last group with rows < MR real rows (with MR = 6, d_v = 64 is 10
+// groups of 6 and one of 4: computing its 2 zero rows would be 3 % more work).
 template <typename T, bool Accumulate>
 inline void micro_kernel_rows(std::size_t rows, std::size_t depth, const T* a, const T* b, T* c, std::size_t a_step = MR, std::size_t r_step = 1) {
     switch (rows) {
@@ -125,6 +125,8 @@ inline void micro_kernel_rows(std::size_t rows, std::size_t depth, const T* a, c
         case 3: return micro_kernel<T, Accumulate, 3>(depth, a, b, c, a_step, r_step);
         case 4: return micro_kernel<T, Accumulate, 4>(depth, a, b, c, a_step, r_step);
         case 5: return micro_kernel<T, Accumulate, 5>(depth, a, b, c, a_step, r_step);
+        case 6: return micro_kernel<T, Accumulate, std::min<std::size_t>(6, MR)>(depth, a, b, c, a_step, r_step);
+        case 7: return micro_kernel<T, Accumulate, std::min<std::size_t>(7, MR)>(depth, a, b, c, a_step, r_step);
         default: return micro_kernel<T, Accumulate>(depth, a, b, c, a_step, r_step);
     }
 }
