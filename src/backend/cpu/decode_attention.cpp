@@ -18,8 +18,9 @@
 // prefetchers keep up: software prefetches a few rows or a block ahead measured slower
 // (T = 4096 and 32768, one thread). Each key row is read from memory once,
 // and its G query heads are scored against it while it is in L1 (four keys at a time
-// with AVX-512 in float32: one transposing lane reduction for four dot products made a
-// step 16 % faster; AVX2's 16 registers would not hold the 16 accumulators). Like the fast path it
+// with AVX-512 in float32, one transposing lane reduction for four dot products; AVX2's
+// 16 registers hold two keys' accumulators for four queries, one reduction a pair;
+// docs/PERFORMANCE.md#decode-one-query-over-a-kv-cache). Like the fast path it
 // works in base 2 (the queries are scaled by s·log₂e) with panel::exp2_bounded.
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "backend/cpu/decode_attention.cpp"
