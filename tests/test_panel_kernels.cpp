@@ -68,6 +68,29 @@ void check_micro_kernel() {
         }
 }
 
+// Every row count 1 … MR, reading A in place from a row-major (rows, width) matrix in
+// both of the kernel's ways: its rows as the r index (a_step 1, r_step width: the
+// double kernel's keys) and its columns (a_step width, r_step 1: its values).
+void check_micro_kernel_in_place() {
+    constexpr std::size_t NR = panel::NR<double>, MR = panel::MR, width = 11, rows = 13;
+    double matrix[rows * width], b[rows * NR], c[MR * NR];
+    for (std::size_t i = 0; i < rows * width; ++i) matrix[i] = static_cast<double>(i % 9) - 4.0;
+    for (std::size_t i = 0; i < rows * NR; ++i) b[i] = 0.5 * static_cast<double>(i % 7);
+    for (std::size_t count = 1; count <= MR; ++count)
+        for (const bool keys : {true, false}) {
+            INFO(count << " rows, A's " << (keys ? "rows" : "columns"));
+            const std::size_t depth = keys ? width : rows, a_step = keys ? 1 : width, r_step = keys ? width : 1;
+            for (double& x : c) x = -7.0;
+            panel::micro_kernel_rows<double, false>(count, depth, matrix, b, c, a_step, r_step);
+            for (std::size_t r = 0; r < MR; ++r)
+                for (std::size_t q = 0; q < NR; ++q) {
+                    double want = 0;
+                    for (std::size_t p = 0; p < depth; ++p) want += matrix[p * a_step + r * r_step] * b[p * NR + q];
+                    REQUIRE(c[r * NR + q] == (r < count ? want : -7.0));  // small integers and halves: exact; rows past count untouched
+                }
+        }
+}
+
 }  // namespace attn_trace::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 
@@ -79,6 +102,7 @@ namespace attn_trace {
 HWY_EXPORT(check_exp2);
 HWY_EXPORT(check_exp2_double);
 HWY_EXPORT(check_micro_kernel);
+HWY_EXPORT(check_micro_kernel_in_place);
 
 namespace {
 
@@ -115,6 +139,10 @@ TEST_CASE("the kernel's float64 2^x is within two ulps of exp2, and exactly 0 wh
 
 TEST_CASE("the micro-kernel computes its MR × NR product, also with fewer rows, on every target", "[fast]") {
     on_every_target([] { HWY_DYNAMIC_DISPATCH(check_micro_kernel)(); });
+}
+
+TEST_CASE("the micro-kernel reads a matrix in place by its rows or its columns, for every row count, on every target", "[fast]") {
+    on_every_target([] { HWY_DYNAMIC_DISPATCH(check_micro_kernel_in_place)(); });
 }
 
 }  // namespace attn_trace

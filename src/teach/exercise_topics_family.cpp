@@ -114,9 +114,22 @@ ExercisePlan dropout_topic(HandNumbers& numbers) {
     plan.task("the weights A (no mask)", {StepName::weights});
     ExerciseTask& dropped = plan.task("dropped = A ⊙ keep / (1 − p); do its rows still add up to 1?", {StepName::keep, StepName::dropped});
     dropped.worked = {{"dropped[0,1]"}};
-    dropped.notes = {"No: dropout keeps each weight's expected value (a kept weight is doubled, a dropped one is 0), not each row's sum, so a row "
-                     "adds up to 1 only on average."};
-    dropped.computed_notes = row_sums(StepName::dropped);
+    dropped.computed_notes = [](const Problem& problem, const Trace& trace) {
+        // Whether they do is read from the rows themselves: a draw that keeps a whole row, or
+        // drops weights that add up to half of it, leaves the sum at 1.
+        const Step* step = trace.find(StepName::dropped, 0, std::nullopt, std::nullopt, std::nullopt);
+        bool all_one = true;
+        for (std::size_t i = 0; i < step->values.rows(); ++i) {
+            double sum = 0;
+            for (std::size_t j = 0; j < step->values.cols(); ++j) sum += step->values(i, j);
+            all_one = all_one && std::abs(sum - 1) < 1e-12;
+        }
+        std::vector<std::string> notes{std::string(all_one ? "Here they do, by this draw; in general no" : "No") +
+                                       ": dropout keeps each weight's expected value (a kept weight is doubled, a dropped one is 0), not each "
+                                       "row's sum, so a row adds up to 1 only on average."};
+        for (std::string& sums : row_sums(StepName::dropped)(problem, trace)) notes.push_back(std::move(sums));
+        return notes;
+    };
     plan.task("the outputs O = dropped V", {StepName::out}).worked = {{row(StepName::out, 0)}};
     plan.task("what the same layer computes in eval mode").notes = {
         "In eval mode nothing is dropped and out = A V. F.scaled_dot_product_attention applies its dropout_p whatever the module's mode, "
