@@ -52,6 +52,10 @@ using panel::Simd;
 constexpr std::size_t block_keys = 32;
 // Query heads that share each loaded key or value vector in registers.
 constexpr std::size_t query_group = 4;
+// Value rows weighed into u per pass: each u vector is loaded and stored once a pass, and
+// the pass reads four rows side by side (two a pass kept the loads of V waiting; eight
+// spill AVX2's registers; docs/PERFORMANCE.md#decode-one-query-over-a-kv-cache).
+constexpr std::size_t value_keys = 4;
 
 std::size_t round_up(std::size_t x, std::size_t step) { return (x + step - 1) / step * step; }
 
@@ -150,13 +154,13 @@ public:
                 });
             }
             for (std::size_t h = 0; h < heads_; ++h) softmax_row(scratch.scores.data() + h * stride, count, m[h], l[h], u + h * dv_pad_);
-            for (std::size_t j = 0; j < count; j += 2) {
-                const T* values = in_.v + (j0 + j) * in_.v_stride;
-                // Two keys at once (the second weighed 0 past the end): half the loads and stores of u.
-                const T* second = j + 1 < count ? values + in_.v_stride : values;
+            for (std::size_t j = 0; j < count; j += value_keys) {
+                // value_keys rows a pass (the last one repeated, weighed 0, past the end).
+                const std::size_t keys = std::min(value_keys, count - j);
+                const T* values[value_keys];
+                for (std::size_t k = 0; k < value_keys; ++k) values[k] = in_.v + (j0 + j + std::min(k, keys - 1)) * in_.v_stride;
                 for_each_group([&](std::size_t g, std::size_t h, auto rows) {
-                    weigh_values<rows()>(scratch.scores.data() + h * stride + j, j + 1 < count, stride, values + g * in_.d_v, second + g * in_.d_v,
-                                         u + h * dv_pad_);
+                    weigh_values<rows()>(scratch.scores.data() + h * stride + j, keys, stride, values, g * in_.d_v, u + h * dv_pad_);
                 });
             }
         }
@@ -293,24 +297,31 @@ private:
         l += sum_lanes(sum);
     }
 
-    // u_r += p_r0 · v0 + p_r1 · v1 for R queries (p_r1 taken as 0 without a second key):
-    // each value vector is loaded once for all R; u stays in L1.
+    // u_r += Σ_k p_rk · v_k over the pass's keys (p_rk taken as 0 for k ≥ keys), for R
+    // queries: each value vector is loaded once for all R, each u vector once a pass.
     template <std::size_t R>
-    void weigh_values(const T* p, bool two, std::size_t stride, const T* v0, const T* v1, T* u) const {
-        T w0[R], w1[R];
-        for (std::size_t r = 0; r < R; ++r) {
-            w0[r] = p[r * stride];
-            w1[r] = two ? p[r * stride + 1] : T(0);
-        }
+    void weigh_values(const T* p, std::size_t keys, std::size_t stride, const T* const* rows, std::size_t offset, T* u) const {
+        T w[R][value_keys];
+        for (std::size_t r = 0; r < R; ++r)
+            for (std::size_t k = 0; k < value_keys; ++k) w[r][k] = k < keys ? p[r * stride + k] : T(0);
+        const T* v[value_keys];
+        for (std::size_t k = 0; k < value_keys; ++k) v[k] = rows[k] + offset;
+        // Local copies: a vector store may alias anything, and the members would be read again after each.
+        const std::size_t d_v = in_.d_v, pad = dv_pad_;
         std::size_t d = 0;
-        for (; d + L <= in_.d_v; d += L) {
-            const Vec a = S::load(v0 + d), b = S::load(v1 + d);
+        for (; d + L <= d_v; d += L) {
+            Vec x[value_keys];
+            for (std::size_t k = 0; k < value_keys; ++k) x[k] = S::load(v[k] + d);
 #pragma GCC unroll 4
-            for (std::size_t r = 0; r < R; ++r)
-                S::store(u + r * dv_pad_ + d, S::load(u + r * dv_pad_ + d) + S::splat(w0[r]) * a + S::splat(w1[r]) * b);
+            for (std::size_t r = 0; r < R; ++r) {
+                Vec sum = S::load(u + r * pad + d);
+                for (std::size_t k = 0; k < value_keys; ++k) sum += S::splat(w[r][k]) * x[k];
+                S::store(u + r * pad + d, sum);
+            }
         }
-        for (; d < in_.d_v; ++d)
-            for (std::size_t r = 0; r < R; ++r) u[r * dv_pad_ + d] += w0[r] * v0[d] + w1[r] * v1[d];
+        for (; d < d_v; ++d)
+            for (std::size_t r = 0; r < R; ++r)
+                for (std::size_t k = 0; k < value_keys; ++k) u[r * pad + d] += w[r][k] * v[k][d];
     }
 
     const FastAttentionInput<T>& in_;
