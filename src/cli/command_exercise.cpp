@@ -91,7 +91,7 @@ Examples:
     add_math_option(*exercise, o.math);
     add_standalone_flag(*exercise, o.standalone);
     exercise->callback([&exit_code] {
-        written_document("", o.format, o.standalone);  // refused before anything is computed
+        require_standalone_format(o.format, o.standalone);  // before anything is computed
         std::cout << written_document(write_worksheet({split_list(o.topics, ','), o.seed, o.count, exercise_part(o.part), math_style(o.math, o.format)}, o.format),
                                       o.format, o.standalone);
         exit_code = 0;

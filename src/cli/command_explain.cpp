@@ -107,7 +107,7 @@ Examples:
         request.target = target;
         request.options = options;
         request.source = source;
-        written_document("", o.format, o.trace.output.standalone);  // refused before anything is computed
+        require_standalone_format(o.format, o.trace.output.standalone);  // before anything is computed
         std::cout << written_document(attn_trace::explain_command(load_with_overrides(o.trace), request), o.format, o.trace.output.standalone);
         exit_code = 0;
     });

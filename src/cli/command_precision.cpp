@@ -47,7 +47,7 @@ Examples:
     add_standalone_flag(*precision, o.problem.output.standalone);
     precision->callback([&exit_code] {
         const Format format = o.problem.output.format;
-        written_document("", format, o.problem.output.standalone);  // refused before anything is computed
+        require_standalone_format(format, o.problem.output.standalone);  // before anything is computed
         const Problem problem = load_with_overrides(o.problem);
         PrecisionRequest request;
         request.backend = o.problem.backend;

@@ -152,14 +152,18 @@ std::string render_shown(const Trace& trace, const TraceResult& result, const Ou
 
 }  // namespace
 
+void require_standalone_format(Format format, bool standalone) {
+    if (standalone && format != Format::latex)
+        throw InputError(fmt::format("⟦standalone⟧ makes LaTeX a whole document: it needs ⟦format⟧ latex, not {}", format));
+}
+
 std::string written_document(const std::string& text, Format format, bool standalone) {
-    if (!standalone) return text;
-    if (format != Format::latex) throw InputError(fmt::format("⟦standalone⟧ makes LaTeX a whole document: it needs ⟦format⟧ latex, not {}", format));
-    return latex_document(text);
+    require_standalone_format(format, standalone);
+    return standalone ? latex_document(text) : text;
 }
 
 std::string render_trace_output(const TraceResult& result, const OutputRequest& o) {
-    written_document("", o.format, o.standalone);  // a wrong format is refused before the trace is rendered
+    require_standalone_format(o.format, o.standalone);  // before the trace is rendered
     const RenderOptions r = render_options(o, result.problem);
     if (decode_summary(result, o)) {
         Trace summary = result.trace;

@@ -325,7 +325,7 @@ void bind_commands(nb::module_& m) {
             const Format chosen = format_of(format, for_exercise);
             if (math && chosen != Format::markdown)
                 throw InputError(fmt::format("⟦math⟧ {} sets how Markdown writes maths: it needs ⟦format⟧ markdown, not {}", *math, chosen));
-            written_document("", chosen, standalone);  // refused before anything is computed
+            require_standalone_format(chosen, standalone);  // before anything is computed
             return written_document(write_worksheet(Worksheet{topics, seed, count, exercise_part(part), math ? math_of(*math) : MathStyle::dollars}, chosen),
                                     chosen, standalone);
         },
@@ -344,7 +344,7 @@ void bind_commands(nb::module_& m) {
             request.source.decode.prefill = prefill;
             request.source.tiled = TiledOptions{block_q, block_k};
             if (block_q == 0 || block_k == 0) throw InputError("⟦block_q⟧ and ⟦block_k⟧: a block holds at least 1 row or key");
-            written_document("", request.options.format, standalone);  // refused before anything is computed
+            require_standalone_format(request.options.format, standalone);  // before anything is computed
             return written_document(explain_command(ATTN_TRACE_PROBLEM, request), request.options.format, standalone);
         },
         ATTN_TRACE_PROBLEM_NAMES, "cell"_a = nb::none(), "row"_a = nb::none(), "format"_a = "text", "head"_a = 0, "batch"_a = 0, "precision"_a = 4,

@@ -118,6 +118,9 @@ std::string render_trace_output(const TraceResult& result, const OutputRequest& 
 // one: LaTeX only (latex_document); refused (InputError) with any other format.
 std::string written_document(const std::string& text, Format format, bool standalone);
 
+// The same refusal on its own, for a command to make before it computes anything.
+void require_standalone_format(Format format, bool standalone);
+
 // The SVG heatmap of the weights the result draws (its `pictured` trace, else its trace).
 std::string render_trace_svg(const TraceResult& result, const OutputRequest& output);
 
