@@ -26,6 +26,16 @@ namespace {
 // An exercise runs in its problem's dtype (f64 unless a topic, as precision does, says otherwise).
 RunOptions run_options_of(const Problem& problem) { return RunOptions{problem.dtype.value_or(Dtype::f64)}; }
 
+}  // namespace
+
+Trace unscaled_trace(const Problem& problem) {
+    Problem unscaled = problem;
+    unscaled.scale.kind = Scale::Kind::none;
+    return pipeline_full(unscaled, run_options_of(problem));
+}
+
+namespace {
+
 // Expected values are written with 4 decimals: readable, and within check's
 // default atol of 1e-4 (the rounding error is at most 5e-5).
 constexpr int expect_decimals = 4;
@@ -206,9 +216,7 @@ private:
 
     // The weights with s = 1: the softmax reads S itself, and the heading says softmax(S), not softmax(S_s).
     std::string unscaled_weights(const Exercise& e) const {
-        Problem unscaled = e.problem;
-        unscaled.scale.kind = Scale::Kind::none;
-        Trace trace = pipeline_full(unscaled, run_options_of(e.problem));
+        Trace trace = unscaled_trace(e.problem);
         for (Step& step : trace.steps)
             for (auto at = step.formula.find("S_s"); at != std::string::npos; at = step.formula.find("S_s", at)) step.formula.replace(at, 3, "S");
         return paragraph("Without the scale (s = 1), the weights would be:") + steps(trace, {StepName::weights});

@@ -188,9 +188,7 @@ ExercisePlan scale_topic(HandNumbers& numbers) {
     plan.task("the weights with scaling, softmax(S / √d_k)", {StepName::scaled, StepName::weights}).worked = {{row(StepName::weights, 0)}};
     ExerciseTask& why = plan.task("which row is closer to picking a single key, and why that slows learning");
     why.computed_notes = [](const Problem& problem, const Trace& trace) {
-        Problem unscaled = problem;
-        unscaled.scale.kind = Scale::Kind::none;
-        const Trace raw = pipeline_full(unscaled, RunOptions{});
+        const Trace raw = unscaled_trace(problem);
         const Step* scaled = trace.find(StepName::weights, 0, std::nullopt, std::nullopt, std::nullopt);
         const Step* plain = raw.find(StepName::weights, 0, std::nullopt, std::nullopt, std::nullopt);
         std::vector<std::string> rows;
