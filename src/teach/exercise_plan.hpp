@@ -57,7 +57,7 @@ struct ExercisePlan {
 };
 
 // The problem's full run with s = 1 (what the scale exercise compares with): the weights
-// as softmax(S) itself. Computed where it is written; the problems are a few tokens.
+// as softmax(S) itself. Each use runs it again, uncached: the problems are a few tokens.
 Trace unscaled_trace(const Problem& problem);
 
 // Small integers drawn from the portable generator.

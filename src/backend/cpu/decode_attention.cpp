@@ -53,8 +53,8 @@ constexpr std::size_t block_keys = 32;
 // Query heads that share each loaded key or value vector in registers.
 constexpr std::size_t query_group = 4;
 // Value rows weighed into u per pass: each u vector is loaded and stored once a pass, and
-// the pass reads four rows side by side (two a pass kept the loads of V waiting; eight
-// spill AVX2's registers; docs/PERFORMANCE.md#decode-one-query-over-a-kv-cache).
+// the pass reads four rows side by side (two a pass left the loop waiting on the loads of
+// V more often; eight spill AVX2's registers; docs/PERFORMANCE.md#decode-one-query-over-a-kv-cache).
 constexpr std::size_t value_keys = 4;
 
 std::size_t round_up(std::size_t x, std::size_t step) { return (x + step - 1) / step * step; }
@@ -306,7 +306,7 @@ private:
             for (std::size_t k = 0; k < value_keys; ++k) w[r][k] = k < keys ? p[r * stride + k] : T(0);
         const T* v[value_keys];
         for (std::size_t k = 0; k < value_keys; ++k) v[k] = rows[k] + offset;
-        // Local copies: a vector store may alias anything, and the members would be read again after each.
+        // Local copies: a vector store may alias anything, so the members would be read again after each.
         const std::size_t d_v = in_.d_v, pad = dv_pad_;
         std::size_t d = 0;
         for (; d + L <= d_v; d += L) {
